@@ -1,0 +1,156 @@
+"""The one exception tree of hello-memory.
+
+Every error raised on purpose by the library derives from :class:`HelloMemoryError`;
+backends translate their SDK's exceptions at the boundary (``raise ... from exc``)
+so callers never need to import qdrant-client, neo4j or SQLAlchemy to catch them::
+
+    HelloMemoryError
+    ├── ConfigError                  bad settings file / env / argument
+    │   └── UnknownConfigKeyError    a key no model declares (names the key)
+    ├── InvalidInputError            bad caller input; nothing was written
+    │   ├── EmptyContentError
+    │   ├── InvalidImportanceError
+    │   ├── NamespaceRequiredError   a store call without a namespace
+    │   └── VectorError              NaN / inf in a vector
+    │       └── DimensionMismatchError   names the collection and both sizes
+    ├── NotFoundError                an id that does not exist (in that namespace)
+    ├── EmbeddingError
+    │   └── ModelNotFoundError       names the setting to change
+    └── StoreError                   a backend failed
+        ├── BackendUnavailableError  cannot reach a server / open a file
+        ├── SchemaVersionError       record store schema newer than this code
+        ├── RecordStoreError
+        ├── VectorStoreError
+        └── GraphStoreError
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendUnavailableError",
+    "ConfigError",
+    "DimensionMismatchError",
+    "EmbeddingError",
+    "EmptyContentError",
+    "GraphStoreError",
+    "HelloMemoryError",
+    "InvalidImportanceError",
+    "InvalidInputError",
+    "ModelNotFoundError",
+    "NamespaceRequiredError",
+    "NotFoundError",
+    "RecordStoreError",
+    "SchemaVersionError",
+    "StoreError",
+    "UnknownConfigKeyError",
+    "VectorError",
+    "VectorStoreError",
+]
+
+
+class HelloMemoryError(Exception):
+    """Root of every error hello-memory raises on purpose."""
+
+
+# --- configuration -------------------------------------------------------------------
+class ConfigError(HelloMemoryError):
+    """Settings could not be loaded or validated."""
+
+
+class UnknownConfigKeyError(ConfigError):
+    """A settings key that no configuration model declares."""
+
+    def __init__(self, key: str, source: str = "settings") -> None:
+        self.key = key
+        self.source = source
+        super().__init__(f"unknown configuration key {key!r} in {source}")
+
+
+# --- caller input --------------------------------------------------------------------
+class InvalidInputError(HelloMemoryError, ValueError):
+    """The caller passed something invalid. Nothing was written."""
+
+
+class EmptyContentError(InvalidInputError):
+    """Content is empty or whitespace only."""
+
+
+class InvalidImportanceError(InvalidInputError):
+    """Importance is not a finite number in [0, 1]."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+        super().__init__(f"importance must be a finite number in [0, 1], got {value!r}")
+
+
+class NamespaceRequiredError(InvalidInputError):
+    """A store call was made without a namespace (isolation fails closed)."""
+
+
+class VectorError(InvalidInputError):
+    """A vector is malformed (NaN, infinity, wrong shape)."""
+
+
+class DimensionMismatchError(VectorError):
+    """A vector's size differs from its collection's configured size."""
+
+    def __init__(self, collection: str, expected: int, got: int, vector_name: str = "") -> None:
+        self.collection = collection
+        self.expected = expected
+        self.got = got
+        self.vector_name = vector_name
+        named = f" (vector {vector_name!r})" if vector_name else ""
+        super().__init__(
+            f"collection {collection!r}{named} holds vectors of size {expected}, got size {got}"
+        )
+
+
+# --- lookups -------------------------------------------------------------------------
+class NotFoundError(HelloMemoryError, KeyError):
+    """No such object (in the given namespace)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else "not found"
+
+
+# --- embeddings ----------------------------------------------------------------------
+class EmbeddingError(HelloMemoryError):
+    """An embedder failed to load or to encode."""
+
+
+class ModelNotFoundError(EmbeddingError):
+    """The configured model cannot be loaded; the message names the setting."""
+
+    def __init__(self, model: str, setting: str, reason: str = "") -> None:
+        self.model = model
+        self.setting = setting
+        detail = f": {reason}" if reason else ""
+        super().__init__(
+            f"cannot load model {model!r}{detail}. Set {setting} to a local model directory "
+            "or a model name that is available offline"
+        )
+
+
+# --- backends ------------------------------------------------------------------------
+class StoreError(HelloMemoryError):
+    """A storage backend failed."""
+
+
+class BackendUnavailableError(StoreError):
+    """A backend could not be reached or opened."""
+
+
+class SchemaVersionError(StoreError):
+    """The record store's schema cannot be used by this version of hello-memory."""
+
+
+class RecordStoreError(StoreError):
+    """The relational record store failed."""
+
+
+class VectorStoreError(StoreError):
+    """The vector store failed."""
+
+
+class GraphStoreError(StoreError):
+    """The graph store failed."""

@@ -1,0 +1,211 @@
+"""SQLAlchemy table definitions of the record store (schema version 2).
+
+The record store is the source of truth: Qdrant and the graph are derived from it.
+All times are stored as timezone-aware UTC. The SQLite graph backend keeps its
+tables (entities, relations, mentions) in this same database.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+SCHEMA_VERSION = 2
+
+ID = String(36)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Stores aware datetimes as UTC; returns aware UTC datetimes on every backend
+    (SQLite drops the offset, so it is re-attached on the way out)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the record store; pass an aware datetime")
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, datetime: UTCDateTime}
+
+
+class SchemaMeta(Base):
+    __tablename__ = "hm_schema_meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(256))
+
+
+class MemoryRow(Base):
+    __tablename__ = "hm_memory_items"
+    __table_args__ = (
+        CheckConstraint("importance >= 0 AND importance <= 1", name="ck_importance_range"),
+        Index("ix_items_ns_type_status", "namespace", "memory_type", "status"),
+        Index("ix_items_ns_session", "namespace", "session_id"),
+        Index("ix_items_ns_user", "namespace", "user_id"),
+        Index("ix_items_ns_event_time", "namespace", "event_time"),
+        Index("ix_items_ns_hash", "namespace", "content_hash"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str | None] = mapped_column(String(255))
+    agent_id: Mapped[str | None] = mapped_column(String(255))
+    session_id: Mapped[str | None] = mapped_column(String(255))
+    memory_type: Mapped[str] = mapped_column(String(16))
+    modality: Mapped[str] = mapped_column(String(16), default="text")
+    content: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str | None] = mapped_column(String(64))  # added in schema v2
+    event_time: Mapped[datetime] = mapped_column(UTCDateTime)
+    recorded_time: Mapped[datetime] = mapped_column(UTCDateTime)
+    importance: Mapped[float] = mapped_column(Float, default=0.5)
+    access_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_access: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+
+
+class EntityRow(Base):
+    __tablename__ = "hm_entities"
+    __table_args__ = (Index("ix_entities_ns_norm", "namespace", "normalized_name"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(Text)
+    normalized_name: Mapped[str] = mapped_column(Text)
+    type: Mapped[str] = mapped_column(String(64))
+    properties: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class RelationRow(Base):
+    __tablename__ = "hm_relations"
+    __table_args__ = (
+        Index("ix_relations_source", "source_id"),
+        Index("ix_relations_target", "target_id"),
+        Index("ix_relations_ns", "namespace"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(255))
+    source_id: Mapped[str] = mapped_column(ID, ForeignKey("hm_entities.id", ondelete="CASCADE"))
+    target_id: Mapped[str] = mapped_column(ID, ForeignKey("hm_entities.id", ondelete="CASCADE"))
+    type: Mapped[str] = mapped_column(String(128))
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    properties: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class EntityMentionRow(Base):
+    """Many-to-many link: which memories mention which entity."""
+
+    __tablename__ = "hm_entity_mentions"
+    __table_args__ = (Index("ix_entity_mentions_memory", "namespace", "memory_id"),)
+
+    entity_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("hm_entities.id", ondelete="CASCADE"), primary_key=True
+    )
+    memory_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(255))
+
+
+class RelationMentionRow(Base):
+    """Many-to-many link: which memories state which relation."""
+
+    __tablename__ = "hm_relation_mentions"
+    __table_args__ = (Index("ix_relation_mentions_memory", "namespace", "memory_id"),)
+
+    relation_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("hm_relations.id", ondelete="CASCADE"), primary_key=True
+    )
+    memory_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(255))
+
+
+class DocumentRow(Base):
+    __tablename__ = "hm_documents"
+    __table_args__ = (UniqueConstraint("namespace", "source_path", name="uq_documents_source"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(255))
+    source_path: Mapped[str] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    modified_time: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    language: Mapped[str | None] = mapped_column(String(16))
+    ingested_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+
+
+class ChunkRow(Base):
+    __tablename__ = "hm_chunks"
+    __table_args__ = (
+        Index("ix_chunks_document", "document_id", "ordinal"),
+        Index("ix_chunks_ns", "namespace"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    document_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("hm_documents.id", ondelete="CASCADE")
+    )
+    namespace: Mapped[str] = mapped_column(String(255))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    content: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    heading_path: Mapped[str] = mapped_column(Text, default="")
+    start_offset: Mapped[int] = mapped_column(Integer)
+    end_offset: Mapped[int] = mapped_column(Integer)
+    token_count: Mapped[int] = mapped_column(Integer)
+    language: Mapped[str | None] = mapped_column(String(16))
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+
+
+class OutboxRow(Base):
+    """Index operations committed with their record, applied to Qdrant and the graph
+    afterwards; rows left unapplied after a crash are replayed by ``reconcile``."""
+
+    __tablename__ = "hm_outbox"
+    __table_args__ = (Index("ix_outbox_pending", "applied_at", "seq"),)
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    op: Mapped[str] = mapped_column(String(32))  # upsert | delete
+    namespace: Mapped[str] = mapped_column(String(255))
+    memory_id: Mapped[str] = mapped_column(ID)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class AuditRow(Base):
+    __tablename__ = "hm_audit_log"
+    __table_args__ = (Index("ix_audit_ns_at", "namespace", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    namespace: Mapped[str] = mapped_column(String(255))
+    action: Mapped[str] = mapped_column(String(64))
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

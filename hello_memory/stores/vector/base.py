@@ -1,0 +1,94 @@
+"""The ``VectorStore`` protocol: named dense vectors (and room for sparse lexical
+vectors) per collection, with payload filters, scoped by namespace.
+
+Every method that reads or deletes takes the namespace explicitly; the backend stores
+it in the payload field ``namespace`` and always filters on it. An empty namespace
+raises :class:`~hello_memory.errors.NamespaceRequiredError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from hello_memory.types import SparseVector, VectorHit, VectorPoint
+
+__all__ = ["CollectionSpec", "FieldCondition", "PayloadIndex", "Range", "VectorStore"]
+
+PayloadIndex = Literal["keyword", "integer", "float", "datetime", "bool", "text"]
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """Shape of a collection: dense vector sizes by name, sparse vector names, and the
+    payload fields to index (where the server supports payload indexes)."""
+
+    name: str
+    dense: Mapping[str, int]
+    sparse: tuple[str, ...] = ()
+    payload_indexes: Mapping[str, PayloadIndex] | None = None
+    distance: Literal["cosine", "dot", "euclid"] = "cosine"
+
+
+@dataclass(frozen=True)
+class Range:
+    """Numeric / datetime range condition (bounds inclusive; None = open)."""
+
+    gte: Any = None
+    lte: Any = None
+
+
+# A filter is a mapping field -> condition:
+#   scalar      exact match
+#   list/tuple  match any of the values
+#   Range       range match
+FieldCondition = Any
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    def open(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def ensure_collection(self, spec: CollectionSpec) -> None:
+        """Create the collection if missing; if it exists with another vector size,
+        raise DimensionMismatchError naming the collection and both sizes."""
+
+    def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points by id (UUID strings); idempotent. Validates every
+        point before writing any: a wrong size or non-finite value writes nothing."""
+
+    def search(
+        self,
+        collection: str,
+        query: Sequence[float] | SparseVector,
+        *,
+        namespace: str,
+        using: str = "dense",
+        limit: int = 10,
+        filters: Mapping[str, FieldCondition] | None = None,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
+        """Nearest points in ``namespace`` by the named dense or sparse vector."""
+
+    def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
+        """Points by id (score 0.0), only those in ``namespace``."""
+
+    def delete(self, collection: str, ids: Sequence[str], *, namespace: str) -> None:
+        """Delete points by id within ``namespace``; unknown ids are a no-op."""
+
+    def count(
+        self,
+        collection: str,
+        *,
+        namespace: str,
+        filters: Mapping[str, FieldCondition] | None = None,
+    ) -> int: ...
+
+    def ids(self, collection: str, *, namespace: str) -> set[str]:
+        """Every point id in ``namespace`` (used by reconcile)."""
+
+    def clear(self, collection: str, *, namespace: str) -> None:
+        """Delete every point of ``namespace`` in the collection, nothing else."""
