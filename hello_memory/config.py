@@ -1,0 +1,265 @@
+"""Typed settings.
+
+Priority, highest first: arguments passed to :func:`load_settings` (or to
+``Settings(...)``) > environment variables ``HELLO_MEMORY__SECTION__KEY`` > the YAML
+file (``config_file=`` argument, else ``HELLO_MEMORY_CONFIG``) > built-in defaults.
+
+One pydantic model per backend, ``extra="forbid"`` everywhere: a misspelt key is an
+:class:`~hello_memory.errors.UnknownConfigKeyError` naming the key. Nothing here reads
+the environment or the disk at import time; :func:`load_settings` does, when called.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from hello_memory.errors import ConfigError, UnknownConfigKeyError
+
+__all__ = [
+    "CONFIG_ENV_VAR",
+    "EmbeddingSettings",
+    "LLMSettings",
+    "Neo4jGraphSettings",
+    "QdrantSettings",
+    "RecordSettings",
+    "Settings",
+    "SqliteGraphSettings",
+    "WorkingMemorySettings",
+    "load_settings",
+]
+
+CONFIG_ENV_VAR = "HELLO_MEMORY_CONFIG"
+ENV_PREFIX = "HELLO_MEMORY__"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RecordSettings(_Section):
+    """Relational record store. ``url`` None means ``sqlite:///<data_dir>/records.db``."""
+
+    url: str | None = None
+    echo: bool = False
+
+
+class QdrantSettings(_Section):
+    """Vector store. Exactly one of ``location`` (``:memory:``), ``path`` (embedded
+    directory) or ``url`` (server); with none set, an embedded store under
+    ``<data_dir>/qdrant`` is used."""
+
+    provider: Literal["qdrant"] = "qdrant"
+    location: Literal[":memory:"] | None = None
+    path: str | None = None
+    url: str | None = None
+    api_key: str | None = None
+    timeout: float = Field(default=5.0, gt=0)
+    collection_prefix: str = "hm_"
+
+    @model_validator(mode="after")
+    def _one_target(self) -> QdrantSettings:
+        given = [k for k in ("location", "path", "url") if getattr(self, k)]
+        if len(given) > 1:
+            raise ValueError(f"vector: set only one of location/path/url, got {given}")
+        return self
+
+
+class SqliteGraphSettings(_Section):
+    """Embedded graph: tables in the record store's database."""
+
+    provider: Literal["sqlite"] = "sqlite"
+
+
+class Neo4jGraphSettings(_Section):
+    """Graph over Bolt with the official neo4j driver (Neo4j 5, FalkorDB)."""
+
+    provider: Literal["neo4j"]
+    uri: str = "bolt://localhost:7687"
+    user: str | None = "neo4j"
+    password: str | None = None
+    database: str | None = None
+    connection_timeout: float = Field(default=5.0, gt=0)
+
+
+GraphSettings = Annotated[
+    SqliteGraphSettings | Neo4jGraphSettings, Field(discriminator="provider")
+]
+
+
+class EmbeddingSettings(_Section):
+    provider: Literal["sentence_transformers"] = "sentence_transformers"
+    model: str = "all-MiniLM-L6-v2"
+    device: str | None = None
+    batch_size: int = Field(default=64, ge=1, le=4096)
+    normalize: bool = True
+
+
+class WorkingMemorySettings(_Section):
+    capacity: int = Field(default=50, ge=1)
+    ttl_minutes: float = Field(default=60.0, gt=0)
+    token_budget: int = Field(default=2000, ge=1)
+
+
+class LLMSettings(_Section):
+    """OpenAI-compatible endpoint; provider ``none`` keeps every LLM step off."""
+
+    provider: Literal["none", "openai"] = "none"
+    base_url: str | None = None
+    api_key: str | None = None
+    model: str | None = None
+    timeout: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+
+
+class Settings(BaseSettings):
+    """Root settings. Build with :func:`load_settings` to get file + env layering."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        case_sensitive=False,
+    )
+
+    data_dir: Path = Path(".hello_memory")
+    default_namespace: str = "default"
+    records: RecordSettings = RecordSettings()
+    vector: QdrantSettings = QdrantSettings()
+    graph: GraphSettings = SqliteGraphSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    working: WorkingMemorySettings = WorkingMemorySettings()
+    llm: LLMSettings = LLMSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # No .env or secrets-dir reading: only arguments and the process environment.
+        # The YAML file is merged in by load_settings() beneath both.
+        return (init_settings, env_settings)
+
+    # Derived locations -------------------------------------------------------------
+    def records_url(self) -> str:
+        return self.records.url or f"sqlite:///{(self.data_dir / 'records.db').as_posix()}"
+
+    def qdrant_path(self) -> str | None:
+        v = self.vector
+        if v.location or v.url:
+            return v.path
+        return v.path or str(self.data_dir / "qdrant")
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return data
+
+
+def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``HELLO_MEMORY__SECTION__KEY=value`` variables as a nested dict. Values stay
+    strings (pydantic coerces them), except JSON lists/objects, which are parsed.
+    Unknown names are rejected later, with the variable named, by validation."""
+    out: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        parts = [p.lower() for p in name[len(ENV_PREFIX) :].split("__") if p]
+        if not parts:
+            continue
+        node = out
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"environment variable {name} nests under a scalar setting")
+            node = child
+        parsed: Any = value
+        if value[:1] in "[{":
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"environment variable {name} is not valid JSON: {exc}") from exc
+        node[parts[-1]] = parsed
+    return out
+
+
+def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(dict(out[key]), value)
+        else:
+            out[key] = value
+    return out
+
+
+def _has_path(data: Mapping[str, Any], path: list[str]) -> bool:
+    node: Any = data
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Build settings from defaults < YAML file < environment < ``overrides``.
+
+    ``config_file`` defaults to ``$HELLO_MEMORY_CONFIG`` when set; ``environ``
+    defaults to ``os.environ``. ``overrides`` use the YAML nesting, e.g.
+    ``load_settings(vector={"location": ":memory:"})``.
+
+    Raises:
+        UnknownConfigKeyError: a key no model declares; the message names the key and
+            where it came from (arguments, environment variable, or config file).
+        ConfigError: any other invalid value, or an unreadable file.
+    """
+    env = os.environ if environ is None else environ
+    path = config_file or env.get(CONFIG_ENV_VAR)
+    layers: list[tuple[str, dict[str, Any]]] = [
+        ("arguments", dict(overrides)),
+        ("environment (HELLO_MEMORY__*)", _env_layer(env)),
+        (f"config file {path}", _read_yaml(Path(path)) if path else {}),
+    ]
+    merged: dict[str, Any] = {}
+    for _, data in reversed(layers):
+        merged = _deep_merge(merged, data)
+    try:
+        # model_validate skips BaseSettings' own sources: the layers above are the
+        # whole input, so the environment is read exactly once.
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        for err in exc.errors():
+            if err["type"] == "extra_forbidden":
+                loc = [str(p) for p in err["loc"] if not str(p).startswith(("neo4j", "sqlite"))]
+                source = next((n for n, d in layers if _has_path(d, loc)), "settings")
+                raise UnknownConfigKeyError(".".join(loc), source=source) from exc
+        raise ConfigError(f"invalid settings: {exc}") from exc

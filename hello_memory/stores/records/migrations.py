@@ -1,0 +1,101 @@
+"""Schema versions of the record store and the steps between them.
+
+Each step is additive (new columns, tables, indexes, backfills) and runs in its own
+transaction; the version row is bumped in the same transaction, so a crash leaves the
+database at a whole version. Before migrating an SQLite file a copy is kept beside it
+(``records.db.v<N>.bak``). A database newer than this code is refused, never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, inspect, select, text, update
+
+from hello_memory.errors import SchemaVersionError
+from hello_memory.stores.records.models import SCHEMA_VERSION, Base, MemoryRow, SchemaMeta
+from hello_memory.validation import content_hash
+
+log = logging.getLogger(__name__)
+
+VERSION_KEY = "schema_version"
+
+
+def _v1_to_v2(conn: Connection) -> None:
+    """v2 adds ``hm_memory_items.content_hash`` (dedup, change detection), backfilled."""
+    conn.execute(text("ALTER TABLE hm_memory_items ADD COLUMN content_hash VARCHAR(64)"))
+    conn.execute(text("CREATE INDEX ix_items_ns_hash ON hm_memory_items (namespace, content_hash)"))
+    rows = conn.execute(select(MemoryRow.id, MemoryRow.content)).all()
+    for row_id, content in rows:
+        conn.execute(
+            update(MemoryRow).where(MemoryRow.id == row_id).values(content_hash=content_hash(content))
+        )
+
+
+# MIGRATIONS[n] upgrades a database at version n to n + 1.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
+
+
+def read_version(conn: Connection) -> int | None:
+    tables = set(inspect(conn).get_table_names())
+    if SchemaMeta.__tablename__ not in tables:
+        if MemoryRow.__tablename__ in tables:
+            raise SchemaVersionError(
+                "the database holds hello-memory tables but no schema version row; "
+                "refusing to guess how to upgrade it"
+            )
+        return None
+    value = conn.execute(select(SchemaMeta.value).where(SchemaMeta.key == VERSION_KEY)).scalar()
+    if value is None:
+        raise SchemaVersionError("hm_schema_meta has no schema_version row")
+    return int(value)
+
+
+def _backup_sqlite(engine: Engine, version: int) -> Path | None:
+    db = engine.url.database
+    if engine.url.get_backend_name() != "sqlite" or not db or db == ":memory:":
+        return None
+    src = Path(db)
+    dst = src.with_name(f"{src.name}.v{version}.bak")
+    with engine.connect() as conn:  # fold the WAL into the main file before copying
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copy2(src, dst)
+    return dst
+
+
+def migrate(engine: Engine) -> int:
+    """Create the schema on an empty database or upgrade an older one; returns the
+    version now in force."""
+    with engine.begin() as conn:
+        version = read_version(conn)
+        if version is None:
+            Base.metadata.create_all(conn)
+            conn.execute(
+                SchemaMeta.__table__.insert().values(key=VERSION_KEY, value=str(SCHEMA_VERSION))
+            )
+            return SCHEMA_VERSION
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"the record store is at schema version {version}, newer than the {SCHEMA_VERSION} "
+            "this hello-memory understands; upgrade hello-memory"
+        )
+    if version < SCHEMA_VERSION:
+        backup = _backup_sqlite(engine, version)
+        log.info("upgrading record store schema %d -> %d (backup: %s)", version, SCHEMA_VERSION, backup)
+    while version < SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise SchemaVersionError(f"no migration from schema version {version}")
+        with engine.begin() as conn:
+            step(conn)
+            version += 1
+            conn.execute(
+                update(SchemaMeta).where(SchemaMeta.key == VERSION_KEY).values(value=str(version))
+            )
+    # Tables added in later versions that a step did not create (idempotent).
+    with engine.begin() as conn:
+        Base.metadata.create_all(conn)
+    return version

@@ -1,0 +1,241 @@
+"""Record store: schema creation, reopen, upgrade, atomic batches, filters, isolation."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from hello_memory.errors import (
+    BackendUnavailableError,
+    EmptyContentError,
+    InvalidImportanceError,
+    InvalidInputError,
+    NamespaceRequiredError,
+    NotFoundError,
+    SchemaVersionError,
+)
+from hello_memory.stores.records import SCHEMA_VERSION, ItemFilter, RecordStore
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
+from hello_memory.validation import content_hash
+
+V1_SQL = Path(__file__).parent.parent / "data" / "records_schema_v1.sql"
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "sub" / "records.db"
+
+
+@pytest.fixture
+def store(db_path: Path):
+    s = RecordStore(f"sqlite:///{db_path}")
+    s.open()
+    yield s
+    s.close()
+
+
+def item(content: str = "hello", ns: str = "ns1", **kw) -> MemoryItem:
+    return MemoryItem(content=content, namespace=ns, **kw)
+
+
+def test_open_creates_schema_wal_and_foreign_keys(store: RecordStore, db_path: Path) -> None:
+    assert db_path.exists()
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        version = conn.exec_driver_sql(
+            "SELECT value FROM hm_schema_meta WHERE key='schema_version'").scalar()
+    assert int(version) == SCHEMA_VERSION
+    tables = {r[0] for r in sqlite3.connect(db_path).execute(
+        "SELECT name FROM sqlite_master WHERE type='table'")}
+    for t in ("hm_memory_items", "hm_entities", "hm_relations", "hm_entity_mentions",
+              "hm_relation_mentions", "hm_documents", "hm_chunks", "hm_outbox", "hm_audit_log"):
+        assert t in tables
+
+
+def test_items_survive_reopen(db_path: Path) -> None:
+    s = RecordStore(f"sqlite:///{db_path}")
+    s.open()
+    it = item("I moved to Berlin in May", importance=0.8, session_id="s1",
+              metadata={"tags": ["move"], "emoji": "🦊"}, event_time=T0)
+    s.add_items([it])
+    s.close()
+    s2 = RecordStore(f"sqlite:///{db_path}")
+    s2.open()
+    got = s2.get_item("ns1", it.id)
+    s2.close()
+    assert got.content == it.content
+    assert got.importance == 0.8
+    assert got.metadata == {"tags": ["move"], "emoji": "🦊"}
+    assert got.event_time == T0 and got.event_time.tzinfo is not None
+    assert got.content_hash == content_hash(it.content)
+
+
+def _make_v1(db_path: Path) -> list[tuple[str, str]]:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_path)
+    conn.executescript(V1_SQL.read_text())
+    rows = [("11111111-1111-4111-8111-111111111111", "first memory"),
+            ("22222222-2222-4222-8222-222222222222", "第二条记忆")]
+    for rid, content in rows:
+        conn.execute(
+            "INSERT INTO hm_memory_items (id, namespace, memory_type, modality, content, "
+            "event_time, recorded_time, importance, access_count, status, metadata) "
+            "VALUES (?, 'old', 'episodic', 'text', ?, '2023-01-01 00:00:00', "
+            "'2023-01-01 00:00:00', 0.7, 3, 'active', '{\"k\": 1}')", (rid, content))
+    conn.commit()
+    conn.close()
+    return rows
+
+
+def test_upgrade_from_v1_keeps_data_and_backfills(db_path: Path) -> None:
+    rows = _make_v1(db_path)
+    s = RecordStore(f"sqlite:///{db_path}")
+    s.open()
+    items = s.get_items("old", [r[0] for r in rows])
+    s.close()
+    assert [i.content for i in items] == [r[1] for r in rows]
+    assert all(i.content_hash == content_hash(i.content) for i in items)
+    assert items[0].access_count == 3 and items[0].metadata == {"k": 1}
+    assert (db_path.parent / "records.db.v1.bak").exists()
+    version = sqlite3.connect(db_path).execute(
+        "SELECT value FROM hm_schema_meta WHERE key='schema_version'").fetchone()[0]
+    assert int(version) == SCHEMA_VERSION
+    # A second open is a no-op upgrade.
+    s = RecordStore(f"sqlite:///{db_path}")
+    s.open()
+    assert s.count_items("old") == 2
+    s.close()
+
+
+def test_newer_schema_is_refused_untouched(db_path: Path) -> None:
+    s = RecordStore(f"sqlite:///{db_path}")
+    s.open()
+    s.add_items([item()])
+    s.close()
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE hm_schema_meta SET value='99' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    before = hashlib.sha256(db_path.read_bytes()).hexdigest()
+    with pytest.raises(SchemaVersionError, match="99"):
+        RecordStore(f"sqlite:///{db_path}").open()
+    assert hashlib.sha256(db_path.read_bytes()).hexdigest() == before
+
+
+def test_tables_without_version_row_are_refused(db_path: Path) -> None:
+    _make_v1(db_path)
+    conn = sqlite3.connect(db_path)
+    conn.execute("DROP TABLE hm_schema_meta")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaVersionError):
+        RecordStore(f"sqlite:///{db_path}").open()
+
+
+def test_batch_is_atomic_on_bad_item(store: RecordStore) -> None:
+    good = item("fine")
+    with pytest.raises(InvalidImportanceError):
+        store.add_items([good, item("bad", importance=1.5)])
+    with pytest.raises(EmptyContentError):
+        store.add_items([good, item("   ")])
+    with pytest.raises(InvalidImportanceError):
+        store.add_items([good, item("nan", importance=float("nan"))])
+    with pytest.raises(InvalidInputError, match="naive"):
+        store.add_items([good, item("naive", event_time=datetime(2024, 1, 1))])
+    assert store.count_items("ns1") == 0
+    assert store.pending_outbox() == []
+
+
+def test_duplicate_id_rejected_and_nothing_written(store: RecordStore) -> None:
+    first = item("one")
+    store.add_items([first])
+    with pytest.raises(InvalidInputError, match="already exists"):
+        store.add_items([item("two"), item("three", id=first.id)])
+    assert store.count_items("ns1") == 1
+    assert len(store.pending_outbox()) == 1
+
+
+def test_filters(store: RecordStore) -> None:
+    store.add_items([
+        item("a", event_time=T0, session_id="s1", user_id="u1", importance=0.9),
+        item("b", event_time=T0 + timedelta(days=3), session_id="s2", user_id="u1",
+             importance=0.2, memory_type=MemoryType.SEMANTIC),
+        item("c", event_time=T0 + timedelta(days=10), session_id="s1", user_id="u2",
+             importance=0.5, status=MemoryStatus.FORGOTTEN),
+    ])
+    def contents(flt: ItemFilter) -> list[str]:
+        return [i.content for i in store.list_items("ns1", flt)]
+    assert contents(ItemFilter()) == ["a", "b"]  # forgotten excluded by default
+    assert contents(ItemFilter(status=None)) == ["a", "b", "c"]
+    assert contents(ItemFilter(session_id="s1")) == ["a"]
+    assert contents(ItemFilter(user_id="u1", min_importance=0.5)) == ["a"]
+    assert contents(ItemFilter(since=T0 + timedelta(days=1), status=None)) == ["b", "c"]
+    assert contents(ItemFilter(until=T0 + timedelta(days=1))) == ["a"]
+    assert contents(ItemFilter(memory_types=(MemoryType.SEMANTIC,))) == ["b"]
+    assert store.count_items("ns1", ItemFilter(status=None)) == 3
+
+
+def test_namespace_isolation(store: RecordStore) -> None:
+    a, b = item("mine", ns="alice"), item("theirs", ns="bob")
+    store.add_items([a, b])
+    assert store.get_items("alice", [a.id, b.id]) == [store.get_item("alice", a.id)]
+    with pytest.raises(NotFoundError):
+        store.get_item("alice", b.id)
+    assert store.delete_items("alice", [b.id]) == 0
+    with pytest.raises(NotFoundError):
+        store.update_item("alice", b.id, importance=0.1)
+    assert store.get_item("bob", b.id).importance == 0.5
+    for bad in ("", "   ", None):
+        with pytest.raises(NamespaceRequiredError):
+            store.count_items(bad)  # type: ignore[arg-type]
+    assert store.namespaces() == ["alice", "bob"]
+
+
+def test_update_and_delete_queue_outbox(store: RecordStore) -> None:
+    it = item("old text")
+    [seq] = store.add_items([it])
+    store.mark_applied([seq])
+    assert store.pending_outbox() == []
+    new = store.update_item("ns1", it.id, content="new text", importance=0.9)
+    assert new.content_hash == content_hash("new text")
+    assert store.get_item("ns1", it.id).content == "new text"
+    with pytest.raises(InvalidInputError, match="id"):
+        store.update_item("ns1", it.id, id="x")
+    with pytest.raises(InvalidImportanceError):
+        store.update_item("ns1", it.id, importance=-1)
+    assert store.get_item("ns1", it.id).importance == 0.9
+    assert store.delete_items("ns1", [it.id, "no-such-id"]) == 1
+    assert [(e.op, e.memory_id) for e in store.pending_outbox()] == [
+        ("upsert", it.id), ("delete", it.id)]
+
+
+def test_record_access_and_audit(store: RecordStore) -> None:
+    it = item("x")
+    store.add_items([it])
+    store.record_access("ns1", [it.id])
+    store.record_access("ns1", [it.id])
+    got = store.get_item("ns1", it.id)
+    assert got.access_count == 2 and got.last_access is not None
+    store.add_audit("ns1", "forget", {"forgot": 3})
+    assert store.list_audit("ns1")[0]["details"] == {"forgot": 3}
+    assert store.list_audit("ns2") == []
+
+
+def test_any_sqlalchemy_url_and_unopenable_paths(tmp_path: Path) -> None:
+    mem = RecordStore("sqlite://")
+    mem.open()
+    mem.add_items([item("in memory")])
+    assert mem.count_items("ns1") == 1
+    mem.close()
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(BackendUnavailableError):
+        RecordStore(f"sqlite:///{blocker}/records.db").open()
+    with pytest.raises(BackendUnavailableError):
+        RecordStore("nosuchdialect://x").open()
