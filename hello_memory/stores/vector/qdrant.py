@@ -1,0 +1,510 @@
+"""Qdrant implementation of :class:`~hello_memory.stores.vector.base.VectorStore`.
+
+One code path over ``qdrant_client.QdrantClient`` for the three deployments: in-memory
+(``location=":memory:"``), embedded (``path=``) and server (``url=``). Every call is
+scoped by the payload field ``namespace``; qdrant-client exceptions are translated into
+the hello-memory tree at this boundary. An unknown collection raises
+:class:`~hello_memory.errors.VectorStoreError` (a configuration fault, not a missing id).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from typing import Any, get_args
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from hello_memory.errors import (
+    BackendUnavailableError,
+    DimensionMismatchError,
+    HelloMemoryError,
+    InvalidInputError,
+    NamespaceRequiredError,
+    VectorError,
+    VectorStoreError,
+)
+from hello_memory.stores.vector.base import CollectionSpec, FieldCondition, PayloadIndex, Range
+from hello_memory.types import SparseVector, VectorHit, VectorPoint
+
+__all__ = ["QdrantVectorStore"]
+
+_BATCH = 256
+_DISTANCES = {d: models.Distance[d.upper()] for d in ("cosine", "dot", "euclid")}
+_INDEX_TYPES = {k: models.PayloadSchemaType[k.upper()] for k in get_args(PayloadIndex)}
+# Qdrant stores float32: a finite float64 beyond this would become inf on the server.
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What upsert/search validate against, cached per (user-facing) collection."""
+
+    dense: Mapping[str, int]
+    sparse: frozenset[str]
+    distance: str
+
+    def need(self, collection: str, name: str, sparse: bool = False) -> None:
+        have = self.sparse if sparse else self.dense
+        if name not in have:
+            kind = "sparse" if sparse else "dense"
+            raise VectorError(
+                f"collection {collection!r} has no {kind} vector {name!r} (it has {sorted(have)})"
+            )
+
+
+class QdrantVectorStore:
+    """Vector store over Qdrant: in-memory, embedded directory or server.
+
+    Exactly one of ``location`` (only ``":memory:"``), ``path`` or ``url`` must be given.
+    ``collection_prefix`` is prepended to every collection name inside Qdrant so one
+    server can host several deployments; errors name the caller's collection name.
+    """
+
+    def __init__(
+        self,
+        *,
+        location: str | None = None,
+        path: str | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 5.0,
+        collection_prefix: str = "",
+    ) -> None:
+        given = [n for n, v in (("location", location), ("path", path), ("url", url)) if v]
+        if len(given) != 1 or location not in (None, ":memory:"):
+            raise InvalidInputError(
+                "QdrantVectorStore needs exactly one of location=':memory:', path= or url= "
+                f"(got {given or 'none'}, location={location!r})"
+            )
+        if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+            raise InvalidInputError(f"timeout must be a positive number of seconds: {timeout!r}")
+        self._mode = "memory" if location else "path" if path else "url"
+        self._path, self._url = path, url
+        self._api_key = api_key
+        self._timeout = float(timeout)
+        self._prefix = collection_prefix
+        self._client: QdrantClient | None = None
+        self._shapes: dict[str, _Shape] = {}
+
+    # --- lifecycle ------------------------------------------------------------------
+    def open(self) -> None:
+        """Create the client (no-op when already open). Raises BackendUnavailableError
+        when the embedded directory is locked/unusable or the server is unreachable."""
+        if self._client is not None:
+            return
+        if self._mode == "memory":
+            self._client = QdrantClient(location=":memory:")
+        elif self._mode == "path":
+            self._client = self._open_path(str(self._path))
+        else:
+            self._client = self._open_url(str(self._url))
+
+    def _open_path(self, path: str) -> QdrantClient:
+        try:
+            os.makedirs(path, exist_ok=True)
+            _probe_lock(path)
+            return QdrantClient(path=path)
+        except RuntimeError as exc:  # portalocker lock held by another client
+            raise BackendUnavailableError(
+                f"embedded Qdrant directory {path!r} is already open in another client: one "
+                "process (one store) per embedded directory; share data through a server (url=)"
+            ) from exc
+        except (OSError, ValueError) as exc:
+            raise BackendUnavailableError(f"cannot open Qdrant directory {path!r}: {exc}") from exc
+
+    def _open_url(self, url: str) -> QdrantClient:
+        kwargs: dict[str, Any] = {}
+        # Its version probe would make an unbounded extra request and only warn on failure.
+        if "check_compatibility" in inspect.signature(QdrantClient.__init__).parameters:
+            kwargs["check_compatibility"] = False
+        try:
+            client = QdrantClient(
+                url=url, api_key=self._api_key, timeout=math.ceil(self._timeout), **kwargs
+            )
+        except (ValueError, TypeError) as exc:
+            raise BackendUnavailableError(f"invalid Qdrant url {url!r}: {exc}") from exc
+        try:
+            client.get_collections()  # bounded reachability (and auth) check
+        except Exception as exc:
+            client.close()
+            raise BackendUnavailableError(
+                f"cannot reach Qdrant at {url!r} within {self._timeout:g}s: {exc}"
+            ) from exc
+        return client
+
+    def close(self) -> None:
+        """Close the client and release an embedded directory's lock; safe twice."""
+        client, self._client = self._client, None
+        self._shapes.clear()
+        if client is not None:
+            client.close()
+
+    # --- collections ----------------------------------------------------------------
+    def ensure_collection(self, spec: CollectionSpec) -> None:
+        """Create the collection if missing; if it exists, check every named vector
+        (DimensionMismatchError naming both sizes; VectorError for a missing one)."""
+        _check_spec(spec)
+        client, qname = self._c(), self._qname(spec.name)
+        with self._tolerate_exists(spec.name):  # another process may create it first
+            if not client.collection_exists(qname):
+                client.create_collection(
+                    qname,
+                    vectors_config={
+                        n: models.VectorParams(size=s, distance=_DISTANCES[spec.distance])
+                        for n, s in spec.dense.items()
+                    },
+                    sparse_vectors_config={
+                        n: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                        for n in spec.sparse
+                    },
+                )
+        shape = self._load_shape(spec.name)  # what the collection really holds
+        for name, size in spec.dense.items():
+            shape.need(spec.name, name)
+            if shape.dense[name] != size:
+                raise DimensionMismatchError(spec.name, shape.dense[name], size, name)
+        for name in spec.sparse:
+            shape.need(spec.name, name, sparse=True)
+        if spec.dense and shape.distance != spec.distance:
+            raise VectorError(f"{spec.name!r} uses {shape.distance} distance, not {spec.distance}")
+        self._shapes[spec.name] = shape
+        # Local mode warns that payload indexes have no effect there, so only the server
+        # gets them.
+        if self._mode == "url":
+            indexes = {"namespace": "keyword", **(spec.payload_indexes or {})}
+            for field, kind in indexes.items():
+                with self._tolerate_exists(spec.name):
+                    client.create_payload_index(
+                        qname, field_name=field, field_schema=_INDEX_TYPES[kind], wait=True
+                    )
+
+    @contextmanager
+    def _tolerate_exists(self, collection: str) -> Iterator[None]:
+        """Creating something that already exists (a racing creator) counts as success."""
+        try:
+            with self._translate(collection):
+                yield
+        except VectorStoreError as exc:
+            if "already exists" not in str(exc).lower():
+                raise
+
+    def _load_shape(self, collection: str) -> _Shape:
+        with self._translate(collection):
+            params = self._c().get_collection(self._qname(collection)).config.params
+        vectors = params.vectors
+        if isinstance(vectors, models.VectorParams):  # a single unnamed vector
+            vectors = {"": vectors}
+        dense = {n: p.size for n, p in (vectors or {}).items()}
+        distances = {p.distance for p in (vectors or {}).values()}
+        distance = next(
+            (k for k, v in _DISTANCES.items() if distances == {v}), "mixed" if dense else "cosine"
+        )
+        return _Shape(dense, frozenset(params.sparse_vectors or {}), distance)
+
+    def _shape(self, collection: str) -> _Shape:
+        """Cached shape; one round trip the first time (e.g. after a reopen)."""
+        if collection not in self._shapes:
+            self._shapes[collection] = self._load_shape(collection)
+        return self._shapes[collection]
+
+    # --- writes ---------------------------------------------------------------------
+    def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points by id; validates every point before writing any."""
+        shape = self._shape(collection)
+        structs = [self._point_struct(collection, shape, p) for p in points]
+        owner: dict[str, str] = {}
+        for st in structs:
+            ns = (st.payload or {})["namespace"]
+            if owner.setdefault(str(st.id), ns) != ns:
+                raise InvalidInputError(f"id {st.id} is given for two namespaces in one upsert")
+        client, qname = self._c(), self._qname(collection)
+        with self._translate(collection):
+            # Ids are unique per collection, not per namespace: refuse (before writing
+            # anything) to replace a point that another namespace owns.
+            for start in range(0, len(structs), _BATCH):
+                batch = [st.id for st in structs[start : start + _BATCH]]
+                for rec in client.retrieve(qname, ids=batch, with_payload=["namespace"]):
+                    if (rec.payload or {}).get("namespace") != owner[str(rec.id)]:
+                        raise InvalidInputError(f"id {rec.id} belongs to another namespace")
+            for start in range(0, len(structs), _BATCH):
+                client.upsert(qname, points=structs[start : start + _BATCH], wait=True)
+
+    def _point_struct(self, collection: str, shape: _Shape, p: VectorPoint) -> models.PointStruct:
+        pid = _uuid(p.id)
+        payload = p.payload if isinstance(p.payload, Mapping) else None
+        ns = payload.get("namespace") if payload is not None else None
+        if not isinstance(ns, str) or not ns.strip():
+            raise NamespaceRequiredError(
+                f"point {pid} needs a non-empty str payload['namespace'] (got {ns!r})"
+            )
+        vector: dict[str, Any] = {}
+        for name, values in p.vectors.items():
+            shape.need(collection, name)
+            vector[name] = _dense(values, collection, name, shape.dense[name])
+        for name, sparse in p.sparse.items():
+            shape.need(collection, name, sparse=True)
+            vector[name] = _sparse(sparse, collection, name)
+        if not vector:
+            raise VectorError(f"point {pid} has no vectors")
+        return models.PointStruct(id=pid, vector=vector, payload=_jsonable(dict(payload or {})))
+
+    def delete(self, collection: str, ids: Sequence[str], *, namespace: str) -> None:
+        """Delete points by id within ``namespace``; unknown ids are a no-op."""
+        _require_ns(namespace)
+        wanted = [_uuid(i) for i in ids]
+        if not wanted:
+            return
+        # The id condition is ANDed with the namespace, so a point of another namespace
+        # with the same id can never be deleted.
+        has_id = models.HasIdCondition(has_id=list(dict.fromkeys(wanted)))
+        self._delete_where(collection, self._filter(namespace, None, has_id))
+
+    def clear(self, collection: str, *, namespace: str) -> None:
+        """Delete every point of ``namespace`` in the collection, nothing else."""
+        self._delete_where(collection, self._filter(namespace, None))
+
+    def _delete_where(self, collection: str, flt: models.Filter) -> None:
+        with self._translate(collection):
+            selector = models.FilterSelector(filter=flt)
+            self._c().delete(self._qname(collection), points_selector=selector, wait=True)
+
+    # --- reads ----------------------------------------------------------------------
+    def search(
+        self,
+        collection: str,
+        query: Sequence[float] | SparseVector,
+        *,
+        namespace: str,
+        using: str = "dense",
+        limit: int = 10,
+        filters: Mapping[str, FieldCondition] | None = None,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
+        """Nearest points in ``namespace`` by the named dense or sparse vector."""
+        flt = self._filter(namespace, filters)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError(f"limit must be a positive int, got {limit!r}")
+        shape = self._shape(collection)
+        shape.need(collection, using, sparse=isinstance(query, SparseVector))
+        q: Any = (
+            _sparse(query, collection, using)
+            if isinstance(query, SparseVector)
+            else _dense(query, collection, using, shape.dense[using])
+        )
+        with self._translate(collection):
+            res = self._c().query_points(
+                self._qname(collection), q, using=using, query_filter=flt, limit=limit,
+                with_payload=True, score_threshold=score_threshold,
+            )  # fmt: skip
+        return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res.points]
+
+    def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
+        """Points by id (score 0.0) in request order, only those in ``namespace``."""
+        _require_ns(namespace)
+        wanted = list(dict.fromkeys(_uuid(i) for i in ids))
+        if not wanted:
+            return []
+        with self._translate(collection):
+            recs = self._c().retrieve(self._qname(collection), ids=wanted, with_payload=True)
+        found = {str(r.id): dict(r.payload or {}) for r in recs}
+        return [
+            VectorHit(i, 0.0, found[i])
+            for i in wanted
+            if i in found and found[i].get("namespace") == namespace
+        ]
+
+    def count(
+        self,
+        collection: str,
+        *,
+        namespace: str,
+        filters: Mapping[str, FieldCondition] | None = None,
+    ) -> int:
+        """Exact number of points in ``namespace`` matching ``filters``."""
+        flt = self._filter(namespace, filters)
+        with self._translate(collection):
+            return self._c().count(self._qname(collection), count_filter=flt, exact=True).count
+
+    def ids(self, collection: str, *, namespace: str) -> set[str]:
+        """Every point id in ``namespace`` (used by reconcile)."""
+        flt = self._filter(namespace, None)
+        out: set[str] = set()
+        offset: Any = None
+        with self._translate(collection):
+            while True:
+                recs, offset = self._c().scroll(
+                    self._qname(collection), flt, limit=1024, offset=offset, with_payload=False
+                )
+                out.update(str(r.id) for r in recs)
+                if offset is None:
+                    return out
+
+    # --- helpers --------------------------------------------------------------------
+    def _c(self) -> QdrantClient:
+        if self._client is None:
+            raise VectorStoreError("QdrantVectorStore is not open; call open() first")
+        return self._client
+
+    def _qname(self, collection: str) -> str:
+        if not isinstance(collection, str) or not collection:
+            raise InvalidInputError(f"collection name must be a non-empty str: {collection!r}")
+        return self._prefix + collection
+
+    def _filter(
+        self, namespace: str, filters: Mapping[str, FieldCondition] | None, *extra: Any
+    ) -> models.Filter:
+        _require_ns(namespace)
+        must: list[Any] = [
+            models.FieldCondition(key="namespace", match=models.MatchValue(value=namespace)),
+            *extra,
+        ]
+        must.extend(_condition(k, v) for k, v in (filters or {}).items())
+        return models.Filter(must=must)
+
+    @contextmanager
+    def _translate(self, collection: str) -> Iterator[None]:
+        """Map qdrant-client exceptions onto the hello-memory tree (``from exc``)."""
+        where = self._url if self._mode == "url" else self._path or ":memory:"
+        try:
+            yield
+        except HelloMemoryError:
+            raise
+        except ResponseHandlingException as exc:  # connection refused, timeout, ...
+            raise BackendUnavailableError(f"Qdrant at {where!r} failed: {exc}") from exc
+        except UnexpectedResponse as exc:
+            if exc.status_code == 404:
+                raise VectorStoreError(f"unknown collection {collection!r}") from exc
+            raise VectorStoreError(f"Qdrant error on {collection!r}: {exc}") from exc
+        except (ValueError, KeyError) as exc:  # local mode reports most faults this way
+            msg = str(exc).lower()
+            if "collection" in msg and "not found" in msg:
+                raise VectorStoreError(f"unknown collection {collection!r}") from exc
+            raise VectorStoreError(f"Qdrant error on {collection!r}: {exc}") from exc
+        except (RuntimeError, OSError) as exc:
+            raise BackendUnavailableError(f"Qdrant at {where!r} failed: {exc}") from exc
+
+
+# --- module helpers ------------------------------------------------------------------
+def _probe_lock(path: str) -> None:
+    """Fail fast on a locked directory: QdrantLocal loads every collection before it
+    tries the lock, and on failure leaks the lock file and the loaded storage."""
+    import portalocker  # a qdrant-client dependency; it probes the filesystem on import
+
+    lock_path = os.path.join(path, ".lock")
+    if not os.path.exists(lock_path):
+        return
+    with open(lock_path, "r+") as fh:
+        try:
+            portalocker.lock(
+                fh, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
+            )
+        except portalocker.exceptions.LockException as exc:
+            raise RuntimeError(f"{path} is locked") from exc
+        portalocker.unlock(fh)
+
+
+def _require_ns(namespace: str) -> None:
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise NamespaceRequiredError(f"a non-empty namespace is required, got {namespace!r}")
+
+
+def _uuid(value: object) -> str:
+    """Canonical UUID string (Qdrant returns ids in this form)."""
+    if isinstance(value, (str, uuid.UUID)):
+        try:
+            return str(uuid.UUID(str(value)))
+        except ValueError:
+            pass
+    raise InvalidInputError(f"point ids must be UUID strings, got {value!r}")
+
+
+def _check_spec(spec: CollectionSpec) -> None:
+    if spec.distance not in _DISTANCES:
+        raise InvalidInputError(f"unknown distance {spec.distance!r}")
+    for name, size in spec.dense.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InvalidInputError(f"vector {name!r} size must be a positive int: {size!r}")
+    if set(spec.dense) & set(spec.sparse):
+        raise InvalidInputError("a vector name cannot be both dense and sparse")
+    for field, kind in (spec.payload_indexes or {}).items():
+        if kind not in _INDEX_TYPES:
+            raise InvalidInputError(f"unknown payload index type {kind!r} for {field!r}")
+
+
+def _dense(values: Any, collection: str, name: str, size: int) -> list[float]:
+    """Validated float list: a 1-D numeric vector of the collection's size, all finite."""
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.dtype.kind not in "fiu":
+        raise VectorError(f"vector {name!r} must be a 1-D sequence of numbers")
+    if arr.shape[0] != size:
+        raise DimensionMismatchError(collection, size, int(arr.shape[0]), name)
+    arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all() or (arr.size and np.abs(arr).max() > _F32_MAX):
+        raise VectorError(f"vector {name!r} for {collection!r} has NaN or infinite values")
+    return [float(x) for x in arr.tolist()]
+
+
+def _sparse(vec: SparseVector, collection: str, name: str) -> models.SparseVector:
+    idx = [int(i) for i in vec.indices]
+    vals = [float(v) for v in vec.values]
+    if len(idx) != len(vals) or any(i < 0 or i >= 2**32 for i in idx) or len(set(idx)) != len(idx):
+        raise VectorError(
+            f"sparse vector {name!r} for {collection!r}: indices must be unique uint32"
+        )
+    if not all(math.isfinite(v) and abs(v) <= _F32_MAX for v in vals):
+        raise VectorError(f"sparse vector {name!r} for {collection!r} has NaN or inf values")
+    return models.SparseVector(indices=idx, values=vals)
+
+
+def _jsonable(value: Any) -> Any:
+    """Datetimes become ISO strings (aware, naive taken as UTC) so local and server mode
+    store the same thing and DatetimeRange filters match in both."""
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):  # numpy scalars are not JSON serialisable
+        return value.item()
+    return value
+
+
+def _condition(key: str, cond: FieldCondition) -> models.FieldCondition:
+    """One filter entry: scalar -> exact match, list/tuple/set -> any-of, Range -> range."""
+    if isinstance(cond, Range):
+        return _range(key, cond.gte, cond.lte)
+    if isinstance(cond, (list, tuple, set, frozenset)):
+        values = list(cond)
+        if not all(isinstance(v, str) for v in values) and not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in values
+        ):
+            raise InvalidInputError(f"filter {key!r}: any-of values must be all str or all int")
+        return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+    if isinstance(cond, (datetime, float)):
+        return _range(key, cond, cond)  # Qdrant cannot match these exactly; a point range can
+    if isinstance(cond, (str, int, bool)):
+        return models.FieldCondition(key=key, match=models.MatchValue(value=cond))
+    raise InvalidInputError(f"unsupported filter value for {key!r}: {cond!r}")
+
+
+def _range(key: str, gte: Any, lte: Any) -> models.FieldCondition:
+    bounds = [b for b in (gte, lte) if b is not None]
+    if not bounds:
+        raise InvalidInputError(f"filter {key!r}: Range needs at least one bound")
+    if all(isinstance(b, (datetime, date)) for b in bounds):
+        return models.FieldCondition(key=key, range=models.DatetimeRange(gte=gte, lte=lte))
+    if all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds):
+        return models.FieldCondition(key=key, range=models.Range(gte=gte, lte=lte))
+    raise InvalidInputError(f"filter {key!r}: Range bounds must be both numbers or datetimes")

@@ -1,0 +1,392 @@
+"""Contract suite for :class:`QdrantVectorStore`, run against in-memory and embedded
+(path) Qdrant. For the path backend every read goes through a freshly reopened store,
+so each assertion also proves that the write reached the directory."""
+
+from __future__ import annotations
+
+import math
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hello_memory.errors import (
+    BackendUnavailableError,
+    DimensionMismatchError,
+    InvalidInputError,
+    NamespaceRequiredError,
+    VectorError,
+    VectorStoreError,
+)
+from hello_memory.stores.vector import CollectionSpec, QdrantVectorStore, Range, VectorStore
+from hello_memory.types import SparseVector, VectorPoint
+
+COL = "memories"
+SPEC = CollectionSpec(COL, {"dense": 4}, sparse=("bm25",))
+E = [[1.0 if i == j else 0.0 for j in range(4)] for i in range(4)]  # unit basis vectors
+
+
+def uid() -> str:
+    return str(uuid.uuid4())
+
+
+def point(vec: list[float], ns: str = "a", pid: str | None = None, **payload: Any) -> VectorPoint:
+    return VectorPoint(uid() if pid is None else pid, {"dense": vec}, {"namespace": ns, **payload})
+
+
+class Harness:
+    """Owns the store under test; ``read()`` reopens it first on the path backend."""
+
+    def __init__(self, kind: str, tmp_path: Path) -> None:
+        self.kind = kind
+        self.dir = str(tmp_path / "qdrant")
+        self.store = self._new()
+
+    def _new(self) -> QdrantVectorStore:
+        store = (
+            QdrantVectorStore(location=":memory:")
+            if self.kind == "memory"
+            else QdrantVectorStore(path=self.dir)
+        )
+        store.open()
+        return store
+
+    def read(self) -> QdrantVectorStore:
+        if self.kind == "path":
+            self.store.close()
+            self.store = self._new()
+        return self.store
+
+
+@pytest.fixture(params=["memory", "path"])
+def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    harness = Harness(request.param, tmp_path)
+    harness.store.ensure_collection(SPEC)
+    yield harness
+    harness.store.close()
+
+
+def test_implements_protocol(h: Harness) -> None:
+    assert isinstance(h.store, VectorStore)
+
+
+# --- search -------------------------------------------------------------------------
+def test_dense_search_ranks_nearest_first(h: Harness) -> None:
+    pts = [point(e, n=i) for i, e in enumerate(E)]
+    h.store.upsert(COL, pts)
+    hits = h.read().search(COL, [0.1, 0.9, 0.2, 0.0], namespace="a", limit=3)
+    assert [x.id for x in hits] == [pts[1].id, pts[2].id, pts[0].id]
+    assert hits[0].payload == {"namespace": "a", "n": 1}
+    assert hits[0].score > hits[1].score > hits[2].score
+    high = h.store.search(COL, E[1], namespace="a", score_threshold=0.5)
+    assert [x.id for x in high] == [pts[1].id]
+
+
+def test_numpy_vectors_accepted(h: Harness) -> None:
+    p = VectorPoint(uid(), {"dense": np.array(E[2], dtype=np.float32)}, {"namespace": "a"})  # type: ignore[dict-item]
+    h.store.upsert(COL, [p])
+    hits = h.read().search(COL, np.array(E[2]), namespace="a")  # type: ignore[arg-type]
+    assert [x.id for x in hits] == [p.id]
+    assert math.isclose(hits[0].score, 1.0, rel_tol=1e-5)
+
+
+def test_named_vectors_search_by_each(h: Harness) -> None:
+    spec = CollectionSpec("multi", {"text": 4, "image": 3})
+    h.store.ensure_collection(spec)
+    a = VectorPoint(uid(), {"text": E[0], "image": [0.0, 0.0, 1.0]}, {"namespace": "a"})
+    b = VectorPoint(uid(), {"text": E[1], "image": [1.0, 0.0, 0.0]}, {"namespace": "a"})
+    h.store.upsert("multi", [a, b])
+    store = h.read()
+    assert store.search("multi", E[0], namespace="a", using="text")[0].id == a.id
+    assert store.search("multi", [1.0, 0.1, 0.0], namespace="a", using="image")[0].id == b.id
+    with pytest.raises(DimensionMismatchError):
+        store.search("multi", E[0], namespace="a", using="image")
+    with pytest.raises(VectorError, match="audio"):
+        store.search("multi", E[0], namespace="a", using="audio")
+
+
+def test_sparse_search_uses_idf(h: Harness) -> None:
+    # Term 1 is in every document, term 2 only in `rare`. Raw dot product would rank
+    # `common` first (3 > 1 + 1); IDF discounts the ubiquitous term so `rare` wins.
+    def doc(tf: dict[int, float]) -> VectorPoint:
+        sv = SparseVector(tuple(tf), tuple(tf.values()))
+        return VectorPoint(uid(), {"dense": E[0]}, {"namespace": "a"}, {"bm25": sv})
+
+    rare, common, other = doc({1: 1.0, 2: 1.0}), doc({1: 3.0}), doc({1: 1.0, 3: 1.0})
+    h.store.upsert(COL, [rare, common, other])
+    q = SparseVector((1, 2), (1.0, 1.0))
+    hits = h.read().search(COL, q, namespace="a", using="bm25")
+    assert hits[0].id == rare.id
+    assert hits[0].score > 2 * hits[1].score
+    assert h.store.search(COL, SparseVector((9,), (1.0,)), namespace="a", using="bm25") == []
+
+
+# --- filters ------------------------------------------------------------------------
+def test_filters_scalar_any_range_datetime_nested(h: Harness) -> None:
+    t0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    pts = [
+        point(E[0], kind="note", imp=0.9, at=t0, meta={"src": "chat"}),
+        point(E[1], kind="fact", imp=0.2, at=(t0 + timedelta(days=10)).isoformat()),
+        point(E[2], kind="todo", imp=0.6, at=t0 + timedelta(days=40), meta={"src": "doc"}),
+    ]
+    h.store.upsert(COL, pts)
+    s = h.read()
+
+    def ids(**flt: Any) -> set[str]:
+        hits = s.search(COL, [1.0, 1.0, 1.0, 1.0], namespace="a", filters=flt)
+        assert s.count(COL, namespace="a", filters=flt) == len(hits)
+        return {x.id for x in hits}
+
+    assert ids(kind="note") == {pts[0].id}
+    assert ids(kind=["fact", "todo"]) == {pts[1].id, pts[2].id}
+    assert ids(kind=("nope",)) == set()
+    assert ids(imp=Range(gte=0.5)) == {pts[0].id, pts[2].id}
+    assert ids(imp=Range(gte=0.5, lte=0.7)) == {pts[2].id}
+    assert ids(at=Range(gte=t0 + timedelta(days=1))) == {pts[1].id, pts[2].id}
+    assert ids(at=Range(lte=t0 + timedelta(days=20))) == {pts[0].id, pts[1].id}
+    assert ids(**{"meta.src": "doc"}) == {pts[2].id}
+    assert ids(kind="note", imp=Range(lte=0.5)) == set()
+    with pytest.raises(InvalidInputError):
+        ids(kind=None)
+    with pytest.raises(InvalidInputError):
+        ids(imp=Range())
+
+
+# --- writes -------------------------------------------------------------------------
+def test_upsert_is_idempotent_and_replaces_payload(h: Harness) -> None:
+    pid = uid()
+    h.store.upsert(COL, [point(E[0], pid=pid, v=1, old=True)])
+    h.store.upsert(COL, [point(E[1], pid=pid, v=2)])
+    h.store.upsert(COL, [point(E[1], pid=pid, v=2)])
+    s = h.read()
+    assert s.count(COL, namespace="a") == 1
+    assert s.retrieve(COL, [pid], namespace="a")[0].payload == {"namespace": "a", "v": 2}
+    assert s.search(COL, E[1], namespace="a")[0].score == pytest.approx(1.0, rel=1e-5)
+
+
+def test_batches_and_ids_pagination(h: Harness) -> None:
+    rng = np.random.default_rng(0)
+    pts = [point(list(rng.random(4) + 0.01)) for _ in range(1100)]
+    h.store.upsert(COL, pts)
+    s = h.read()
+    assert s.count(COL, namespace="a") == 1100
+    assert s.ids(COL, namespace="a") == {p.id for p in pts}
+
+
+def test_retrieve_delete_ids_count(h: Harness) -> None:
+    pts = [point(E[i], n=i) for i in range(3)]
+    h.store.upsert(COL, pts)
+    missing = uid()
+    got = h.read().retrieve(COL, [pts[2].id, missing, pts[0].id], namespace="a")
+    assert [(x.id, x.score, x.payload["n"]) for x in got] == [
+        (pts[2].id, 0.0, 2),
+        (pts[0].id, 0.0, 0),
+    ]
+    h.store.delete(COL, [pts[0].id, missing], namespace="a")
+    h.store.delete(COL, [], namespace="a")
+    s = h.read()
+    assert s.ids(COL, namespace="a") == {pts[1].id, pts[2].id}
+    assert s.count(COL, namespace="a") == 2
+    assert s.retrieve(COL, [pts[0].id], namespace="a") == []
+
+
+def test_ids_are_canonical_uuid_strings(h: Harness) -> None:
+    raw = uuid.uuid4()
+    h.store.upsert(COL, [point(E[0], pid=str(raw).upper())])
+    assert h.read().ids(COL, namespace="a") == {str(raw)}
+    assert [x.id for x in h.store.retrieve(COL, [str(raw).upper()], namespace="a")] == [str(raw)]
+
+
+# --- namespaces ---------------------------------------------------------------------
+def test_namespace_isolation(h: Harness) -> None:
+    mine = point(E[0], ns="a")
+    theirs = [point(E[1], ns="b"), point(E[2], ns="b")]
+    h.store.upsert(COL, [mine, *theirs])
+    s = h.read()
+    assert s.retrieve(COL, [mine.id], namespace="b") == []
+    assert s.count(COL, namespace="b") == 2
+    assert mine.id not in s.ids(COL, namespace="b")
+    assert mine.id not in {x.id for x in s.search(COL, E[0], namespace="b")}
+    s.delete(COL, [mine.id], namespace="b")
+    assert h.read().count(COL, namespace="a") == 1
+    # The same id in another namespace must not overwrite the owner's point.
+    with pytest.raises(InvalidInputError, match="another namespace"):
+        h.store.upsert(COL, [point(E[3], ns="b", pid=mine.id), point(E[3], ns="b")])
+    assert h.store.count(COL, namespace="b") == 2
+    assert h.store.retrieve(COL, [mine.id], namespace="a")[0].payload["namespace"] == "a"
+    h.store.clear(COL, namespace="b")
+    s = h.read()
+    assert s.count(COL, namespace="b") == 0
+    assert s.ids(COL, namespace="a") == {mine.id}
+
+
+@pytest.mark.parametrize("ns", ["", "   "])
+def test_empty_namespace_is_refused_everywhere(h: Harness, ns: str) -> None:
+    h.store.upsert(COL, [point(E[0])])
+    s = h.store
+    calls = [
+        lambda: s.search(COL, E[0], namespace=ns),
+        lambda: s.retrieve(COL, [uid()], namespace=ns),
+        lambda: s.delete(COL, [uid()], namespace=ns),
+        lambda: s.count(COL, namespace=ns),
+        lambda: s.ids(COL, namespace=ns),
+        lambda: s.clear(COL, namespace=ns),
+        lambda: s.upsert(COL, [point(E[0], ns=ns)]),
+    ]
+    for call in calls:
+        with pytest.raises(NamespaceRequiredError):
+            call()
+    assert h.read().count(COL, namespace="a") == 1
+
+
+# --- bad input: nothing written -----------------------------------------------------
+def test_wrong_dimension_upsert_writes_nothing(h: Harness) -> None:
+    h.store.upsert(COL, [point(E[0])])
+    batch = [point(E[1]), point([1.0, 2.0, 3.0]), point(E[2])]
+    with pytest.raises(DimensionMismatchError) as err:
+        h.store.upsert(COL, batch)
+    assert (err.value.collection, err.value.expected, err.value.got) == (COL, 4, 3)
+    assert COL in str(err.value) and "4" in str(err.value) and "3" in str(err.value)
+    assert err.value.vector_name == "dense"
+    assert h.read().count(COL, namespace="a") == 1
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1e39])
+def test_non_finite_vector_is_refused(h: Harness, bad: float) -> None:
+    with pytest.raises(VectorError) as err:
+        h.store.upsert(COL, [point(E[0]), point([0.0, bad, 0.0, 0.0])])
+    assert not isinstance(err.value, DimensionMismatchError)
+    with pytest.raises(VectorError):
+        h.store.search(COL, [0.0, bad, 0.0, 0.0], namespace="a")
+    assert h.read().count(COL, namespace="a") == 0
+
+
+def test_wrong_query_dimension(h: Harness) -> None:
+    with pytest.raises(DimensionMismatchError) as err:
+        h.store.search(COL, [1.0, 0.0], namespace="a")
+    assert (err.value.expected, err.value.got) == (4, 2)
+
+
+def test_reensure_with_other_size_is_refused(h: Harness) -> None:
+    h.store.ensure_collection(SPEC)  # same shape: fine, idempotent
+    s = h.read()
+    with pytest.raises(DimensionMismatchError) as err:
+        s.ensure_collection(CollectionSpec(COL, {"dense": 8}, sparse=("bm25",)))
+    assert (err.value.collection, err.value.expected, err.value.got) == (COL, 4, 8)
+    assert "4" in str(err.value) and "8" in str(err.value)
+    with pytest.raises(VectorError, match="clip"):
+        s.ensure_collection(CollectionSpec(COL, {"dense": 4, "clip": 512}))
+    with pytest.raises(VectorError, match="splade"):
+        s.ensure_collection(CollectionSpec(COL, {"dense": 4}, sparse=("splade",)))
+
+
+@pytest.mark.parametrize("bad_id", ["not-a-uuid", "42", ""])
+def test_non_uuid_id_is_refused(h: Harness, bad_id: str) -> None:
+    with pytest.raises(InvalidInputError, match="UUID"):
+        h.store.upsert(COL, [point(E[0]), point(E[1], pid=bad_id)])
+    assert h.read().count(COL, namespace="a") == 0
+
+
+def test_missing_namespace_in_payload(h: Harness) -> None:
+    bad = VectorPoint(uid(), {"dense": E[0]}, {"kind": "note"})
+    with pytest.raises(NamespaceRequiredError):
+        h.store.upsert(COL, [point(E[1]), bad])
+    assert h.read().count(COL, namespace="a") == 0
+
+
+def test_unknown_vector_name_in_point(h: Harness) -> None:
+    bad = VectorPoint(uid(), {"dense": E[0], "clip": [1.0]}, {"namespace": "a"})
+    with pytest.raises(VectorError, match="clip"):
+        h.store.upsert(COL, [bad])
+    assert h.read().count(COL, namespace="a") == 0
+
+
+def test_unknown_collection(h: Harness) -> None:
+    with pytest.raises(VectorStoreError, match="nowhere"):
+        h.store.search("nowhere", E[0], namespace="a")
+    with pytest.raises(VectorStoreError, match="nowhere"):
+        h.store.count("nowhere", namespace="a")
+
+
+# --- lifecycle ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"location": ":memory:", "path": "/tmp/x"},
+        {"path": "/tmp/x", "url": "http://localhost:6333"},
+        {"location": "http://localhost:6333"},
+    ],
+)
+def test_ambiguous_constructor_args(kwargs: dict[str, str]) -> None:
+    with pytest.raises(InvalidInputError):
+        QdrantVectorStore(**kwargs)  # type: ignore[arg-type]
+
+
+def test_not_open_and_close_twice(tmp_path: Path) -> None:
+    store = QdrantVectorStore(path=str(tmp_path / "q"))
+    assert not (tmp_path / "q").exists()  # the constructor does no I/O
+    with pytest.raises(VectorStoreError, match="open"):
+        store.count(COL, namespace="a")
+    store.open()
+    store.ensure_collection(SPEC)
+    store.close()
+    store.close()
+    with pytest.raises(VectorStoreError, match="open"):
+        store.count(COL, namespace="a")
+
+
+def test_unreachable_server_is_backend_unavailable() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    store = QdrantVectorStore(url=url, timeout=2.0)
+    start = time.monotonic()
+    with pytest.raises(BackendUnavailableError, match=url):
+        store.open()
+    assert time.monotonic() - start < 10
+
+
+def test_embedded_path_locked_by_another_store(tmp_path: Path) -> None:
+    first = QdrantVectorStore(path=str(tmp_path))
+    first.open()
+    second = QdrantVectorStore(path=str(tmp_path))
+    with pytest.raises(BackendUnavailableError, match="one process") as err:
+        second.open()
+    assert str(tmp_path) in str(err.value)
+    first.close()
+    second.open()  # the lock is released by close()
+    second.close()
+
+
+def test_persistence_and_prefix_isolation(tmp_path: Path) -> None:
+    path = str(tmp_path)
+    store = QdrantVectorStore(path=path, collection_prefix="x_")
+    store.open()
+    store.ensure_collection(SPEC)
+    p = point(E[3], kind="kept")
+    store.upsert(COL, [p])
+    store.close()
+
+    again = QdrantVectorStore(path=path, collection_prefix="x_")
+    again.open()  # no ensure_collection: the shape is loaded from the directory
+    assert [x.id for x in again.search(COL, E[3], namespace="a")] == [p.id]
+    with pytest.raises(DimensionMismatchError):
+        again.upsert(COL, [point([1.0, 2.0])])
+    again.close()
+
+    other = QdrantVectorStore(path=path, collection_prefix="y_")
+    other.open()
+    with pytest.raises(VectorStoreError) as err:
+        other.count(COL, namespace="a")
+    assert repr(COL) in str(err.value) and "y_" not in str(err.value)
+    other.ensure_collection(SPEC)
+    assert other.count(COL, namespace="a") == 0
+    other.close()
