@@ -1,0 +1,58 @@
+# hello-memory developer commands. Everything runs inside ./.venv, created on demand.
+#   make demo   set up and run the end-to-end demo on embedded defaults
+#   make test   set up and run the whole test suite (starts the servers it needs)
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -ec
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CONSTRAINTS ?= constraints/cpu.txt
+EXTRAS ?= dev,graph
+PIP_QUIET := --quiet --disable-pip-version-check
+comma := ,
+STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+
+.PHONY: help install demo test test-fast lint typecheck bench install-multimodal clean
+
+help:
+	@echo "make demo | make test | make lint | make typecheck | make bench | make clean"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip 2>&1 | grep -v 'is ignored' || true
+
+# Reinstall when the dependency declarations change. torch is pinned through the
+# constraints file (a CPU wheel), never through the package's own requirements.
+$(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_QUIET) -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' 2>&1 \
+	  | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+	$(BIN)/python -c "import hello_memory, torch; print('installed hello-memory', hello_memory.__version__, 'with torch', torch.__version__)"
+	touch $@
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/hello-memory demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: install
+	$(BIN)/ruff check hello_memory tests benchmarks
+
+typecheck: install
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python -m benchmarks.run
+
+# The multimodal extra (CLIP, CLAP) needs torchvision; PyPI's torchvision does not
+# import beside the 2.13.0 CPU wheel, so that venv pins the 2.14.1 + 0.29.1 pair.
+install-multimodal:
+	$(MAKE) install VENV=.venv-multimodal CONSTRAINTS=constraints/multimodal.txt EXTRAS=dev,graph,multimodal
+
+clean:
+	rm -rf $(VENV) .venv-multimodal .pytest_cache .mypy_cache .ruff_cache *.egg-info

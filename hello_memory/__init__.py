@@ -1,0 +1,75 @@
+"""hello-memory: a multi-store cognitive memory layer for LLM agents.
+
+Records live in SQLite (any SQLAlchemy URL), vectors in Qdrant (embedded or server),
+entities and relations in a graph (SQLite tables or Neo4j over Bolt). Importing this
+package reads no settings and opens nothing; heavy libraries load on first use.
+
+>>> from hello_memory import load_settings, open_stores          # doctest: +SKIP
+>>> stores = open_stores(load_settings(data_dir="/tmp/hm"))      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from hello_memory import errors
+from hello_memory.config import Settings, load_settings
+from hello_memory.errors import HelloMemoryError
+from hello_memory.types import (
+    Entity,
+    GraphHit,
+    MemoryItem,
+    MemoryStatus,
+    MemoryType,
+    Modality,
+    Relation,
+)
+
+__version__ = "0.1.0"
+
+# name -> module holding it; imported on first attribute access (PEP 562) so that
+# `import hello_memory` stays light (no torch, no qdrant-client, no SQLAlchemy engine).
+_LAZY = {
+    "Stores": "hello_memory.stores.bundle",
+    "open_stores": "hello_memory.factory",
+    "RecordStore": "hello_memory.stores.records",
+    "QdrantVectorStore": "hello_memory.stores.vector",
+    "SQLiteGraphStore": "hello_memory.stores.graph",
+    "Neo4jGraphStore": "hello_memory.stores.graph",
+    "SentenceTransformerEmbedder": "hello_memory.embedding",
+}
+
+__all__ = [
+    "Entity",
+    "GraphHit",
+    "HelloMemoryError",
+    "MemoryItem",
+    "MemoryStatus",
+    "MemoryType",
+    "Modality",
+    "Relation",
+    "Settings",
+    "__version__",
+    "errors",
+    "load_settings",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hello_memory' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from hello_memory.embedding import SentenceTransformerEmbedder
+    from hello_memory.factory import open_stores
+    from hello_memory.stores.bundle import Stores
+    from hello_memory.stores.graph import Neo4jGraphStore, SQLiteGraphStore
+    from hello_memory.stores.records import RecordStore
+    from hello_memory.stores.vector import QdrantVectorStore
