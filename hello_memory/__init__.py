@@ -53,7 +53,14 @@ __all__ = [
     "__version__",
     "errors",
     "load_settings",
-    *_LAZY,
+    # lazy (see _LAZY)
+    "Neo4jGraphStore",
+    "QdrantVectorStore",
+    "RecordStore",
+    "SQLiteGraphStore",
+    "SentenceTransformerEmbedder",
+    "Stores",
+    "open_stores",
 ]
 
 

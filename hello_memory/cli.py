@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,11 +25,11 @@ console = Console()
 
 _state: dict[str, Any] = {}
 
-ConfigOpt = Annotated[Optional[Path], typer.Option(
+ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", "-c", help="YAML settings file (else $HELLO_MEMORY_CONFIG).")]
-DataDirOpt = Annotated[Optional[Path], typer.Option(
+DataDirOpt = Annotated[Path | None, typer.Option(
     "--data-dir", help="Where embedded stores live (default ./.hello_memory).")]
-NamespaceOpt = Annotated[Optional[str], typer.Option(
+NamespaceOpt = Annotated[str | None, typer.Option(
     "--namespace", "-n", help="Namespace (default: settings.default_namespace).")]
 
 
@@ -123,7 +123,7 @@ def add(
     namespace: NamespaceOpt = None,
     memory_type: MemoryType = typer.Option(MemoryType.EPISODIC, "--type"),
     importance: float = typer.Option(0.5, min=0.0, max=1.0),
-    session_id: Optional[str] = typer.Option(None, "--session"),
+    session_id: str | None = typer.Option(None, "--session"),
 ) -> None:
     """Store one memory."""
     settings, stores = _open()

@@ -130,7 +130,7 @@ class Stores:
         from hello_memory.types import VectorPoint
 
         points = [VectorPoint(id=i.id, vectors={DENSE: v.tolist()}, payload=memory_payload(i))
-                  for i, v in zip(items, vectors)]
+                  for i, v in zip(items, vectors, strict=True)]
         self.vectors.upsert(MEMORY_COLLECTION, points)
         if self.extractor is not None:
             for item in items:

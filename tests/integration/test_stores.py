@@ -23,7 +23,8 @@ def capitalised_words(item: MemoryItem) -> tuple[Sequence[Entity], Sequence[Rela
     """A tiny rule extractor: capitalised words are entities, chained in order."""
     names = [w.strip(".,;") for w in item.content.split() if w[:1].isupper()]
     ents = [Entity(item.namespace, n, "name") for n in dict.fromkeys(names)]
-    rels = [Relation(item.namespace, a.id, b.id, "next_to") for a, b in zip(ents, ents[1:])]
+    pairs = zip(ents, ents[1:], strict=False)
+    rels = [Relation(item.namespace, a.id, b.id, "next_to") for a, b in pairs]
     return ents, rels
 
 

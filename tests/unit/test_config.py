@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from hello_memory.config import Neo4jGraphSettings, Settings, SqliteGraphSettings, load_settings
@@ -107,7 +108,7 @@ def test_missing_file_is_config_error(tmp_path: Path) -> None:
 
 def test_settings_are_frozen() -> None:
     s = load_settings(environ={})
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError):
         s.embedding.batch_size = 3  # type: ignore[misc]
     assert isinstance(s, Settings)
 

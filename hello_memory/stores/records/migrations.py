@@ -27,12 +27,13 @@ VERSION_KEY = "schema_version"
 def _v1_to_v2(conn: Connection) -> None:
     """v2 adds ``hm_memory_items.content_hash`` (dedup, change detection), backfilled."""
     conn.execute(text("ALTER TABLE hm_memory_items ADD COLUMN content_hash VARCHAR(64)"))
-    conn.execute(text("CREATE INDEX ix_items_ns_hash ON hm_memory_items (namespace, content_hash)"))
+    conn.execute(
+        text("CREATE INDEX ix_items_ns_hash ON hm_memory_items (namespace, content_hash)")
+    )
     rows = conn.execute(select(MemoryRow.id, MemoryRow.content)).all()
     for row_id, content in rows:
-        conn.execute(
-            update(MemoryRow).where(MemoryRow.id == row_id).values(content_hash=content_hash(content))
-        )
+        conn.execute(update(MemoryRow).where(MemoryRow.id == row_id)
+                     .values(content_hash=content_hash(content)))
 
 
 # MIGRATIONS[n] upgrades a database at version n to n + 1.
@@ -84,7 +85,8 @@ def migrate(engine: Engine) -> int:
         )
     if version < SCHEMA_VERSION:
         backup = _backup_sqlite(engine, version)
-        log.info("upgrading record store schema %d -> %d (backup: %s)", version, SCHEMA_VERSION, backup)
+        log.info("upgrading record store schema %d -> %d (backup: %s)",
+                 version, SCHEMA_VERSION, backup)
     while version < SCHEMA_VERSION:
         step = MIGRATIONS.get(version)
         if step is None:
