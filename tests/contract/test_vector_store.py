@@ -88,6 +88,16 @@ def test_dense_search_ranks_nearest_first(h: Harness) -> None:
     assert [x.id for x in high] == [pts[1].id]
 
 
+def test_search_restricted_to_ids(h: Harness) -> None:
+    pts = [point(e, n=i) for i, e in enumerate(E)]
+    h.store.upsert(COL, pts + [point(E[1], ns="b")])
+    hits = h.read().search(COL, E[1], namespace="a", ids=[pts[0].id, pts[3].id], limit=5)
+    assert {x.id for x in hits} == {pts[0].id, pts[3].id}  # the nearest (pts[1]) excluded
+    assert h.store.search(COL, E[1], namespace="a", ids=[], limit=5) == []
+    other_ns = h.store.search(COL, E[1], namespace="b", ids=[pts[1].id], limit=5)
+    assert other_ns == []  # an id from another namespace is never reached
+
+
 def test_numpy_vectors_accepted(h: Harness) -> None:
     p = VectorPoint(uid(), {"dense": np.array(E[2], dtype=np.float32)}, {"namespace": "a"})  # type: ignore[dict-item]
     h.store.upsert(COL, [p])

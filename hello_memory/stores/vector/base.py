@@ -70,8 +70,10 @@ class VectorStore(Protocol):
         limit: int = 10,
         filters: Mapping[str, FieldCondition] | None = None,
         score_threshold: float | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
-        """Nearest points in ``namespace`` by the named dense or sparse vector."""
+        """Nearest points in ``namespace`` by the named dense or sparse vector;
+        ``ids`` (when given) restricts the candidates to those point ids."""
 
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
         """Points by id (score 0.0), only those in ``namespace``."""

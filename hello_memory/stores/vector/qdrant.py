@@ -288,9 +288,18 @@ class QdrantVectorStore:
         limit: int = 10,
         filters: Mapping[str, FieldCondition] | None = None,
         score_threshold: float | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
-        """Nearest points in ``namespace`` by the named dense or sparse vector."""
-        flt = self._filter(namespace, filters)
+        """Nearest points in ``namespace`` by the named dense or sparse vector;
+        ``ids`` restricts the search to those points (an empty list finds nothing)."""
+        if ids is not None:
+            if not ids:
+                _require_ns(namespace)
+                return []
+            wanted = list(dict.fromkeys(_uuid(i) for i in ids))
+            flt = self._filter(namespace, filters, models.HasIdCondition(has_id=wanted))
+        else:
+            flt = self._filter(namespace, filters)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInputError(f"limit must be a positive int, got {limit!r}")
         shape = self._shape(collection)

@@ -1,0 +1,134 @@
+"""Scoring profiles of the memory types: data, not code paths (ARCHITECTURE decision 3).
+
+Every score is a product of a relevance blend and the importance factor::
+
+    importance_factor(i) = 0.8 + 0.4 * i                          # i in [0, 1] -> [0.8, 1.2]
+    recency(age)         = 0.5 ** (age / half_life)               # 1 now, 0.5 after one half-life
+    episodic / perceptual: (0.8 * similarity + 0.2 * recency) * importance_factor
+    semantic:              (0.7 * similarity + 0.3 * graph)   * importance_factor
+    working:               (0.7 * tfidf + 0.3 * keyword) * recency * importance_factor
+
+``similarity`` is the cosine clipped to [0, 1] (a negative cosine carries no evidence
+of relevance); ``graph`` is in [0, 1] (see SemanticMemory); ``keyword`` is the share of
+query terms found in the memory. Presets are frozen; derive variants with
+``EPISODIC.model_copy(update={"half_life_days": 7})``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hello_memory.types import MemoryItem, MemoryType
+
+__all__ = [
+    "EPISODIC",
+    "PERCEPTUAL",
+    "SEMANTIC",
+    "WORKING",
+    "ScoreBreakdown",
+    "ScoringProfile",
+    "SearchHit",
+    "clip_similarity",
+    "importance_factor",
+    "recency",
+]
+
+
+class ScoringProfile(BaseModel):
+    """Weights of one memory type's score. Frozen: copy to change."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    similarity_weight: float = Field(ge=0, le=1)
+    recency_weight: float = Field(default=0.0, ge=0, le=1)
+    graph_weight: float = Field(default=0.0, ge=0, le=1)
+    keyword_weight: float = Field(default=0.0, ge=0, le=1)
+    half_life_days: float = Field(default=30.0, gt=0)
+    importance_base: float = 0.8
+    importance_span: float = 0.4
+    # Working memory multiplies by recency instead of blending it in.
+    recency_multiplies: bool = False
+
+
+EPISODIC = ScoringProfile(similarity_weight=0.8, recency_weight=0.2, half_life_days=30.0)
+PERCEPTUAL = EPISODIC
+SEMANTIC = ScoringProfile(similarity_weight=0.7, graph_weight=0.3)
+# Working memory lives for an hour by default: a 30-minute half-life.
+WORKING = ScoringProfile(similarity_weight=0.7, keyword_weight=0.3,
+                         half_life_days=30 / (24 * 60), recency_multiplies=True)
+
+PROFILES: dict[MemoryType, ScoringProfile] = {
+    MemoryType.EPISODIC: EPISODIC, MemoryType.SEMANTIC: SEMANTIC,
+    MemoryType.WORKING: WORKING, MemoryType.PERCEPTUAL: PERCEPTUAL,
+}
+
+
+def importance_factor(importance: float, profile: ScoringProfile = EPISODIC) -> float:
+    return profile.importance_base + profile.importance_span * importance
+
+
+def recency(event_time: datetime, now: datetime, half_life_days: float) -> float:
+    """0.5 ** (age / half_life); events in the future count as now (1.0)."""
+    age_days = max(0.0, (now - event_time).total_seconds() / 86400.0)
+    return math.pow(0.5, age_days / half_life_days)
+
+
+def clip_similarity(cosine: float) -> float:
+    return min(1.0, max(0.0, cosine))
+
+
+@dataclass(frozen=True)
+class ScoreBreakdown:
+    similarity: float = 0.0
+    recency: float = 0.0
+    importance: float = 0.0
+    graph: float = 0.0
+    keyword: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"similarity": self.similarity, "recency": self.recency,
+                "importance": self.importance, "graph": self.graph, "keyword": self.keyword}
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One result: the memory, its final score, and the parts the score came from."""
+
+    item: MemoryItem
+    score: float
+    breakdown: ScoreBreakdown = field(default_factory=ScoreBreakdown)
+
+    @property
+    def memory_type(self) -> MemoryType:
+        return self.item.memory_type
+
+    @property
+    def id(self) -> str:
+        return self.item.id
+
+
+def score(
+    profile: ScoringProfile,
+    item: MemoryItem,
+    now: datetime,
+    *,
+    similarity: float,
+    graph: float = 0.0,
+    keyword: float = 0.0,
+) -> SearchHit:
+    """Apply ``profile`` to one candidate (similarity already clipped to [0, 1])."""
+    rec = recency(item.event_time, now, profile.half_life_days)
+    relevance = (profile.similarity_weight * similarity + profile.graph_weight * graph
+                 + profile.keyword_weight * keyword)
+    if profile.recency_multiplies:
+        relevance *= rec
+    else:
+        relevance += profile.recency_weight * rec
+    final = relevance * importance_factor(item.importance, profile)
+    return SearchHit(item, final, ScoreBreakdown(similarity=similarity, recency=rec,
+                                                  importance=item.importance, graph=graph,
+                                                  keyword=keyword))
