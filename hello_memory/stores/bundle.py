@@ -12,21 +12,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from hello_memory.embedding.base import Embedder
 from hello_memory.stores.graph.base import GraphStore
-from hello_memory.stores.records import RecordStore
+from hello_memory.stores.records import OutboxEntry, RecordStore
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore
-from hello_memory.types import Entity, MemoryItem, Relation
+from hello_memory.types import Entity, MemoryItem, MemoryType, Relation, VectorPoint
 from hello_memory.validation import require_namespace, validate_content, validate_item
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MEMORY_COLLECTION", "Extractor", "StoredHit", "Stores", "memory_payload"]
+__all__ = [
+    "MEMORY_COLLECTION", "Extractor", "Indexer", "StoredHit", "Stores", "memory_payload",
+]
 
 MEMORY_COLLECTION = "memories"
 DENSE = "dense"
@@ -34,6 +36,21 @@ DENSE = "dense"
 # Given a memory, the entities and relations it mentions (spaCy or rules: the memory
 # types plug theirs in). None means the graph is not fed.
 Extractor = Callable[[MemoryItem], tuple[Sequence[Entity], Sequence[Relation]]]
+
+class Indexer(Protocol):
+    """Index work for a memory type whose vectors live outside the text collection."""
+
+    def upsert(self, items: Sequence[MemoryItem]) -> None: ...
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None: ...
+
+
+def _group_by_namespace(entries: Sequence[OutboxEntry]) -> dict[str, list[OutboxEntry]]:
+    out: dict[str, list[OutboxEntry]] = {}
+    for e in entries:
+        out.setdefault(e.namespace, []).append(e)
+    return out
+
 
 PAYLOAD_INDEXES: Mapping[str, Any] = {
     "memory_type": "keyword", "status": "keyword", "user_id": "keyword",
@@ -80,6 +97,7 @@ class Stores:
         self.graph = graph
         self.embedder = embedder
         self.extractor = extractor
+        self._indexers: dict[MemoryType, Indexer] = {}
         self._opened = False
 
     def open(self) -> None:
@@ -127,8 +145,6 @@ class Stores:
         return list(items)
 
     def _index(self, items: Sequence[MemoryItem], vectors: npt.NDArray[np.float32]) -> None:
-        from hello_memory.types import VectorPoint
-
         points = [VectorPoint(id=i.id, vectors={DENSE: v.tolist()}, payload=memory_payload(i))
                   for i, v in zip(items, vectors, strict=True)]
         self.vectors.upsert(MEMORY_COLLECTION, points)
@@ -138,29 +154,67 @@ class Stores:
                 if entities or relations:
                     self.graph.add_mentions(item.namespace, item.id, entities, relations)
 
+    def update(self, namespace: str, memory_id: str, **changes: Any) -> MemoryItem:
+        """Change a record, then its index: new content is re-embedded and re-extracted;
+        other fields only rewrite the vector payload."""
+        item = self.records.update_item(namespace, memory_id, **changes)
+        self.apply_outbox()
+        return item
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> int:
+        """Delete records with their vectors and graph links; returns how many."""
+        n = self.records.delete_items(namespace, ids)
+        if n:
+            self.apply_outbox()
+        return n
+
+    def register_indexer(self, memory_type: MemoryType, indexer: Indexer) -> None:
+        """Route index work of ``memory_type`` (e.g. perceptual items, whose vectors live
+        in per-modality collections) to ``indexer`` instead of the text collection."""
+        self._indexers[memory_type] = indexer
+
     def apply_outbox(self, batch: int = 256) -> int:
-        """Apply pending outbox rows to Qdrant and the graph; returns how many."""
+        """Apply pending outbox rows to Qdrant and the graph; returns how many.
+        Safe to repeat: every step is an idempotent upsert or delete."""
         done = 0
         while True:
             pending = self.records.pending_outbox(limit=batch)
             if not pending:
                 return done
-            by_ns: dict[str, list[str]] = {}
-            for entry in pending:
-                if entry.op == "delete":
-                    self.vectors.delete(MEMORY_COLLECTION, [entry.memory_id],
-                                        namespace=entry.namespace)
-                    self.graph.remove_memory(entry.namespace, entry.memory_id)
-                else:
-                    by_ns.setdefault(entry.namespace, []).append(entry.memory_id)
-            for ns, ids in by_ns.items():
-                items = self.records.get_items(ns, list(dict.fromkeys(ids)))
-                for item in items:  # content may have changed: drop stale graph links
-                    self.graph.remove_memory(ns, item.id)
-                if items:
-                    self._index(items, self.embedder.embed([i.content for i in items]))
+            for ns, entries in _group_by_namespace(pending).items():
+                self._apply(ns, entries)
             self.records.mark_applied([e.seq for e in pending])
             done += len(pending)
+
+    def _apply(self, namespace: str, entries: list[OutboxEntry]) -> None:
+        deleted = [e.memory_id for e in entries if e.op == "delete"]
+        if deleted:
+            self.vectors.delete(MEMORY_COLLECTION, deleted, namespace=namespace)
+            for memory_id in deleted:
+                self.graph.remove_memory(namespace, memory_id)
+            for other in self._indexers.values():
+                other.delete(namespace, deleted)
+        reembed = list(dict.fromkeys(e.memory_id for e in entries if e.op == "upsert"))
+        payload_only = [e.memory_id for e in entries if e.op == "payload"
+                        and e.memory_id not in reembed]
+        items = self.records.get_items(namespace, reembed + list(dict.fromkeys(payload_only)))
+        by_type: dict[MemoryType, list[MemoryItem]] = {}
+        for item in items:
+            by_type.setdefault(item.memory_type, []).append(item)
+        for mtype, group in by_type.items():
+            indexer = self._indexers.get(mtype)
+            if indexer is not None:
+                indexer.upsert(group)
+                continue
+            fresh = [i for i in group if i.id in reembed]
+            for item in fresh:  # content changed: drop stale graph links first
+                self.graph.remove_memory(namespace, item.id)
+            if fresh:
+                self._index(fresh, self.embedder.embed([i.content for i in fresh]))
+            for item in group:
+                if item.id not in reembed:
+                    self.vectors.set_payload(MEMORY_COLLECTION, [item.id], memory_payload(item),
+                                             namespace=namespace)
 
     # reads -------------------------------------------------------------------------
     def search(

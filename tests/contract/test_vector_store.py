@@ -98,6 +98,21 @@ def test_search_restricted_to_ids(h: Harness) -> None:
     assert other_ns == []  # an id from another namespace is never reached
 
 
+def test_set_payload_changes_filters_not_vectors(h: Harness) -> None:
+    pts = [point(e, n=i, status="active") for i, e in enumerate(E)]
+    h.store.upsert(COL, pts + [point(E[0], ns="b", pid=None, status="active")])
+    h.store.set_payload(COL, [pts[0].id], {"status": "forgotten"}, namespace="a")
+    store = h.read()
+    assert store.count(COL, namespace="a", filters={"status": "active"}) == 3
+    hits = store.search(COL, E[0], namespace="a", filters={"status": "forgotten"}, limit=2)
+    assert [x.id for x in hits] == [pts[0].id] and hits[0].score == pytest.approx(1.0)
+    assert hits[0].payload["n"] == 0  # merged, not replaced
+    store.set_payload(COL, [pts[1].id], {"status": "x"}, namespace="b")  # other namespace
+    assert store.count(COL, namespace="a", filters={"status": "x"}) == 0
+    with pytest.raises(InvalidInputError):
+        store.set_payload(COL, [pts[1].id], {"namespace": "b"}, namespace="a")
+
+
 def test_numpy_vectors_accepted(h: Harness) -> None:
     p = VectorPoint(uid(), {"dense": np.array(E[2], dtype=np.float32)}, {"namespace": "a"})  # type: ignore[dict-item]
     h.store.upsert(COL, [p])

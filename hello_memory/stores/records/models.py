@@ -193,7 +193,7 @@ class OutboxRow(Base):
     __table_args__ = (Index("ix_outbox_pending", "applied_at", "seq"),)
 
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    op: Mapped[str] = mapped_column(String(32))  # upsert | delete
+    op: Mapped[str] = mapped_column(String(32))  # upsert | payload | delete
     namespace: Mapped[str] = mapped_column(String(255))
     memory_id: Mapped[str] = mapped_column(ID)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -42,7 +42,7 @@ _UPDATABLE = {
 @dataclass(frozen=True)
 class OutboxEntry:
     seq: int
-    op: str  # "upsert" | "delete"
+    op: str  # "upsert" (re-embed) | "payload" (filter fields only) | "delete"
     namespace: str
     memory_id: str
 
@@ -244,14 +244,18 @@ class RecordStore:
             if row is None:
                 raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
             item = _to_item(row)
+            old_content = item.content
             for key, value in changes.items():
                 setattr(item, key, value)
-            if "content" in changes and "content_hash" not in changes:
+            content_changed = item.content != old_content
+            if content_changed and "content_hash" not in changes:
                 item.content_hash = None
             validate_item(item)
             s.merge(_to_row(item))
-            s.add(OutboxRow(op="upsert", namespace=namespace, memory_id=memory_id,
-                            created_at=utcnow()))
+            # New content must be re-embedded and re-extracted; anything else only
+            # changes the vector's payload.
+            s.add(OutboxRow(op="upsert" if content_changed else "payload", namespace=namespace,
+                            memory_id=memory_id, created_at=utcnow()))
         return item
 
     def delete_items(self, namespace: str, ids: Sequence[str]) -> int:

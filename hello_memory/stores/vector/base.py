@@ -81,6 +81,11 @@ class VectorStore(Protocol):
     def delete(self, collection: str, ids: Sequence[str], *, namespace: str) -> None:
         """Delete points by id within ``namespace``; unknown ids are a no-op."""
 
+    def set_payload(
+        self, collection: str, ids: Sequence[str], payload: Mapping[str, Any], *, namespace: str
+    ) -> None:
+        """Merge ``payload`` into existing points of ``namespace`` (vectors untouched)."""
+
     def count(
         self,
         collection: str,

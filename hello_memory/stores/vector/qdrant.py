@@ -268,6 +268,25 @@ class QdrantVectorStore:
         has_id = models.HasIdCondition(has_id=list(dict.fromkeys(wanted)))
         self._delete_where(collection, self._filter(namespace, None, has_id))
 
+    def set_payload(
+        self, collection: str, ids: Sequence[str], payload: Mapping[str, Any], *, namespace: str
+    ) -> None:
+        """Merge ``payload`` into the points' payloads (vectors untouched), only for
+        points of ``namespace``; the namespace field itself cannot be changed."""
+        _require_ns(namespace)
+        if "namespace" in payload and payload["namespace"] != namespace:
+            raise InvalidInputError("set_payload cannot move a point to another namespace")
+        wanted: list[Any] = list(dict.fromkeys(_uuid(i) for i in ids))
+        if not wanted:
+            return
+        has_id = models.HasIdCondition(has_id=wanted)
+        with self._translate(collection):
+            self._c().set_payload(
+                self._qname(collection), payload=_jsonable(dict(payload)),
+                points=models.FilterSelector(filter=self._filter(namespace, None, has_id)),
+                wait=True,
+            )
+
     def clear(self, collection: str, *, namespace: str) -> None:
         """Delete every point of ``namespace`` in the collection, nothing else."""
         self._delete_where(collection, self._filter(namespace, None))
@@ -296,7 +315,7 @@ class QdrantVectorStore:
             if not ids:
                 _require_ns(namespace)
                 return []
-            wanted = list(dict.fromkeys(_uuid(i) for i in ids))
+            wanted: list[Any] = list(dict.fromkeys(_uuid(i) for i in ids))
             flt = self._filter(namespace, filters, models.HasIdCondition(has_id=wanted))
         else:
             flt = self._filter(namespace, filters)
