@@ -1,0 +1,142 @@
+"""Episodic memory: events with their time, session and participants.
+
+Records (the truth) sit in the record store; vectors in Qdrant's memory collection
+with the filterable fields in the payload. Retrieval:
+
+1. structured pre-filter — namespace, type, status, user/agent/session, event-time
+   range and minimum importance — applied as a Qdrant payload filter (the payload is
+   kept in step with the record through the outbox), then re-checked on the records;
+2. dense search over the filtered candidates (over-fetching ``CANDIDATE_FACTOR``×);
+3. score = (0.8·similarity + 0.2·recency) × (0.8 + 0.4·importance), recency =
+   0.5 ** (age_days / half_life_days) with a 30-day default half-life
+   (:data:`hello_memory.memory.scoring.EPISODIC`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit, clip_similarity, score
+from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
+from hello_memory.stores.records import ItemFilter
+from hello_memory.stores.vector.base import Range
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
+from hello_memory.validation import require_namespace
+
+__all__ = ["CANDIDATE_FACTOR", "EPISODE_FIELDS", "EpisodicMemory", "payload_filters"]
+
+CANDIDATE_FACTOR = 4
+# Episode attributes kept in the record's metadata.
+EPISODE_FIELDS = ("participants", "context", "outcome", "tags")
+
+
+def payload_filters(flt: ItemFilter) -> dict[str, Any]:
+    """The Qdrant payload filter equivalent to ``flt`` (see bundle.memory_payload)."""
+    out: dict[str, Any] = {}
+    if flt.memory_types is not None:
+        out["memory_type"] = [MemoryType(t).value for t in flt.memory_types]
+    if flt.status is not None:
+        out["status"] = MemoryStatus(flt.status).value
+    for name in ("user_id", "agent_id", "session_id"):
+        value = getattr(flt, name)
+        if value is not None:
+            out[name] = value
+    if flt.since is not None or flt.until is not None:
+        out["event_time"] = Range(gte=flt.since, lte=flt.until)
+    if flt.min_importance is not None:
+        out["importance"] = Range(gte=flt.min_importance)
+    return out
+
+
+def matches(item: MemoryItem, flt: ItemFilter) -> bool:
+    """``flt`` checked on the record itself (the truth, if a payload lags behind)."""
+    if flt.memory_types is not None and item.memory_type not in flt.memory_types:
+        return False
+    if flt.status is not None and item.status != flt.status:
+        return False
+    for name in ("user_id", "agent_id", "session_id"):
+        want = getattr(flt, name)
+        if want is not None and getattr(item, name) != want:
+            return False
+    if flt.since is not None and item.event_time < flt.since:
+        return False
+    if flt.until is not None and item.event_time > flt.until:
+        return False
+    return not (flt.min_importance is not None and item.importance < flt.min_importance)
+
+
+class EpisodicMemory:
+    memory_type = MemoryType.EPISODIC
+
+    def __init__(self, stores: Stores, *, profile: ScoringProfile = EPISODIC,
+                 clock: Callable[[], datetime] = utcnow) -> None:
+        self.stores = stores
+        self.profile = profile
+        self._clock = clock
+
+    def _scope(self, flt: ItemFilter) -> ItemFilter:
+        return replace(flt, memory_types=(self.memory_type,))
+
+    def retrieve(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        top_k: int = 5,
+        flt: ItemFilter = ItemFilter(),
+        query_vector: npt.NDArray[np.float32] | None = None,
+    ) -> list[SearchHit]:
+        """Episodes most relevant to ``query`` under ``flt``, best final score first."""
+        require_namespace(namespace)
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise InvalidInputError(f"top_k must be a positive int, got {top_k!r}")
+        scoped = self._scope(flt)
+        qv = query_vector if query_vector is not None else self.stores.embedder.embed_query(query)
+        hits = self.stores.vectors.search(
+            MEMORY_COLLECTION, qv.tolist(), namespace=namespace, using=DENSE,
+            limit=top_k * CANDIDATE_FACTOR, filters=payload_filters(scoped))
+        return self.rank(namespace, {h.id: h.score for h in hits}, scoped, top_k)
+
+    def rank(self, namespace: str, similarities: dict[str, float], flt: ItemFilter,
+             top_k: int) -> list[SearchHit]:
+        items = self.stores.records.get_items(namespace, list(similarities))
+        now = self._clock()
+        scored = [score(self.profile, item, now, similarity=clip_similarity(similarities[item.id]))
+                  for item in items if matches(item, flt)]
+        scored.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
+        return scored[:top_k]
+
+    def timeline(self, namespace: str, flt: ItemFilter = ItemFilter(), *, limit: int = 50,
+                 offset: int = 0, newest_first: bool = False) -> list[MemoryItem]:
+        """Episodes in event-time order, paged."""
+        scoped = self._scope(flt)
+        if not newest_first:
+            return self.stores.records.list_items(namespace, scoped, limit=limit, offset=offset)
+        total = self.stores.records.count_items(namespace, scoped)
+        start = max(0, total - offset - limit)
+        size = max(0, total - offset - start)
+        page = self.stores.records.list_items(namespace, scoped, limit=size, offset=start)
+        return page[::-1]
+
+    def session_episodes(self, namespace: str, session_id: str) -> list[MemoryItem]:
+        """Every active episode of one session, oldest first."""
+        return self.timeline(namespace, replace(ItemFilter(), session_id=session_id), limit=10_000)
+
+
+def episode_metadata(metadata: dict[str, Any] | None, **fields: Sequence[str] | str | None
+                     ) -> dict[str, Any]:
+    """Fold episode attributes (participants, context, outcome, tags) into metadata."""
+    out = dict(metadata or {})
+    for key, value in fields.items():
+        if key not in EPISODE_FIELDS:
+            raise InvalidInputError(f"unknown episode field {key!r}")
+        if value is not None:
+            out[key] = list(value) if isinstance(value, (list, tuple)) else value
+    return out

@@ -1,0 +1,270 @@
+"""Forgetting, restoring and consolidating memories.
+
+forget — choose candidates by one strategy, then mark them ``forgotten`` (soft: they
+leave search, ``restore`` brings them back) or purge them (``hard=True``: records,
+vectors and graph links go together through the outbox):
+
+- ``importance``: importance < ``threshold``;
+- ``time``: event time older than ``max_age_days``;
+- ``capacity``: keep the ``max_items`` with the highest priority
+  importance × 0.5 ** (age_days / half_life_days), forget the rest.
+
+consolidate — promote working → episodic or episodic → semantic the memories with
+importance ≥ ``importance_threshold`` and access count ≥ ``min_access_count``. Before
+a memory is promoted it is compared (cosine of embeddings) with the target type's
+memories and with the other memories promoted in the same run: above
+``manager.dedup_threshold`` they merge into one — the survivor keeps the longest
+content, the max importance (never above 1) and ``metadata["merged_from"]`` with every
+source id. The new target memory is committed before its source is removed, so a
+failure in between leaves a duplicate, never a loss, and the next run recognises it
+(the target's ``merged_from`` already names the source) and only removes the source;
+a second run after a complete one finds nothing to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.memory.scoring import EPISODIC, recency
+from hello_memory.stores.records import ItemFilter
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
+from hello_memory.validation import validate_importance
+
+if TYPE_CHECKING:
+    from hello_memory.memory.manager import MemoryManager
+
+__all__ = ["ConsolidateReport", "ForgetReport", "consolidate", "forget", "restore"]
+
+_STORED = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
+_PROMOTIONS = {
+    (MemoryType.WORKING, MemoryType.EPISODIC),
+    (MemoryType.EPISODIC, MemoryType.SEMANTIC),
+}
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    strategy: str
+    namespace: str
+    ids: tuple[str, ...]
+    dry_run: bool
+    hard: bool
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True)
+class ConsolidateReport:
+    namespace: str
+    from_type: MemoryType
+    to_type: MemoryType
+    dry_run: bool
+    promoted: tuple[str, ...] = ()          # new target ids
+    merged: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target id -> sources
+    removed_sources: tuple[str, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return sum(len(v) for v in self.merged.values())
+
+
+def _priority(item: MemoryItem, now: Any) -> float:
+    return item.importance * recency(item.event_time, now, EPISODIC.half_life_days)
+
+
+def forget(
+    mm: MemoryManager,
+    strategy: str = "importance",
+    *,
+    namespace: str | None = None,
+    threshold: float = 0.1,
+    max_age_days: float = 30.0,
+    max_items: int = 1000,
+    memory_types: Sequence[MemoryType | str] | None = None,
+    dry_run: bool = False,
+    hard: bool = False,
+) -> ForgetReport:
+    ns = mm._ns(namespace)
+    types = tuple(MemoryType(t) for t in (memory_types or _STORED))
+    now = mm._clock()
+    working = MemoryType.WORKING in types
+    stored = tuple(t for t in types if t in _STORED)
+    items = mm.stores.records.list_items(ns, ItemFilter(memory_types=stored)) if stored else []
+    if working:
+        items += mm.working.list(ns)
+    if strategy == "importance":
+        threshold = validate_importance(threshold)
+        chosen = [i for i in items if i.importance < threshold]
+    elif strategy == "time":
+        if not isinstance(max_age_days, (int, float)) or max_age_days < 0:
+            raise InvalidInputError("max_age_days must be a non-negative number")
+        cutoff = now - timedelta(days=float(max_age_days))
+        chosen = [i for i in items if i.event_time < cutoff]
+    elif strategy == "capacity":
+        if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0:
+            raise InvalidInputError("max_items must be a non-negative int")
+        ranked = sorted(items, key=lambda i: (-_priority(i, now), i.id))
+        chosen = ranked[max_items:]
+    else:
+        raise InvalidInputError(f"unknown forget strategy {strategy!r}; "
+                                "use 'importance', 'time' or 'capacity'")
+    ids = tuple(sorted(i.id for i in chosen))
+    report = ForgetReport(strategy, ns, ids, dry_run, hard)
+    if dry_run or not ids:
+        return report
+    working_ids = [i.id for i in chosen if i.memory_type == MemoryType.WORKING]
+    stored_ids = [i.id for i in chosen if i.memory_type != MemoryType.WORKING]
+    for wid in working_ids:  # working memory has no soft state: it is short-lived anyway
+        mm.working.remove(ns, wid)
+    if hard:
+        mm.stores.delete(ns, stored_ids)
+    else:
+        for sid in stored_ids:
+            mm.stores.records.update_item(ns, sid, status=MemoryStatus.FORGOTTEN)
+        mm.stores.apply_outbox()
+    mm.stores.records.add_audit(ns, "forget", {"strategy": strategy, "hard": hard,
+                                               "count": len(ids), "ids": list(ids)})
+    return report
+
+
+def restore(mm: MemoryManager, ids: Sequence[str], *, namespace: str) -> int:
+    """Bring soft-forgotten memories back into search; returns how many."""
+    found = mm.stores.records.get_items(namespace, list(ids))
+    back = [i for i in found if i.status == MemoryStatus.FORGOTTEN]
+    for item in back:
+        mm.stores.records.update_item(namespace, item.id, status=MemoryStatus.ACTIVE)
+    if back:
+        mm.stores.apply_outbox()
+        mm.stores.records.add_audit(namespace, "restore", {"ids": [i.id for i in back]})
+    return len(back)
+
+
+def consolidate(
+    mm: MemoryManager,
+    from_type: MemoryType,
+    to_type: MemoryType,
+    *,
+    namespace: str | None = None,
+    importance_threshold: float = 0.7,
+    min_access_count: int = 0,
+    dry_run: bool = False,
+) -> ConsolidateReport:
+    if (from_type, to_type) not in _PROMOTIONS:
+        raise InvalidInputError(f"cannot consolidate {from_type.value} -> {to_type.value}; "
+                                "use working -> episodic or episodic -> semantic")
+    ns = mm._ns(namespace)
+    importance_threshold = validate_importance(importance_threshold)
+    if from_type == MemoryType.WORKING:
+        pool = mm.working.list(ns)
+    else:
+        pool = mm.stores.records.list_items(ns, ItemFilter(memory_types=(from_type,)))
+    sources = [i for i in pool if i.importance >= importance_threshold
+               and i.access_count >= min_access_count]
+    if not sources:
+        return ConsolidateReport(ns, from_type, to_type, dry_run)
+    targets = mm.stores.records.list_items(ns, ItemFilter(memory_types=(to_type,)))
+    done_before = {src: t for t in targets for src in t.metadata.get("merged_from", [])}
+    texts = [s.content for s in sources] + [t.content for t in targets]
+    vecs = mm.stores.embedder.embed(texts)
+    src_v, tgt_v = vecs[: len(sources)], vecs[len(sources):]
+    groups = _group(sources, src_v, targets, tgt_v, done_before, mm.dedup_threshold)
+    merged: dict[str, tuple[str, ...]] = {}
+    promoted: list[str] = []
+    removed: list[str] = []
+    for g in groups:
+        target, members = g.target, g.members
+        if dry_run:
+            key = target.id if target is not None else f"new:{members[0].id}"
+            merged[key] = tuple(m.id for m in members)
+            continue
+        tid = _merge_into(mm, ns, to_type, target, members)
+        merged[tid] = tuple(m.id for m in members)
+        if target is None:
+            promoted.append(tid)
+        for m in members:  # add-before-remove: the target is committed by now
+            if m.memory_type == MemoryType.WORKING:
+                mm.working.remove(ns, m.id)
+            else:
+                mm.stores.delete(ns, [m.id])
+            removed.append(m.id)
+    report = ConsolidateReport(ns, from_type, to_type, dry_run, tuple(promoted), merged,
+                               tuple(removed))
+    if not dry_run:
+        mm.stores.records.add_audit(ns, "consolidate", {
+            "from": from_type.value, "to": to_type.value,
+            "merged": {k: list(v) for k, v in merged.items()}})
+    return report
+
+
+@dataclass
+class _Group:
+    target: MemoryItem | None  # an existing memory of the target type, or None (new)
+    vector: np.ndarray
+    members: list[MemoryItem]
+
+
+def _group(sources: list[MemoryItem], src_v: np.ndarray, targets: list[MemoryItem],
+           tgt_v: np.ndarray, done_before: dict[str, MemoryItem], threshold: float
+           ) -> list[_Group]:
+    """Assign every source to the most similar existing target or earlier group whose
+    cosine reaches ``threshold``; otherwise it starts a new group."""
+    groups: list[_Group] = []
+    by_target: dict[str, _Group] = {}
+    t_index = {t.id: k for k, t in enumerate(targets)}
+
+    def for_target(k: int) -> _Group:
+        t = targets[k]
+        if t.id not in by_target:
+            by_target[t.id] = _Group(t, tgt_v[k], [])
+            groups.append(by_target[t.id])
+        return by_target[t.id]
+
+    for s, v in zip(sources, src_v, strict=True):
+        if s.id in done_before:  # promoted by a run that died before removing it
+            for_target(t_index[done_before[s.id].id]).members.append(s)
+            continue
+        best: _Group | None = None
+        best_sim = threshold
+        if len(targets):
+            sims = tgt_v @ v  # embeddings are L2-normalised: dot = cosine
+            k = int(np.argmax(sims))
+            if float(sims[k]) >= best_sim:
+                best, best_sim = for_target(k), float(sims[k])
+        for g in groups:
+            if g.members and g.target is None and float(g.vector @ v) >= best_sim:
+                best, best_sim = g, float(g.vector @ v)
+        if best is None:
+            groups.append(_Group(None, v, [s]))
+        else:
+            best.members.append(s)
+    return [g for g in groups if g.members]
+
+
+def _merge_into(mm: MemoryManager, ns: str, to_type: MemoryType, target: MemoryItem | None,
+                members: list[MemoryItem]) -> str:
+    ids = [m.id for m in members]
+    importance = min(1.0, max(m.importance for m in members))
+    if target is not None:
+        merged_from = list(dict.fromkeys([*target.metadata.get("merged_from", []), *ids]))
+        if merged_from == target.metadata.get("merged_from"):
+            return target.id  # already merged by an earlier, interrupted run
+        longest = max([target, *members], key=lambda i: len(i.content)).content
+        mm.stores.update(ns, target.id, content=longest,
+                         importance=max(target.importance, importance),
+                         metadata={**target.metadata, "merged_from": merged_from})
+        return target.id
+    head = max(members, key=lambda i: len(i.content))
+    meta = {**head.metadata, "promoted_from": head.id, "merged_from": ids}
+    [new] = mm.stores.add([MemoryItem(
+        content=head.content, namespace=ns, memory_type=to_type, importance=importance,
+        user_id=head.user_id, agent_id=head.agent_id, session_id=head.session_id,
+        event_time=min(m.event_time for m in members), metadata=meta)])
+    return new.id

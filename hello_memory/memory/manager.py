@@ -1,0 +1,393 @@
+"""``MemoryManager``: the one front door over working, episodic, semantic (and,
+when configured, perceptual) memory.
+
+>>> from hello_memory import MemoryManager                          # doctest: +SKIP
+>>> with MemoryManager.open(data_dir="/tmp/hm") as mm:              # doctest: +SKIP
+...     mm.add("Alice prefers green tea", memory_type="semantic", namespace="alice")
+...     hits = mm.search("what does Alice drink?", namespace="alice")
+
+Every call is scoped to one namespace (``default_namespace`` when omitted). Results are
+ranked by each type's final relevance score (see :mod:`hello_memory.memory.scoring`),
+never by importance alone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.memory.episodic import EpisodicMemory
+from hello_memory.memory.importance import classify_memory_type, estimate_importance
+from hello_memory.memory.scoring import SearchHit
+from hello_memory.memory.semantic import SemanticMemory
+from hello_memory.memory.working import WorkingMemory
+from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
+from hello_memory.stores.records import ItemFilter
+from hello_memory.text.entities import EntityExtractor, default_extractor
+from hello_memory.types import (
+    Entity,
+    MemoryItem,
+    MemoryStatus,
+    MemoryType,
+    Relation,
+    utcnow,
+)
+from hello_memory.validation import require_namespace, validate_content, validate_importance
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MemoryManager", "item_from_json", "item_to_json"]
+
+TimeRange = tuple[datetime | None, datetime | None]
+STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
+
+
+def _memory_type(value: MemoryType | str) -> MemoryType:
+    try:
+        return MemoryType(value)
+    except ValueError:
+        names = ", ".join(t.value for t in MemoryType)
+        raise InvalidInputError(f"unknown memory type {value!r}; use one of {names}") from None
+
+
+def item_to_json(item: MemoryItem) -> dict[str, Any]:
+    def iso(d: datetime | None) -> str | None:
+        return d.isoformat() if d else None
+
+    return {
+        "id": item.id, "namespace": item.namespace, "content": item.content,
+        "memory_type": item.memory_type.value, "modality": item.modality.value,
+        "user_id": item.user_id, "agent_id": item.agent_id, "session_id": item.session_id,
+        "event_time": iso(item.event_time), "recorded_time": iso(item.recorded_time),
+        "importance": item.importance, "access_count": item.access_count,
+        "last_access": iso(item.last_access), "status": item.status.value,
+        "metadata": item.metadata,
+    }
+
+
+def item_from_json(data: Mapping[str, Any], namespace: str | None = None) -> MemoryItem:
+    def when(v: Any) -> datetime | None:
+        return datetime.fromisoformat(v) if v else None
+
+    try:
+        return MemoryItem(
+            id=str(data["id"]), namespace=namespace or data["namespace"],
+            content=data["content"], memory_type=_memory_type(data["memory_type"]),
+            modality=data.get("modality", "text"), user_id=data.get("user_id"),
+            agent_id=data.get("agent_id"), session_id=data.get("session_id"),
+            event_time=when(data["event_time"]) or utcnow(),
+            recorded_time=when(data.get("recorded_time")) or utcnow(),
+            importance=data.get("importance", 0.5),
+            access_count=int(data.get("access_count", 0)),
+            last_access=when(data.get("last_access")),
+            status=MemoryStatus(data.get("status", "active")),
+            metadata=dict(data.get("metadata") or {}),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"not a hello-memory export record: {exc}") from exc
+
+
+class MemoryManager:
+    """Facade over the memory types. Takes built stores; see :meth:`open`."""
+
+    def __init__(
+        self,
+        stores: Stores,
+        *,
+        working: WorkingMemory | None = None,
+        extractor: EntityExtractor | None = None,
+        default_namespace: str = "default",
+        dedup_threshold: float = 0.92,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.stores = stores
+        self.extractor = extractor or default_extractor()
+        self.working = working or WorkingMemory(clock=clock)
+        self.episodic = EpisodicMemory(stores, clock=clock)
+        self.semantic = SemanticMemory(stores, self.extractor, clock=clock)
+        self.default_namespace = require_namespace(default_namespace)
+        self.dedup_threshold = dedup_threshold
+        self._clock = clock
+        # Only semantic memories feed the entity graph.
+        stores.extractor = self._extract
+
+    @classmethod
+    def open(cls, settings: Any = None, **overrides: Any) -> MemoryManager:
+        """Build every store from settings (``load_settings(**overrides)`` when None)."""
+        from hello_memory.config import load_settings
+        from hello_memory.factory import open_stores
+
+        settings = settings or load_settings(**overrides)
+        w = settings.working
+        return cls(open_stores(settings),
+                   working=WorkingMemory(capacity=w.capacity, ttl_minutes=w.ttl_minutes,
+                                         token_budget=w.token_budget),
+                   default_namespace=settings.default_namespace)
+
+    def close(self) -> None:
+        self.stores.close()
+
+    def __enter__(self) -> MemoryManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _extract(self, item: MemoryItem) -> tuple[Sequence[Entity], Sequence[Relation]]:
+        if item.memory_type != MemoryType.SEMANTIC:
+            return (), ()
+        ex = self.extractor.extract(item.content, item.namespace)
+        return ex.entities, ex.relations
+
+    def _ns(self, namespace: str | None) -> str:
+        return require_namespace(self.default_namespace if namespace is None else namespace)
+
+    # --- writes ---------------------------------------------------------------------
+    def _build(self, content: Any, memory_type: MemoryType | str | None, importance: Any,
+               metadata: Mapping[str, Any] | None, namespace: str | None,
+               auto_classify: bool, **ids: Any) -> MemoryItem:
+        validate_content(content)
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInputError("metadata must be a mapping")
+        if memory_type is not None:
+            mtype = _memory_type(memory_type)
+        elif auto_classify:
+            mtype = classify_memory_type(content)
+        else:
+            mtype = MemoryType.EPISODIC
+        if mtype == MemoryType.PERCEPTUAL:
+            raise InvalidInputError("add perceptual memories through manager.perceptual")
+        imp = (estimate_importance(content, metadata) if importance is None
+               else validate_importance(importance))
+        fields = {k: v for k, v in ids.items() if v is not None}
+        return MemoryItem(content=content, namespace=self._ns(namespace), memory_type=mtype,
+                          importance=imp, metadata=dict(metadata or {}), **fields)
+
+    def add(
+        self,
+        content: str,
+        memory_type: MemoryType | str | None = None,
+        importance: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        namespace: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        event_time: datetime | None = None,
+        auto_classify: bool = False,
+    ) -> MemoryItem:
+        """Store one memory. ``memory_type`` defaults to episodic (persistent); pass
+        ``auto_classify=True`` to let the zh/en cue rules choose. ``importance`` None
+        means "estimate" (see :func:`estimate_importance`)."""
+        return self.add_many([dict(content=content, memory_type=memory_type,
+                                   importance=importance, metadata=metadata,
+                                   namespace=namespace, user_id=user_id, agent_id=agent_id,
+                                   session_id=session_id, event_time=event_time,
+                                   auto_classify=auto_classify)])[0]
+
+    def add_many(self, entries: Iterable[Mapping[str, Any]]) -> list[MemoryItem]:
+        """Store many memories: every entry is validated first (one bad entry stores
+        nothing), then one embedding batch and one transaction for the stored types."""
+        allowed = {"content", "memory_type", "importance", "metadata", "namespace", "user_id",
+                   "agent_id", "session_id", "event_time", "auto_classify"}
+        items: list[MemoryItem] = []
+        for n, entry in enumerate(entries):
+            unknown = set(entry) - allowed
+            if unknown:
+                raise InvalidInputError(f"entry {n}: unknown field(s) {sorted(unknown)}")
+            items.append(self._build(
+                entry.get("content"), entry.get("memory_type"), entry.get("importance"),
+                entry.get("metadata"), entry.get("namespace"),
+                bool(entry.get("auto_classify", False)), user_id=entry.get("user_id"),
+                agent_id=entry.get("agent_id"), session_id=entry.get("session_id"),
+                event_time=entry.get("event_time")))
+        from hello_memory.validation import validate_item
+
+        for item in items:
+            validate_item(item)
+        stored = [i for i in items if i.memory_type != MemoryType.WORKING]
+        self.stores.add(stored)
+        self.working.add_many([i for i in items if i.memory_type == MemoryType.WORKING])
+        return items
+
+    # --- reads ----------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        memory_types: Sequence[MemoryType | str] | None = None,
+        top_k: int = 5,
+        *,
+        namespace: str | None = None,
+        min_importance: float | None = None,
+        time_range: TimeRange | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[SearchHit]:
+        """Search the requested memory types (all by default) and merge by final score."""
+        ns = self._ns(namespace)
+        validate_content(query)
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise InvalidInputError(f"top_k must be a positive int, got {top_k!r}")
+        types = ([_memory_type(t) for t in memory_types] if memory_types
+                 else [MemoryType.WORKING, *STORED_TYPES])
+        if min_importance is not None:
+            min_importance = validate_importance(min_importance)
+        since, until = time_range or (None, None)
+        for bound in (since, until):
+            if bound is not None and (not isinstance(bound, datetime) or bound.tzinfo is None):
+                raise InvalidInputError("time_range bounds must be timezone-aware datetimes")
+        flt = ItemFilter(user_id=user_id, agent_id=agent_id, session_id=session_id, since=since,
+                         until=until, min_importance=min_importance)
+        hits: list[SearchHit] = []
+        if MemoryType.WORKING in types:
+            hits += self.working.search(ns, query, top_k=top_k, min_importance=min_importance,
+                                        time_range=time_range, user_id=user_id,
+                                        session_id=session_id)
+        stored = [t for t in types if t in STORED_TYPES]
+        if stored:
+            qv = self.stores.embedder.embed_query(query)
+            if MemoryType.EPISODIC in stored:
+                hits += self.episodic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
+            if MemoryType.SEMANTIC in stored:
+                hits += self.semantic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
+        hits.sort(key=lambda h: -h.score)
+        hits = hits[:top_k]
+        self._touch(ns, hits)
+        return hits
+
+    def _touch(self, ns: str, hits: Sequence[SearchHit]) -> None:
+        stored = [h.id for h in hits if h.memory_type != MemoryType.WORKING]
+        if stored:
+            self.stores.records.record_access(ns, stored)
+        self.working.record_access(ns, [h.id for h in hits
+                                        if h.memory_type == MemoryType.WORKING])
+
+    def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryItem:
+        ns = self._ns(namespace)
+        item = self.working.get(ns, memory_id)
+        return item if item is not None else self.stores.records.get_item(ns, memory_id)
+
+    def update(self, memory_id: str, *, namespace: str | None = None, content: str | None = None,
+               importance: float | None = None, metadata: Mapping[str, Any] | None = None
+               ) -> MemoryItem:
+        """Change content (re-embedded, re-extracted), importance or metadata (payload
+        update only)."""
+        ns = self._ns(namespace)
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = validate_content(content)
+        if importance is not None:
+            changes["importance"] = validate_importance(importance)
+        if metadata is not None:
+            if not isinstance(metadata, Mapping):
+                raise InvalidInputError("metadata must be a mapping")
+            changes["metadata"] = dict(metadata)
+        if not changes:
+            raise InvalidInputError("nothing to update: give content, importance or metadata")
+        if self.working.get(ns, memory_id) is not None:
+            return self.working.update(ns, memory_id, **changes)
+        return self.stores.update(ns, memory_id, **changes)
+
+    def remove(self, memory_id: str, *, namespace: str | None = None) -> bool:
+        """Delete one memory from every store; False if it does not exist."""
+        ns = self._ns(namespace)
+        if self.working.remove(ns, memory_id):
+            return True
+        return self.stores.delete(ns, [memory_id]) == 1
+
+    def stats(self, namespace: str | None = None) -> dict[str, Any]:
+        ns = self._ns(namespace)
+        rec = self.stores.records
+        by_type = {t.value: rec.count_items(ns, ItemFilter(memory_types=(t,)))
+                   for t in (*STORED_TYPES, MemoryType.PERCEPTUAL)}
+        by_type[MemoryType.WORKING.value] = self.working.count(ns)
+        graph = self.stores.graph.stats(ns)
+        return {
+            "namespace": ns,
+            "by_type": by_type,
+            "total": sum(by_type.values()),
+            "forgotten": rec.count_items(ns, ItemFilter(status=MemoryStatus.FORGOTTEN)),
+            "vectors": self.stores.vectors.count(MEMORY_COLLECTION, namespace=ns),
+            "graph": {"entities": graph.entities, "relations": graph.relations,
+                      "mentions": graph.mentions},
+            "working_tokens": self.working.tokens(ns),
+        }
+
+    def clear(self, namespace: str, *, confirm: bool = False) -> dict[str, int]:
+        """Delete everything in ONE namespace (records, vectors, graph, working)."""
+        ns = require_namespace(namespace)
+        if confirm is not True:
+            raise InvalidInputError(f"clear({ns!r}) deletes every memory of that namespace; "
+                                    "pass confirm=True")
+        ids = sorted(self.stores.records.all_ids(ns))
+        removed = self.stores.delete(ns, ids) if ids else 0
+        self.stores.vectors.clear(MEMORY_COLLECTION, namespace=ns)
+        self.stores.graph.clear(ns)
+        working = self.working.clear(ns)
+        self.stores.records.add_audit(ns, "clear", {"records": removed, "working": working})
+        return {"records": removed, "working": working}
+
+    # --- export / import --------------------------------------------------------------
+    def export_jsonl(self, path: str | Path, *, namespace: str | None = None) -> int:
+        """Write every memory of a namespace (forgotten ones and working memory too)
+        as JSON lines; vectors are not exported (they are recomputed on import)."""
+        ns = self._ns(namespace)
+        items = (self.stores.records.list_items(ns, ItemFilter(status=None))
+                 + self.working.list(ns))
+        with Path(path).open("w", encoding="utf-8") as fh:
+            for item in items:
+                fh.write(json.dumps(item_to_json(item), ensure_ascii=False) + "\n")
+        return len(items)
+
+    def import_jsonl(self, path: str | Path, *, namespace: str | None = None) -> dict[str, int]:
+        """Load an export. Every line is validated before anything is written; ids that
+        already exist are skipped, so importing twice changes nothing."""
+        from hello_memory.validation import validate_item
+
+        items: list[MemoryItem] = []
+        with Path(path).open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = item_from_json(json.loads(line), namespace)
+                    validate_item(item)
+                except (json.JSONDecodeError, InvalidInputError) as exc:
+                    raise InvalidInputError(f"{path}:{n}: {exc}") from exc
+                items.append(item)
+        skipped = 0
+        fresh: list[MemoryItem] = []
+        for item in items:
+            exists = (self.working.get(item.namespace, item.id) is not None
+                      or self.stores.records.get_items(item.namespace, [item.id]))
+            if exists:
+                skipped += 1
+            else:
+                fresh.append(item)
+        self.stores.add([i for i in fresh if i.memory_type != MemoryType.WORKING])
+        self.working.add_many([i for i in fresh if i.memory_type == MemoryType.WORKING])
+        return {"imported": len(fresh), "skipped": skipped}
+
+    # --- lifecycle (forget / restore / consolidate) live in lifecycle.py --------------
+    def forget(self, strategy: str = "importance", **kwargs: Any) -> Any:
+        from hello_memory.memory.lifecycle import forget
+
+        return forget(self, strategy, **kwargs)
+
+    def restore(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
+        from hello_memory.memory.lifecycle import restore
+
+        return restore(self, ids, namespace=self._ns(namespace))
+
+    def consolidate(self, from_type: MemoryType | str = MemoryType.WORKING,
+                    to_type: MemoryType | str = MemoryType.EPISODIC, **kwargs: Any) -> Any:
+        from hello_memory.memory.lifecycle import consolidate
+
+        return consolidate(self, _memory_type(from_type), _memory_type(to_type), **kwargs)

@@ -1,0 +1,98 @@
+"""Semantic memory: facts, preferences, rules — vectors plus an entity graph.
+
+Writing a semantic memory embeds it and extracts its entities and relations into the
+graph store, each linked to the memory (many-to-many: a new mention never replaces an
+old one). Retrieval blends two views:
+
+- vector: dense similarity of the query to the memory (cosine clipped to [0, 1]);
+- graph: the query's entities (extracted the same way, never written) are looked up,
+  their neighbourhood within ``max_hops`` is walked, and each memory reached scores
+  ``graph = min(1, Σ_e 1 / (1 + hops_e) / n_query_entities)`` over the entities ``e`` it
+  mentions — a direct mention of every query entity gives 1, a two-hop link 1/3;
+
+final = (0.7·vector + 0.3·graph) × (0.8 + 0.4·importance)
+(:data:`hello_memory.memory.scoring.SEMANTIC`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.memory.episodic import CANDIDATE_FACTOR, matches, payload_filters
+from hello_memory.memory.scoring import SEMANTIC, ScoringProfile, SearchHit, clip_similarity, score
+from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
+from hello_memory.stores.records import ItemFilter
+from hello_memory.text.entities import EntityExtractor
+from hello_memory.types import MemoryType, utcnow
+from hello_memory.validation import require_namespace
+
+__all__ = ["SemanticMemory"]
+
+
+class SemanticMemory:
+    memory_type = MemoryType.SEMANTIC
+
+    def __init__(self, stores: Stores, extractor: EntityExtractor, *,
+                 profile: ScoringProfile = SEMANTIC, max_hops: int = 2,
+                 clock: Callable[[], datetime] = utcnow) -> None:
+        self.stores = stores
+        self.extractor = extractor
+        self.profile = profile
+        self.max_hops = max_hops
+        self._clock = clock
+
+    def graph_scores(self, namespace: str, query: str) -> dict[str, float]:
+        """Memory id -> graph score for ``query`` (read-only: nothing is written)."""
+        extraction = self.extractor.extract(query, namespace)
+        names = list(dict.fromkeys(e.name for e in extraction.entities))
+        if not names:
+            return {}
+        seeds = self.stores.graph.find_entities(namespace, names)
+        if not seeds:
+            return {}
+        n_query = max(1, len(names))
+        reached = self.stores.graph.neighbors(namespace, [e.id for e in seeds],
+                                              max_hops=self.max_hops, limit=500)
+        totals: dict[str, float] = {}
+        for hit in reached:
+            for memory_id in hit.memory_ids:
+                totals[memory_id] = totals.get(memory_id, 0.0) + 1.0 / (1 + hit.hops)
+        return {m: min(1.0, s / n_query) for m, s in totals.items()}
+
+    def retrieve(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        top_k: int = 5,
+        flt: ItemFilter = ItemFilter(),
+        query_vector: npt.NDArray[np.float32] | None = None,
+    ) -> list[SearchHit]:
+        require_namespace(namespace)
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise InvalidInputError(f"top_k must be a positive int, got {top_k!r}")
+        scoped = replace(flt, memory_types=(self.memory_type,))
+        qv = query_vector if query_vector is not None else self.stores.embedder.embed_query(query)
+        filters = payload_filters(scoped)
+        vec = {h.id: h.score for h in self.stores.vectors.search(
+            MEMORY_COLLECTION, qv.tolist(), namespace=namespace, using=DENSE,
+            limit=top_k * CANDIDATE_FACTOR, filters=filters)}
+        graph = self.graph_scores(namespace, query)
+        missing = [m for m in graph if m not in vec]
+        if missing:  # graph-only candidates still need their true similarity
+            vec.update({h.id: h.score for h in self.stores.vectors.search(
+                MEMORY_COLLECTION, qv.tolist(), namespace=namespace, using=DENSE,
+                limit=len(missing), filters=filters, ids=missing)})
+        items = self.stores.records.get_items(namespace, list(vec))
+        now = self._clock()
+        hits = [score(self.profile, item, now, similarity=clip_similarity(vec[item.id]),
+                      graph=graph.get(item.id, 0.0))
+                for item in items if matches(item, scoped)]
+        hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
+        return hits[:top_k]
