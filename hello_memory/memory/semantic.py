@@ -93,6 +93,7 @@ class SemanticMemory:
         now = self._clock()
         hits = [score(self.profile, item, now, similarity=clip_similarity(vec[item.id]),
                       graph=graph.get(item.id, 0.0))
-                for item in items if matches(item, scoped)]
+                for item in items if matches(item, scoped)
+                and (vec[item.id] > 0 or graph.get(item.id, 0.0) > 0)]
         hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
         return hits[:top_k]

@@ -13,7 +13,7 @@ cache's LRU order. Before an item goes in, the lowest-priority live items leave 
 
 Search scores with the ``WORKING`` profile of :mod:`hello_memory.memory.scoring`::
 
-    tfidf   = cosine(TF-IDF(query), TF-IDF(content)), clipped to [0, 1]
+    tfidf   = cosine(TF-IDF(query), TF-IDF(content)), clipped to [0, 1], stopwords out
     keyword = |Q ∩ D| / |Q|   Q = tokenize(query, remove_stopwords=True), or every query
                               token if that leaves none; D = tokenize(content)
     recency = 0.5 ** (age of event_time / half_life)                 (30 min by default)
@@ -83,6 +83,10 @@ class _Index:
     vectorizer: Any  # fitted TfidfVectorizer, or None when fitting failed
     matrix: Any  # scipy sparse, one L2-normalised row per item
     rows: dict[str, int]
+
+
+def _content_terms(text: str) -> list[str]:
+    return tokenize(text, remove_stopwords=True)
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -221,7 +225,10 @@ class WorkingMemory:
         # Imported here: scikit-learn takes ~1 s to import and most callers never search.
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        vectorizer: Any = TfidfVectorizer(tokenizer=tokenize, lowercase=False, token_pattern=None)
+        # Stopwords out: on a handful of short items a shared "the" would otherwise
+        # dominate the cosine.
+        vectorizer: Any = TfidfVectorizer(tokenizer=_content_terms, lowercase=False,
+                                          token_pattern=None)
         try:
             matrix = vectorizer.fit_transform([content for _, content in key])
         except ValueError as exc:  # empty vocabulary: no content has a single token

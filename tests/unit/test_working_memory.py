@@ -96,12 +96,16 @@ def test_score_identical_text_and_independent_tfidf(clock: FakeClock) -> None:
     assert top.item.id == items[0].id
     assert top.score == pytest.approx(1.0 * 0.5 ** (15 / HALF_LIFE_MIN) * 1.0, abs=1e-9)
     # Unequal document frequencies: cosine computed by a separate vectorizer.
-    ref = TfidfVectorizer(tokenizer=tokenize, lowercase=False, token_pattern=None)
+    ref = TfidfVectorizer(tokenizer=lambda t: tokenize(t, remove_stopwords=True),
+                          lowercase=False, token_pattern=None)
     matrix = ref.fit_transform(docs)
     query = "deploy friday"
     cosine = (matrix @ ref.transform([query]).T).toarray().ravel()
     hits = {h.item.id: h for h in wm.search("ns", query, top_k=10)}
     assert set(hits) == {items[0].id, items[1].id}  # "lunch was pizza" shares nothing
+    # a shared stopword alone is no evidence: "the" matches two items, ranks none
+    assert wm.search("ns", "the") == [] or all(h.breakdown.similarity == 0
+                                                for h in wm.search("ns", "the"))
     kws = [1.0, 0.5]  # {deploy, friday} ∩ doc terms
     for i in (0, 1):
         expected = (0.7 * cosine[i] + 0.3 * kws[i]) * 0.5 ** (15 / HALF_LIFE_MIN) * 1.0
