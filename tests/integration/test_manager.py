@@ -292,3 +292,40 @@ def test_auto_classification_and_estimated_importance(mm: MemoryManager) -> None
     urgent = mm.add("重要：必须在周五前提交报告！", namespace="u")
     calm = mm.add("周五有一份报告。", namespace="u")
     assert 0 <= calm.importance < urgent.importance <= 1
+
+
+def test_timeline_sessions_and_episode_fields(mm: MemoryManager) -> None:
+    from hello_memory.memory.episodic import episode_metadata
+
+    days = [5, 1, 3]
+    items = [mm.add(f"standup number {d}", "episodic", namespace="t", session_id=f"s{d % 2}",
+                    event_time=NOW - timedelta(days=d),
+                    metadata=episode_metadata(None, participants=["Ann", "Ben"],
+                                              outcome="ok", tags=["daily"]))
+             for d in days]
+    order = [i.content for i in mm.episodic.timeline("t")]
+    assert order == ["standup number 5", "standup number 3", "standup number 1"]
+    newest = mm.episodic.timeline("t", limit=2, newest_first=True)
+    assert [i.content for i in newest] == ["standup number 1", "standup number 3"]
+    assert [i.content for i in mm.episodic.timeline("t", limit=1, offset=1)] == [
+        "standup number 3"]
+    s1 = mm.episodic.session_episodes("t", "s1")
+    assert {i.id for i in s1} == {i.id for i in items if i.session_id == "s1"}
+    assert s1[0].metadata["participants"] == ["Ann", "Ben"]
+    with pytest.raises(InvalidInputError):
+        episode_metadata(None, mood="great")
+
+
+def test_search_never_writes_to_the_graph(mm: MemoryManager) -> None:
+    mm.add("Ivan maintains the Lima data centre.", "semantic", namespace="g")
+    before = mm.stats("g")["graph"]
+    for q in ("Who runs the data centre in Lima?", "Judy and Karl in Oslo", "奥斯陆的小王"):
+        mm.search(q, namespace="g")
+    assert mm.stats("g")["graph"] == before
+
+
+def test_chinese_semantic_memory_uses_the_graph(mm: MemoryManager) -> None:
+    item = mm.add("用户的蓝牙耳机左耳有杂音，订单号984233。", "semantic", namespace="zh")
+    mm.add("用户喜欢在周末去西湖边跑步。", "semantic", namespace="zh")
+    [hit, *_] = mm.search("订单984233的耳机怎么了", ["semantic"], namespace="zh")
+    assert hit.id == item.id and hit.breakdown.graph > 0
