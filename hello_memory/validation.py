@@ -22,6 +22,7 @@ __all__ = [
     "validate_content",
     "validate_importance",
     "validate_item",
+    "validate_top_k",
 ]
 
 # A memory is a thought, not a document: larger texts belong in the RAG pipeline,
@@ -69,6 +70,12 @@ def _aware(name: str, value: Any) -> None:
         raise InvalidInputError(
             f"{name} is a naive datetime; pass a timezone-aware one (e.g. tzinfo=timezone.utc)"
         )
+
+
+def validate_top_k(top_k: object) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise InvalidInputError(f"top_k must be a positive int, got {top_k!r}")
+    return top_k
 
 
 def content_hash(content: str) -> str:

@@ -28,7 +28,7 @@ from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.stores.vector.base import Range
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
-from hello_memory.validation import require_namespace
+from hello_memory.validation import require_namespace, validate_top_k
 
 __all__ = ["CANDIDATE_FACTOR", "EPISODE_FIELDS", "EpisodicMemory", "payload_filters"]
 
@@ -95,8 +95,7 @@ class EpisodicMemory:
     ) -> list[SearchHit]:
         """Episodes most relevant to ``query`` under ``flt``, best final score first."""
         require_namespace(namespace)
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise InvalidInputError(f"top_k must be a positive int, got {top_k!r}")
+        validate_top_k(top_k)
         scoped = self._scope(flt)
         qv = query_vector if query_vector is not None else self.stores.embedder.embed_query(query)
         hits = self.stores.vectors.search(

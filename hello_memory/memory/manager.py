@@ -42,7 +42,12 @@ from hello_memory.types import (
     Relation,
     utcnow,
 )
-from hello_memory.validation import require_namespace, validate_content, validate_importance
+from hello_memory.validation import (
+    require_namespace,
+    validate_content,
+    validate_importance,
+    validate_top_k,
+)
 
 log = logging.getLogger(__name__)
 
@@ -253,8 +258,7 @@ class MemoryManager:
         """Search the requested memory types (all by default) and merge by final score."""
         ns = self._ns(namespace)
         validate_content(query)
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise InvalidInputError(f"top_k must be a positive int, got {top_k!r}")
+        validate_top_k(top_k)
         types = ([_memory_type(t) for t in memory_types] if memory_types
                  else [MemoryType.WORKING, *STORED_TYPES])
         if min_importance is not None:

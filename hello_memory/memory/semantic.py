@@ -23,14 +23,13 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from hello_memory.errors import InvalidInputError
 from hello_memory.memory.episodic import CANDIDATE_FACTOR, matches, payload_filters
 from hello_memory.memory.scoring import SEMANTIC, ScoringProfile, SearchHit, clip_similarity, score
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import EntityExtractor
 from hello_memory.types import MemoryType, utcnow
-from hello_memory.validation import require_namespace
+from hello_memory.validation import require_namespace, validate_top_k
 
 __all__ = ["SemanticMemory"]
 
@@ -75,8 +74,7 @@ class SemanticMemory:
         query_vector: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchHit]:
         require_namespace(namespace)
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise InvalidInputError(f"top_k must be a positive int, got {top_k!r}")
+        validate_top_k(top_k)
         scoped = replace(flt, memory_types=(self.memory_type,))
         qv = query_vector if query_vector is not None else self.stores.embedder.embed_query(query)
         filters = payload_filters(scoped)
