@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hello_memory.embedding.base import Embedder
+from hello_memory.retrieval.lexical import BM25_VECTOR, LexicalEncoder
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records import OutboxEntry, RecordStore
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore
@@ -98,6 +99,7 @@ class Stores:
         self.embedder = embedder
         self.extractor = extractor
         self._indexers: dict[MemoryType, Indexer] = {}
+        self.lexical = LexicalEncoder()
         self._opened = False
 
     def open(self) -> None:
@@ -109,7 +111,7 @@ class Stores:
             self.graph.open()
             self.vectors.ensure_collection(
                 CollectionSpec(name=MEMORY_COLLECTION, dense={DENSE: self.embedder.dimension},
-                               payload_indexes=PAYLOAD_INDEXES))
+                               sparse=(BM25_VECTOR,), payload_indexes=PAYLOAD_INDEXES))
         except BaseException:
             self.close()  # release locks (embedded Qdrant) and connections
             raise
@@ -145,8 +147,12 @@ class Stores:
         return list(items)
 
     def _index(self, items: Sequence[MemoryItem], vectors: npt.NDArray[np.float32]) -> None:
-        points = [VectorPoint(id=i.id, vectors={DENSE: v.tolist()}, payload=memory_payload(i))
-                  for i, v in zip(items, vectors, strict=True)]
+        points = []
+        for item, vector in zip(items, vectors, strict=True):
+            lexical = self.lexical.document(item.content)
+            points.append(VectorPoint(id=item.id, vectors={DENSE: vector.tolist()},
+                                      payload=memory_payload(item),
+                                      sparse={BM25_VECTOR: lexical} if lexical else {}))
         self.vectors.upsert(MEMORY_COLLECTION, points)
         if self.extractor is not None:
             for item in items:
@@ -232,5 +238,25 @@ class Stores:
         qv = self.embedder.embed_query(query)
         hits = self.vectors.search(MEMORY_COLLECTION, qv.tolist(), namespace=namespace,
                                    using=DENSE, limit=limit, filters=filters)
+        items = {i.id: i for i in self.records.get_items(namespace, [h.id for h in hits])}
+        return [StoredHit(items[h.id], h.score) for h in hits if h.id in items]
+
+    def lexical_search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        limit: int = 10,
+        filters: Mapping[str, Any] | None = None,
+    ) -> list[StoredHit]:
+        """BM25 search in one namespace (term overlap, IDF-weighted by Qdrant); hits
+        are joined to their records. A query with no terms finds nothing."""
+        require_namespace(namespace)
+        validate_content(query)
+        sparse = self.lexical.query(query)
+        if sparse is None:
+            return []
+        hits = self.vectors.search(MEMORY_COLLECTION, sparse, namespace=namespace,
+                                   using=BM25_VECTOR, limit=limit, filters=filters)
         items = {i.id: i for i in self.records.get_items(namespace, [h.id for h in hits])}
         return [StoredHit(items[h.id], h.score) for h in hits if h.id in items]

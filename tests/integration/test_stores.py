@@ -147,3 +147,21 @@ def test_cli_demo_persists_across_runs(tmp_path: Path, monkeypatch: pytest.Monke
     assert (tmp_path / ".hello_memory" / "records.db").exists()
     with open_stores(load_settings(environ={})) as s:
         assert s.records.count_items("demo", ItemFilter(status=None)) == 8
+
+
+def test_bm25_finds_exact_terms_dense_misses(stores: Stores) -> None:
+    texts = ["Order 984233: the left earbud crackles.",
+             "Order 771205 shipped to Lisbon yesterday.",
+             "用户的订单984233已经退款。",
+             "The weather in Berlin was lovely."]
+    stores.add([MemoryItem(content=t, namespace="lex") for t in texts])
+    hits = stores.lexical_search("lex", "984233", limit=5)
+    assert {h.item.content for h in hits} == {texts[0], texts[2]}
+    assert stores.lexical_search("lex", "Lisbon shipped", limit=1)[0].item.content == texts[1]
+    assert stores.lexical_search("lex", "the a of", limit=5) == []  # stopwords-only query
+    assert stores.lexical_search("other", "984233") == []  # namespaced
+    # idf: a rarer shared term outranks a common one
+    stores.add([MemoryItem(content=f"Order {n} is pending." , namespace="lex")
+                for n in range(100000, 100005)])
+    top = stores.lexical_search("lex", "order Berlin", limit=1)[0]
+    assert top.item.content == texts[3]

@@ -1,0 +1,57 @@
+"""BM25 as a Qdrant sparse vector (ARCHITECTURE decision 2).
+
+A document's sparse vector holds, per term, the BM25 term-frequency part
+
+    w(t, d) = tf · (k1 + 1) / (tf + k1 · (1 − b + b · |d| / avgdl))
+
+and the collection's sparse vector is created with Qdrant's IDF modifier, so the
+server (or embedded Qdrant) multiplies in idf(t) over the namespace's collection at
+query time. A query's sparse vector is 1.0 per distinct term: the dot product is then
+the BM25 score. Terms come from :func:`hello_memory.text.tokenize` (jieba words for
+Chinese, lower-cased words and numbers otherwise, stopwords out), and map to indices
+by a stable 31-bit hash (the same term gets the same index in every process; two terms
+colliding in 2^31 slots is rare enough to ignore for ranking).
+
+``avgdl`` cannot be known when a memory is written (the corpus keeps growing), so it is
+a constant: 16 terms, about the length of a chat turn or a short note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+from hello_memory.text import tokenize
+from hello_memory.types import SparseVector
+
+__all__ = ["BM25_VECTOR", "LexicalEncoder", "term_index"]
+
+BM25_VECTOR = "bm25"
+
+
+def term_index(term: str) -> int:
+    digest = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return int.from_bytes(digest, "big") & 0x7FFFFFFF
+
+
+class LexicalEncoder:
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75, avgdl: float = 16.0) -> None:
+        self.k1, self.b, self.avgdl = k1, b, avgdl
+
+    def terms(self, text: str) -> list[str]:
+        return tokenize(text, remove_stopwords=True) or tokenize(text)
+
+    def document(self, text: str) -> SparseVector | None:
+        """The document vector, or None when the text has no terms at all."""
+        terms = self.terms(text)
+        if not terms:
+            return None
+        counts = Counter(term_index(t) for t in terms)
+        norm = self.k1 * (1 - self.b + self.b * len(terms) / self.avgdl)
+        indices = sorted(counts)
+        return SparseVector(tuple(indices),
+                            tuple(counts[i] * (self.k1 + 1) / (counts[i] + norm) for i in indices))
+
+    def query(self, text: str) -> SparseVector | None:
+        indices = sorted({term_index(t) for t in self.terms(text)})
+        return SparseVector(tuple(indices), tuple(1.0 for _ in indices)) if indices else None
