@@ -22,6 +22,10 @@ so callers never need to import qdrant-client, neo4j or SQLAlchemy to catch them
         ├── RecordStoreError
         ├── VectorStoreError
         └── GraphStoreError
+
+The LLM client adds its own branch in :mod:`hello_memory.llm.base`: ``LLMError`` >
+``LLMUnavailableError`` (also a BackendUnavailableError), ``LLMResponseError``,
+``LLMSchemaError``.
 """
 
 from __future__ import annotations
