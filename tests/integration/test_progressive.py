@@ -1,0 +1,321 @@
+"""ProgressiveLoader (index → timeline → full) on a real MemoryManager and MiniLM."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hello_memory.config import load_settings
+from hello_memory.errors import InvalidInputError
+from hello_memory.factory import open_stores
+from hello_memory.memory.manager import MemoryManager
+from hello_memory.memory.working import WorkingMemory
+from hello_memory.retrieval.progressive import (
+    IndexLayer,
+    ProgressiveLoader,
+    TimelineLayer,
+    TokenMetrics,
+    is_detail_seeking,
+    optimize_context,
+    topic_key,
+)
+from hello_memory.text.tokens import default_token_counter
+from hello_memory.types import MemoryItem
+
+pytestmark = pytest.mark.slow
+
+NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
+NS = "proj"
+COUNT = default_token_counter().count
+
+BROAD = "deployment of version 2.3"
+DETAIL_EN = "what exactly did we change to fix the deployment migration"
+DETAIL_ZH = "具体是怎么修复的"
+IRRELEVANT = "quantum chromodynamics lattice simulation on GPUs"
+MIGRATION_FIX = ("We fixed the deployment migration by adding a default value to the new "
+                 "invoices.currency column.")
+POOL_FIX = "修复数据库连接池泄漏：在 finally 块中关闭连接，并把连接池上限从 20 调到 50。"
+
+
+def ago(days: int) -> datetime:
+    return NOW - timedelta(days=days)
+
+
+CORPUS: list[dict[str, Any]] = [
+    # One session (topic "deploy-23"), English.
+    dict(content="We deployed version 2.3 of the billing service to production.",
+         session_id="deploy-23", event_time=ago(10)),
+    dict(content="The deployment of version 2.3 was rolled back after a database migration "
+                 "error.", session_id="deploy-23", event_time=ago(9)),
+    dict(content=MIGRATION_FIX, session_id="deploy-23", event_time=ago(8)),
+    dict(content="Version 2.3.1 of the billing service was deployed to production "
+                 "successfully.", session_id="deploy-23", event_time=ago(7)),
+    # A metadata topic ("db-pool"), Chinese, one of them in working memory.
+    dict(content="数据库连接池泄漏导致服务超时，排查发现连接没有归还。",
+         metadata={"topic": "db-pool"}, event_time=ago(5)),
+    dict(content=POOL_FIX, metadata={"topic": "db-pool"}, event_time=ago(4)),
+    dict(content="数据库连接池修复后，服务超时告警消失。", metadata={"topic": "db-pool"},
+         event_time=ago(3)),
+    dict(content="正在观察数据库连接池的监控指标。", memory_type="working",
+         metadata={"topic": "db-pool"}, event_time=NOW),
+    # No topic, no session: its own topic.
+    dict(content="Alice prefers green tea in the afternoon.", memory_type="semantic",
+         event_time=ago(20)),
+    dict(content="Quarterly planning notes: the team agreed to spend the next three months on "
+                 "reliability work, on-call rotation changes, better dashboards for the "
+                 "billing pipeline, and a written incident review process for every outage "
+                 "longer than fifteen minutes, with owners assigned per service.",
+         event_time=ago(30)),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture
+def mm(tmp_path: Path, embedder) -> Iterator[MemoryManager]:
+    settings = load_settings(environ={}, data_dir=tmp_path / "data")
+    m = MemoryManager(open_stores(settings, embedder=embedder),
+                      working=WorkingMemory(clock=lambda: NOW), clock=lambda: NOW)
+    m.add_many([{"memory_type": "episodic", "importance": 0.5, "namespace": NS, **e}
+                for e in CORPUS])
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def loader(mm: MemoryManager) -> ProgressiveLoader:
+    return ProgressiveLoader(mm)
+
+
+def all_items(mm: MemoryManager) -> list[MemoryItem]:
+    return mm.stores.records.list_items(NS) + mm.working.list(NS)
+
+
+def check_accounting(memories: list[dict[str, Any]], metrics: TokenMetrics) -> None:
+    """Layer counts are exactly the tokens of what was handed out (plus the index)."""
+    timeline = sum(COUNT(m["content"]) for m in memories if m["layer"] == "timeline")
+    full = sum(COUNT(m["content"]) for m in memories if m["layer"] == "full")
+    assert (metrics.layer2_tokens, metrics.layer3_tokens) == (timeline, full)
+    assert metrics.total_tokens == metrics.layer1_tokens + timeline + full
+
+
+# --- TokenMetrics ------------------------------------------------------------------
+def test_token_metrics_savings_math() -> None:
+    m = TokenMetrics(layer1_tokens=100, layer2_tokens=200, layer3_tokens=300)
+    m.calculate_savings(1000)
+    assert (m.total_tokens, m.estimated_savings_percent) == (600, 40.0)
+    m.calculate_savings(500)  # used more than "everything": never negative
+    assert m.estimated_savings_percent == 0.0
+    m.calculate_savings(0)
+    assert m.estimated_savings_percent == 0.0
+    one = TokenMetrics(layer1_tokens=1)
+    one.calculate_savings(3)
+    assert one.estimated_savings_percent == 66.7
+
+
+# --- layers ------------------------------------------------------------------------
+def test_topic_keys_metadata_then_session_then_id(mm: MemoryManager) -> None:
+    keys = {i.content: topic_key(i) for i in all_items(mm)}
+    assert keys[MIGRATION_FIX] == "deploy-23"
+    assert keys[POOL_FIX] == "db-pool"
+    alice = next(i for i in all_items(mm) if i.content.startswith("Alice"))
+    assert keys[alice.content] == alice.id
+
+
+def test_index_layer_groups_hits_into_topics(mm: MemoryManager) -> None:
+    index = IndexLayer(mm)
+    topics = index.find_relevant_topics("数据库连接池", namespace=NS, threshold=0.5)
+    assert topics and topics[0].key == "db-pool"
+    top = topics[0]
+    assert top.relevance == max(max(h.breakdown.similarity, h.breakdown.graph,
+                                    h.breakdown.keyword) for h in top.hits)
+    assert all(topic_key(h.item) == "db-pool" for h in top.hits)
+    line = index.render(top)
+    assert re.fullmatch(r"\[db-pool\] .+ · \d+ memor(y|ies) · latest \d{4}-\d{2}-\d{2}", line)
+    assert "\n" not in line
+    everything = index.find_relevant_topics("数据库连接池", namespace=NS, threshold=0.0)
+    assert len(everything) >= len(topics)
+    assert [t.relevance for t in everything] == sorted((t.relevance for t in everything),
+                                                       reverse=True)
+
+
+def test_timeline_layer_most_recent_entries_of_the_topic(mm: MemoryManager) -> None:
+    [topic] = IndexLayer(mm).find_relevant_topics(BROAD, namespace=NS, threshold=0.5)
+    timeline = TimelineLayer(mm)
+    recent = timeline.recent(topic, namespace=NS)
+    assert [i.event_time for i in recent] == [ago(7), ago(8), ago(9)]
+    line = timeline.render(recent[1])
+    assert line.startswith(f"{ago(8).date().isoformat()} episodic: We fixed the deployment")
+    assert line.endswith("column.")  # short enough: not cut
+    short = TimelineLayer(mm, content_tokens=8).render(recent[1])
+    assert short.endswith("…") and COUNT(short) < COUNT(line)
+
+
+# --- the loader ----------------------------------------------------------------------
+def test_irrelevant_query_returns_nothing_but_the_index_cost(loader: ProgressiveLoader) -> None:
+    memories, metrics = loader.load_relevant_context(IRRELEVANT, namespace=NS)
+    assert memories == []
+    # The seed charges the index the loader scanned even when no topic is relevant.
+    assert metrics.layer2_tokens == metrics.layer3_tokens == 0
+    assert metrics.total_tokens == metrics.layer1_tokens
+    assert metrics.estimated_savings_percent > 0
+
+
+def test_empty_namespace_costs_nothing(loader: ProgressiveLoader) -> None:
+    memories, metrics = loader.load_relevant_context(BROAD, namespace="nobody")
+    assert memories == [] and metrics == TokenMetrics()
+
+
+def test_broad_query_stops_at_the_timeline(loader: ProgressiveLoader) -> None:
+    memories, metrics = loader.load_relevant_context(BROAD, namespace=NS)
+    assert len(memories) == 3
+    assert {m["layer"] for m in memories} == {"timeline"}
+    assert {m["topic"] for m in memories} == {"deploy-23"}
+    assert [m["event_time"] for m in memories] == [ago(7), ago(8), ago(9)]
+    assert set(memories[0]) == {"id", "type", "layer", "content", "topic", "relevance",
+                                "event_time"}
+    assert all(re.match(r"\d{4}-\d{2}-\d{2} episodic: ", m["content"]) for m in memories)
+    assert metrics.layer1_tokens > 0 and metrics.layer3_tokens == 0
+    assert loader.last_index.startswith("[deploy-23] ")
+    assert COUNT(loader.last_index) == metrics.layer1_tokens
+    check_accounting(memories, metrics)
+    available = sum(COUNT(i.content) for i in all_items(loader.manager))
+    assert metrics.estimated_savings_percent == round(
+        (available - metrics.total_tokens) / available * 100, 1) > 0
+
+
+@pytest.mark.parametrize(("query", "topic", "expected"), [
+    (DETAIL_EN, "deploy-23", MIGRATION_FIX),
+    (DETAIL_ZH, "db-pool", POOL_FIX),
+    ("数据库连接池泄漏具体是怎么修复的", "db-pool", POOL_FIX),
+], ids=["en", "zh", "zh-long"])
+def test_detail_seeking_query_loads_full_memories(loader: ProgressiveLoader, query: str,
+                                                  topic: str, expected: str) -> None:
+    memories, metrics = loader.load_relevant_context(query, namespace=NS)
+    full = [m for m in memories if m["layer"] == "full"]
+    assert full and metrics.layer3_tokens > 0
+    assert all(m["topic"] == topic for m in full)
+    assert expected in [m["content"] for m in full]
+    # A memory loaded in full replaces its own timeline line: no duplicates.
+    ids = [m["id"] for m in memories]
+    assert len(ids) == len(set(ids))
+    check_accounting(memories, metrics)
+
+
+def test_high_relevance_topics_load_in_full_when_timeline_is_not_enough(
+        mm: MemoryManager) -> None:
+    class Skeptic(ProgressiveLoader):
+        def sufficient_context(self, memories: Any, query: str) -> bool:
+            return False
+
+    [topic] = IndexLayer(mm).find_relevant_topics(BROAD, namespace=NS, threshold=0.5)
+    assert topic.key == "deploy-23" and topic.relevance < 0.99
+    memories, _ = Skeptic(mm, high_relevance_threshold=topic.relevance - 0.01
+                          ).load_relevant_context(BROAD, namespace=NS)
+    full = [m for m in memories if m["layer"] == "full"]
+    assert full and {m["topic"] for m in full} == {"deploy-23"}
+    memories, _ = Skeptic(mm, high_relevance_threshold=topic.relevance + 0.01
+                          ).load_relevant_context(BROAD, namespace=NS)
+    assert len(memories) == 3 and {m["layer"] for m in memories} == {"timeline"}
+
+
+def test_thresholds_come_from_the_constructor(mm: MemoryManager) -> None:
+    strict = ProgressiveLoader(mm, relevance_threshold=0.95, high_relevance_threshold=0.95)
+    assert strict.load_relevant_context(BROAD, namespace=NS)[0] == []
+    for bad in ({"relevance_threshold": 0.9, "high_relevance_threshold": 0.5},
+                {"relevance_threshold": -0.1}, {"timeline_entries": 0},
+                {"default_max_tokens": -1}):
+        with pytest.raises(InvalidInputError):
+            ProgressiveLoader(mm, **bad)
+    with pytest.raises(InvalidInputError):
+        ProgressiveLoader(mm).load_relevant_context(BROAD, -1, namespace=NS)
+
+
+def test_budget_is_never_exceeded(loader: ProgressiveLoader) -> None:
+    budgets = [*range(0, 120, 3), *range(120, 3001, 97), 3000]
+    for query in (BROAD, DETAIL_EN, DETAIL_ZH, IRRELEVANT):
+        for budget in budgets:
+            memories, metrics = loader.load_relevant_context(query, budget, namespace=NS)
+            assert metrics.total_tokens <= budget, (query, budget)
+            check_accounting(memories, metrics)
+
+
+def test_tiny_budget_returns_only_what_fits(loader: ProgressiveLoader) -> None:
+    memories, metrics = loader.load_relevant_context(DETAIL_EN, 10, namespace=NS)
+    assert metrics.total_tokens <= 10
+    assert sum(COUNT(m["content"]) for m in memories) <= 10 - metrics.layer1_tokens
+    assert loader.load_relevant_context(DETAIL_EN, 0, namespace=NS)[1] == TokenMetrics(
+        estimated_savings_percent=100.0)
+
+
+def test_layer_summary_and_manual_tracking(loader: ProgressiveLoader) -> None:
+    _, metrics = loader.load_relevant_context(DETAIL_EN, namespace=NS)
+    summary = loader.get_layer_summary()
+    assert summary["total_tokens"] == metrics.total_tokens > 0
+    assert sum(summary[f"layer{n}"]["percent"] for n in (1, 2, 3)) == pytest.approx(100, abs=0.2)
+    assert summary["estimated_savings_percent"] == metrics.estimated_savings_percent
+    assert all(summary[f"layer{n}"]["description"] for n in (1, 2, 3))
+
+    loader.reset_metrics()
+    assert loader.get_token_metrics() == TokenMetrics()
+    assert loader.get_layer_summary()["layer1"]["percent"] == 0.0
+    for layer, tokens in ((1, 150), (2, 600), (3, 1200), (3, 50)):
+        loader.track_token_usage(layer, tokens)
+    m = loader.get_token_metrics()
+    assert (m.layer1_tokens, m.layer2_tokens, m.layer3_tokens, m.total_tokens) == (
+        150, 600, 1250, 2000)
+    m.layer1_tokens = 0  # a copy: the loader's metrics are untouched
+    assert loader.get_token_metrics().layer1_tokens == 150
+    assert loader.get_layer_summary()["layer3"]["percent"] == 62.5
+    bad: list[tuple[Any, Any]] = [(0, 1), (4, 1), (True, 1), (1, -1), (1, 1.5)]
+    for layer, tokens in bad:
+        with pytest.raises(InvalidInputError):
+            loader.track_token_usage(layer, tokens)
+
+
+def test_sufficient_context_heuristics(loader: ProgressiveLoader) -> None:
+    one = [{"content": "x"}]
+    assert not loader.sufficient_context([], "anything")
+    assert loader.sufficient_context(one, "what happened")
+    assert loader.sufficient_context(one * 3, "what happened")
+    for query in ("Give me the details", "quote it verbatim", "What EXACTLY failed?",
+                  "请给出详细步骤", "原文是什么", "具体是怎么修复的"):
+        assert is_detail_seeking(query), query
+        assert not loader.sufficient_context(one * 3, query)
+    assert not is_detail_seeking("what was the exact-ish date")  # whole words only
+
+
+# --- optimize_context ------------------------------------------------------------------
+def test_optimize_context_whole_items_under_budget(mm: MemoryManager) -> None:
+    [hit] = mm.search("Alice tea", top_k=1, namespace=NS)
+    big = "a long paragraph about databases " * 20
+    items: list[Any] = ["short note", big, "", {"id": "x", "content": "修复连接池"},
+                        {"id": "x", "content": "another text, same id"}, "short note", hit,
+                        "tiny"]
+    plan = optimize_context(items, 30)
+    assert plan.tokens <= 30
+    def text(item: Any) -> str:
+        return item if isinstance(item, str) else (
+            item["content"] if isinstance(item, dict) else item.item.content)
+
+    assert plan.tokens == sum(COUNT(text(i)) for i in plan.included)
+    assert plan.included == ["short note", {"id": "x", "content": "修复连接池"}, hit, "tiny"]
+    reasons = {repr(item)[:20]: why for item, why in plan.left_out}
+    assert list(reasons.values()) == ["over budget", "empty", "duplicate", "duplicate"]
+    for budget in range(0, 60):
+        assert optimize_context(items, budget).tokens <= budget
+    assert optimize_context(items, 0).included == []
+    with pytest.raises(InvalidInputError):
+        optimize_context(items, -1)
+    with pytest.raises(InvalidInputError):
+        optimize_context([42], 10)  # type: ignore[list-item]
