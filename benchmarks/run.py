@@ -129,11 +129,12 @@ def bench(n: int, n_queries: int, batch: int) -> dict[str, float]:
 
 
 def versions() -> str:
+    from importlib.metadata import version
+
     import qdrant_client  # noqa: F401
     import sentence_transformers
     import sqlalchemy
     import torch
-    from importlib.metadata import version
 
     return (f"Python {platform.python_version()}, torch {torch.__version__}, "
             f"sentence-transformers {sentence_transformers.__version__}, "
