@@ -12,7 +12,8 @@ PIP_QUIET := --quiet --disable-pip-version-check
 comma := ,
 STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: help install demo test test-fast lint typecheck bench install-multimodal clean
+.PHONY: help install demo test test-fast test-multimodal lint typecheck bench bench-locomo \
+	install-multimodal clean
 
 help:
 	@echo "make demo | make test | make lint | make typecheck | make bench | make clean"
@@ -34,8 +35,14 @@ install: $(STAMP)
 demo: install
 	$(BIN)/hello-memory demo
 
+# Two environments: the main one (torch 2.13.0 CPU) and the multimodal one (the
+# torch 2.14.1 + torchvision 0.29.1 pair that open_clip and laion-clap need).
 test: install
 	$(BIN)/python -m pytest -q
+	$(MAKE) test-multimodal
+
+test-multimodal: install-multimodal
+	.venv-multimodal/bin/python -m pytest -q -p no:cacheprovider tests/multimodal
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
@@ -47,7 +54,10 @@ typecheck: install
 	$(BIN)/mypy
 
 bench: install
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.run --n 1000 10000
+
+bench-locomo: install
+	$(BIN)/python -m benchmarks.locomo
 
 # The multimodal extra (CLIP, CLAP) needs torchvision; PyPI's torchvision does not
 # import beside the 2.13.0 CPU wheel, so that venv pins the 2.14.1 + 0.29.1 pair.

@@ -28,6 +28,7 @@ __all__ = [
     "EmbeddingSettings",
     "LLMSettings",
     "MemorySettings",
+    "PerceptualSettings",
     "SemanticSettings",
     "Neo4jGraphSettings",
     "QdrantSettings",
@@ -125,6 +126,26 @@ class MemorySettings(_Section):
     episodic_half_life_days: float = Field(default=30.0, gt=0)
 
 
+class ImageSettings(_Section):
+    model: str = "ViT-B-32"
+    pretrained: str | None = None  # an open_clip pretrained tag or a local checkpoint file
+
+
+class AudioSettings(_Section):
+    model: str = "HTSAT-tiny"
+    checkpoint: str | None = None  # a laion-clap checkpoint (.pt or .safetensors)
+    tokenizer: str = "roberta-base"  # local directory or cached name, for RoBERTa towers
+    allow_pickle: bool = False  # published .pt checkpoints need full unpickling
+
+
+class PerceptualSettings(_Section):
+    """Image (CLIP) and audio (CLAP) memory; needs the ``multimodal`` extra."""
+
+    enabled: bool = False
+    image: ImageSettings = ImageSettings()
+    audio: AudioSettings = AudioSettings()
+
+
 class LLMSettings(_Section):
     """OpenAI-compatible endpoint; provider ``none`` keeps every LLM step off."""
 
@@ -156,6 +177,7 @@ class Settings(BaseSettings):
     working: WorkingMemorySettings = WorkingMemorySettings()
     memory: MemorySettings = MemorySettings()
     semantic: SemanticSettings = SemanticSettings()
+    perceptual: PerceptualSettings = PerceptualSettings()
     llm: LLMSettings = LLMSettings()
 
     @classmethod

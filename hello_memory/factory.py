@@ -16,12 +16,15 @@ from hello_memory.errors import ConfigError
 
 if TYPE_CHECKING:
     from hello_memory.embedding.base import Embedder
+    from hello_memory.memory.perceptual import PerceptualMemory
     from hello_memory.stores.bundle import Extractor, Stores
     from hello_memory.stores.graph.base import GraphStore
     from hello_memory.stores.records import RecordStore
     from hello_memory.stores.vector.base import VectorStore
 
-__all__ = ["build_embedder", "build_graph_store", "build_vector_store", "open_stores"]
+__all__ = [
+    "build_embedder", "build_graph_store", "build_perceptual", "build_vector_store", "open_stores",
+]
 
 
 def build_vector_store(settings: Settings) -> VectorStore:
@@ -69,6 +72,25 @@ def build_embedder(cfg: EmbeddingSettings) -> Embedder:
                                        normalize=cfg.normalize)
 
 
+def build_perceptual(settings: Settings, stores: Stores) -> PerceptualMemory:
+    """Perceptual memory over the bundle's stores, with the encoders the settings
+    configure (an encoder without weights fails on first use, naming its setting)."""
+    try:
+        from hello_memory.embedding.clap import ClapEncoder
+        from hello_memory.embedding.clip import ClipEncoder
+        from hello_memory.memory.perceptual import PerceptualMemory
+    except ImportError as exc:
+        raise ConfigError("perceptual.enabled needs the multimodal extra: "
+                          f"pip install 'hello-memory[multimodal]' ({exc})") from exc
+    p = settings.perceptual
+    image = ClipEncoder(p.image.model, p.image.pretrained) if p.image.pretrained else None
+    audio = (ClapEncoder(p.audio.model, checkpoint=p.audio.checkpoint,
+                         tokenizer=p.audio.tokenizer, allow_pickle=p.audio.allow_pickle)
+             if p.audio.checkpoint else None)
+    return PerceptualMemory(stores.records, stores.vectors, text_embedder=stores.embedder,
+                            image_encoder=image, audio_encoder=audio)
+
+
 def open_stores(
     settings: Settings,
     *,
@@ -84,6 +106,10 @@ def open_stores(
     try:
         stores = Stores(records, build_vector_store(settings), build_graph_store(settings, records),
                         embedder or build_embedder(settings.embedding), extractor=extractor)
+        if settings.perceptual.enabled:
+            from hello_memory.types import MemoryType
+
+            stores.register_indexer(MemoryType.PERCEPTUAL, build_perceptual(settings, stores))
         stores.open()
     except BaseException:
         records.close()

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.memory.episodic import EpisodicMemory
@@ -26,6 +26,9 @@ from hello_memory.memory.importance import classify_memory_type, estimate_import
 from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit
 from hello_memory.memory.semantic import SemanticMemory
 from hello_memory.memory.working import WorkingMemory
+
+if TYPE_CHECKING:
+    from hello_memory.memory.perceptual import PerceptualMemory
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import (
@@ -125,6 +128,9 @@ class MemoryManager:
         self.semantic = SemanticMemory(stores, self.extractor, max_hops=max_hops, clock=clock)
         self.default_namespace = require_namespace(default_namespace)
         self.default_type = _memory_type(default_type)
+        # Perceptual memory (images, audio) when the stores were opened with it.
+        self.perceptual: PerceptualMemory | None = stores.indexer(  # type: ignore[assignment]
+            MemoryType.PERCEPTUAL)
         self.dedup_threshold = dedup_threshold
         self._clock = clock
         # Only semantic memories feed the entity graph.
@@ -185,7 +191,8 @@ class MemoryManager:
         else:
             mtype = self.default_type
         if mtype == MemoryType.PERCEPTUAL:
-            raise InvalidInputError("add perceptual memories through manager.perceptual")
+            raise InvalidInputError("add images, audio and perceptual text through "
+                                    "manager.perceptual.add(...)")
         imp = (estimate_importance(content, metadata) if importance is None
                else validate_importance(importance))
         fields = {k: v for k, v in ids.items() if v is not None}
@@ -281,9 +288,25 @@ class MemoryManager:
                 hits += self.episodic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
             if MemoryType.SEMANTIC in stored:
                 hits += self.semantic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
+        if MemoryType.PERCEPTUAL in types and self.perceptual is not None:
+            hits += self._perceptual_search(ns, query, top_k, min_importance, user_id)
         hits.sort(key=lambda h: -h.score)
         hits = hits[:top_k]
         self._touch(ns, hits)
+        return hits
+
+    def _perceptual_search(self, ns: str, query: str, top_k: int,
+                           min_importance: float | None, user_id: str | None) -> list[SearchHit]:
+        """Text query against every modality whose encoder is configured (text→text,
+        text→image through CLIP's text tower, text→audio through CLAP's)."""
+        from hello_memory.types import Modality
+
+        assert self.perceptual is not None
+        hits: list[SearchHit] = []
+        for target in Modality:
+            if target == Modality.TEXT or self.perceptual._encoder_or_none(target) is not None:
+                hits += self.perceptual.retrieve(ns, query, target_modality=target, top_k=top_k,
+                                                 min_importance=min_importance, user_id=user_id)
         return hits
 
     def _touch(self, ns: str, hits: Sequence[SearchHit]) -> None:
@@ -355,6 +378,8 @@ class MemoryManager:
         self.stores.vectors.clear(MEMORY_COLLECTION, namespace=ns)
         self.stores.graph.clear(ns)
         working = self.working.clear(ns)
+        if self.perceptual is not None:
+            self.perceptual.clear(ns)
         self.stores.records.add_audit(ns, "clear", {"records": removed, "working": working})
         return {"records": removed, "working": working}
 

@@ -41,6 +41,8 @@ Extractor = Callable[[MemoryItem], tuple[Sequence[Entity], Sequence[Relation]]]
 class Indexer(Protocol):
     """Index work for a memory type whose vectors live outside the text collection."""
 
+    def open(self) -> None: ...
+
     def upsert(self, items: Sequence[MemoryItem]) -> None: ...
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None: ...
@@ -112,6 +114,8 @@ class Stores:
             self.vectors.ensure_collection(
                 CollectionSpec(name=MEMORY_COLLECTION, dense={DENSE: self.embedder.dimension},
                                sparse=(BM25_VECTOR,), payload_indexes=PAYLOAD_INDEXES))
+            for indexer in self._indexers.values():  # their collections, before replay
+                indexer.open()
         except BaseException:
             self.close()  # release locks (embedded Qdrant) and connections
             raise
@@ -178,6 +182,9 @@ class Stores:
         """Route index work of ``memory_type`` (e.g. perceptual items, whose vectors live
         in per-modality collections) to ``indexer`` instead of the text collection."""
         self._indexers[memory_type] = indexer
+
+    def indexer(self, memory_type: MemoryType) -> Indexer | None:
+        return self._indexers.get(memory_type)
 
     def apply_outbox(self, batch: int = 256) -> int:
         """Apply pending outbox rows to Qdrant and the graph; returns how many.
