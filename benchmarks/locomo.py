@@ -29,6 +29,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report import write_section
+
 DEFAULT_DATA = (Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
                 / "locomo_dev.json")
 KS = (1, 5, 10, 20)
@@ -152,7 +154,7 @@ def evaluate(samples: list[dict[str, Any]], id_of: dict[str, dict[str, str]],
 
 def table(result: dict[str, Any]) -> str:
     lines = [f"LoCoMo retrieval, {result['conversations']} conversations, {result['turns']} turns, "
-             f"ingest {result['ingest_turns_per_s']:.0f} turns/s",
+             f"ingest {result['ingest_turns_per_s']:.0f} turns/s", "",
              "| mode | questions | R@1 | R@5 | R@10 | R@20 | hit@5 | MRR | p50 ms | p95 ms |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for mode, r in result["modes"].items():
@@ -170,12 +172,23 @@ def main() -> None:
                     choices=["dense", "bm25", "fused"])
     ap.add_argument("--limit", type=int, default=None, help="first N conversations only")
     ap.add_argument("--json", type=Path, default=Path("benchmarks/results/locomo.json"))
+    ap.add_argument("--md", type=Path, default=Path("BENCHMARKS.md"),
+                    help="section to update (--md '' to skip)")
     args = ap.parse_args()
+    if args.md is not None and str(args.md) in ("", "."):
+        args.md = None
     result = run(args.data, args.modes, args.limit)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
     print(table(result))
     print(f"wrote {args.json}")
+    if args.md is not None:
+        write_section(args.md, "locomo", f"## LoCoMo retrieval (no LLM)\n\nProduced by "
+                      f"`make bench-locomo` (`python -m benchmarks.locomo`) on "
+                      f"{time.strftime('%Y-%m-%d')}, 2-core machine, all-MiniLM-L6-v2 on the "
+                      "CPU, protocol of `shared/data/locomo/README.md`, dev split; evidence "
+                      "recall at turn level, categories 1-4.\n\n" + table(result))
+        print(f"updated {args.md}")
 
 
 if __name__ == "__main__":

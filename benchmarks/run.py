@@ -24,6 +24,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from benchmarks.report import write_section
+
 NAMES = ["Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Hana", "Ivan", "Judy"]
 PLACES = ["Berlin", "Paris", "Tokyo", "Lisbon", "Hangzhou", "Toronto", "Nairobi", "Lima"]
 THINGS = ["green tea", "jazz records", "mountain bikes", "sushi", "board games", "kayaks",
@@ -143,14 +145,14 @@ def versions() -> str:
 
 def report(rows: list[dict[str, float]], batch: int) -> str:
     lines = [
-        "# Benchmarks", "",
+        "## Ingest and search next to the raw stack", "",
         f"Produced by `make bench` (`python -m benchmarks.run`) on {time.strftime('%Y-%m-%d')}, "
         f"{os.cpu_count()} cores, {versions()}. Model all-MiniLM-L6-v2 on the CPU, batch "
         f"{batch}. Each row is one run in one process: hello-memory next to the raw stack "
         "(sentence-transformers encode + embedded qdrant-client upsert / query) on the same "
         "synthetic corpus (fixed seed, 20% Chinese). Compare the ratios; absolute numbers "
         "move with the machine's load.", "",
-        "## Ingest", "",
+        "### Ingest", "",
         "| N | raw items/s | hello-memory episodic items/s | ratio | semantic (with entity "
         "graph) items/s | ratio |", "|---|---|---|---|---|---|",
     ]
@@ -159,7 +161,7 @@ def report(rows: list[dict[str, float]], batch: int) -> str:
                                                   "hm_semantic_ingest_s"))
         lines.append(f"| {int(r['n'])} | {raw:.0f} | {hm:.0f} | {hm / raw:.2f} | {sem:.0f} | "
                      f"{sem / raw:.2f} |")
-    lines += ["", "## Search (top 5, query embedding included)", "",
+    lines += ["", "### Search (top 5, query embedding included)", "",
               "| N | raw p50 / p95 ms | episodic p50 / p95 ms | ratio p95 | all types "
               "(working + episodic + semantic with graph) p50 / p95 ms | ratio p95 |",
               "|---|---|---|---|---|---|"]
@@ -188,7 +190,7 @@ def main() -> None:
         print(f"N={n} ...", flush=True)
         rows.append(bench(n, args.queries, args.batch))
         print(rows[-1], flush=True)
-    args.out.write_text(report(rows, args.batch), encoding="utf-8")
+    write_section(args.out, "ingest-search", report(rows, args.batch))
     print(f"wrote {args.out}")
 
 

@@ -261,8 +261,21 @@ class MemoryManager:
         user_id: str | None = None,
         agent_id: str | None = None,
         session_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> list[SearchHit]:
-        """Search the requested memory types (all by default) and merge by final score."""
+        """Search the requested memory types (all by default) and merge by final score.
+        ``filters`` is the same as the keyword filters in one mapping (``user_id``,
+        ``agent_id``, ``session_id``, ``min_importance``, ``time_range``)."""
+        if filters:
+            allowed = {"user_id", "agent_id", "session_id", "min_importance", "time_range"}
+            unknown = set(filters) - allowed
+            if unknown:
+                raise InvalidInputError(f"unknown search filter(s) {sorted(unknown)}; "
+                                        f"use {sorted(allowed)}")
+            return self.search(query, memory_types, top_k, namespace=namespace,
+                               **{"min_importance": min_importance, "time_range": time_range,
+                                  "user_id": user_id, "agent_id": agent_id,
+                                  "session_id": session_id, **filters})
         ns = self._ns(namespace)
         validate_content(query)
         validate_top_k(top_k)

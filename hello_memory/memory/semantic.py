@@ -82,7 +82,10 @@ class SemanticMemory:
             MEMORY_COLLECTION, qv.tolist(), namespace=namespace, using=DENSE,
             limit=top_k * CANDIDATE_FACTOR, filters=filters)}
         graph = self.graph_scores(namespace, query)
-        missing = [m for m in graph if m not in vec]
+        # A common entity can be mentioned by thousands of memories: only the best
+        # graph candidates (as many as the vector side fetched) are looked up.
+        missing = sorted((m for m in graph if m not in vec), key=lambda m: -graph[m])
+        missing = missing[: top_k * CANDIDATE_FACTOR]
         if missing:  # graph-only candidates still need their true similarity
             vec.update({h.id: h.score for h in self.stores.vectors.search(
                 MEMORY_COLLECTION, qv.tolist(), namespace=namespace, using=DENSE,

@@ -329,3 +329,15 @@ def test_chinese_semantic_memory_uses_the_graph(mm: MemoryManager) -> None:
     mm.add("用户喜欢在周末去西湖边跑步。", "semantic", namespace="zh")
     [hit, *_] = mm.search("订单984233的耳机怎么了", ["semantic"], namespace="zh")
     assert hit.id == item.id and hit.breakdown.graph > 0
+
+
+def test_search_filters_mapping(mm: MemoryManager) -> None:
+    a = mm.add("Lena booked a table at the harbour restaurant.", namespace="f", session_id="s1",
+               user_id="lena")
+    mm.add("Lena booked a table at the harbour restaurant again.", namespace="f",
+           session_id="s2", user_id="lena")
+    hits = mm.search("restaurant booking", namespace="f", filters={"session_id": "s1"})
+    assert [h.id for h in hits] == [a.id]
+    assert mm.search("restaurant booking", namespace="f", filters={"user_id": "max"}) == []
+    with pytest.raises(InvalidInputError, match="unknown search filter"):
+        mm.search("restaurant", namespace="f", filters={"colour": "red"})
