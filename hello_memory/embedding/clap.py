@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hello_memory.embedding.base import validate_texts
 from hello_memory.embedding.clip import (
     MediaSource,
     describe,
@@ -40,7 +41,6 @@ from hello_memory.embedding.clip import (
     open_media,
     validate_query,
     validate_sources,
-    validate_texts,
 )
 from hello_memory.errors import (
     EmbeddingError,

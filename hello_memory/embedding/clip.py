@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hello_memory.embedding.base import validate_texts
 from hello_memory.errors import (
     EmbeddingError,
     EmptyContentError,
@@ -44,23 +45,6 @@ DEFAULT_CLIP_MODEL = "ViT-B-32"
 MediaSource = str | Path | bytes
 MAX_MEDIA_BYTES = 256 * 1024 * 1024  # one memory, not an archive: also bounds RAM use
 _CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".npz")
-
-
-def validate_texts(texts: Sequence[str]) -> list[str]:
-    """The text checks every embedder applies: a real sequence of non-empty strings."""
-    if isinstance(texts, (str, bytes)):
-        raise InvalidInputError("embed() takes a sequence of strings, not a single string")
-    try:
-        items = list(texts)
-    except TypeError as exc:
-        raise InvalidInputError(
-            f"embed() takes a sequence of strings, got {type(texts).__name__}") from exc
-    for i, text in enumerate(items):
-        if not isinstance(text, str):
-            raise InvalidInputError(f"texts[{i}] must be a str, got {type(text).__name__}")
-        if not text.strip():
-            raise EmptyContentError(f"texts[{i}] is empty or whitespace only")
-    return items
 
 
 def validate_query(text: object) -> str:

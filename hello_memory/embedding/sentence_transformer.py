@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hello_memory.embedding.base import validate_texts
 from hello_memory.errors import (
     EmbeddingError,
     EmptyContentError,
@@ -218,23 +219,6 @@ class SentenceTransformerEmbedder:
         return model, dim
 
     # --- encoding ------------------------------------------------------------------
-    @staticmethod
-    def _validate(texts: Sequence[str]) -> list[str]:
-        if isinstance(texts, (str, bytes)):
-            raise InvalidInputError("embed() takes a sequence of strings, not a single string")
-        try:
-            items = list(texts)
-        except TypeError as exc:
-            raise InvalidInputError(
-                f"embed() takes a sequence of strings, got {type(texts).__name__}"
-            ) from exc
-        for i, text in enumerate(items):
-            if not isinstance(text, str):
-                raise InvalidInputError(f"texts[{i}] must be a str, got {type(text).__name__}")
-            if not text.strip():
-                raise EmptyContentError(f"texts[{i}] is empty or whitespace only")
-        return items
-
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Encode a batch; returns float32 of shape ``(len(texts), dimension)``.
 
@@ -242,7 +226,7 @@ class SentenceTransformerEmbedder:
         for empty / whitespace-only texts (naming the index), EmbeddingError if the
         model fails or produces non-finite values.
         """
-        items = self._validate(texts)  # validate before loading: bad input costs nothing
+        items = validate_texts(texts)  # validate before loading: bad input costs nothing
         model = self._ensure_loaded()
         dim = self.dimension
         if not items:
