@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -94,6 +95,10 @@ class QdrantVectorStore:
         self._prefix = collection_prefix
         self._client: QdrantClient | None = None
         self._shapes: dict[str, _Shape] = {}
+        # qdrant-client's local mode (":memory:" and path=) mutates numpy arrays with no
+        # locking of its own: concurrent upsert + search can index past an array's end.
+        # Every client call runs inside _translate, which holds this lock in local mode.
+        self._local_lock: threading.RLock | None = None if url else threading.RLock()
 
     # --- lifecycle ------------------------------------------------------------------
     def open(self) -> None:
@@ -403,7 +408,11 @@ class QdrantVectorStore:
         """Map qdrant-client exceptions onto the hello-memory tree (``from exc``)."""
         where = self._url if self._mode == "url" else self._path or ":memory:"
         try:
-            yield
+            if self._local_lock is None:
+                yield
+            else:
+                with self._local_lock:
+                    yield
         except HelloMemoryError:
             raise
         except ResponseHandlingException as exc:  # connection refused, timeout, ...
