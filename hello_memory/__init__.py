@@ -31,6 +31,11 @@ __version__ = "0.1.0"
 # name -> module holding it; imported on first attribute access (PEP 562) so that
 # `import hello_memory` stays light (no torch, no qdrant-client, no SQLAlchemy engine).
 _LAZY = {
+    "ProgressiveLoader": "hello_memory.retrieval.progressive",
+    "TokenMetrics": "hello_memory.retrieval.progressive",
+    "OpenAICompatClient": "hello_memory.llm",
+    "LLMClient": "hello_memory.llm",
+    "find_time_ranges": "hello_memory.text.timeparse",
     "MemoryManager": "hello_memory.memory.manager",
     "WorkingMemory": "hello_memory.memory.working",
     "EpisodicMemory": "hello_memory.memory.episodic",
@@ -60,6 +65,11 @@ __all__ = [
     "errors",
     "load_settings",
     # lazy (see _LAZY)
+    "LLMClient",
+    "OpenAICompatClient",
+    "ProgressiveLoader",
+    "TokenMetrics",
+    "find_time_ranges",
     "EpisodicMemory",
     "MemoryManager",
     "ScoreBreakdown",
@@ -88,12 +98,15 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from hello_memory.embedding import SentenceTransformerEmbedder
     from hello_memory.factory import open_stores
+    from hello_memory.llm import LLMClient, OpenAICompatClient
     from hello_memory.memory.episodic import EpisodicMemory
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.memory.scoring import ScoreBreakdown, SearchHit
     from hello_memory.memory.semantic import SemanticMemory
     from hello_memory.memory.working import WorkingMemory
+    from hello_memory.retrieval.progressive import ProgressiveLoader, TokenMetrics
     from hello_memory.stores.bundle import Stores
     from hello_memory.stores.graph import Neo4jGraphStore, SQLiteGraphStore
     from hello_memory.stores.records import RecordStore
     from hello_memory.stores.vector import QdrantVectorStore
+    from hello_memory.text.timeparse import find_time_ranges
