@@ -72,6 +72,27 @@ def matches(item: MemoryItem, flt: ItemFilter) -> bool:
     return not (flt.min_importance is not None and item.importance < flt.min_importance)
 
 
+def dense_similarities(
+    stores: Stores,
+    namespace: str,
+    query_vector: npt.NDArray[np.float32],
+    flt: ItemFilter,
+    limit: int,
+    ids: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """Memory id -> cosine for the nearest memories matching ``flt`` (as a payload
+    filter); ``ids`` restricts the candidates."""
+    hits = stores.vectors.search(MEMORY_COLLECTION, query_vector.tolist(), namespace=namespace,
+                                 using=DENSE, limit=limit, filters=payload_filters(flt), ids=ids)
+    return {h.id: h.score for h in hits}
+
+
+def best_first(hits: list[SearchHit], top_k: int) -> list[SearchHit]:
+    """Final score descending; ties go to the newer event."""
+    hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
+    return hits[:top_k]
+
+
 class EpisodicMemory:
     memory_type = MemoryType.EPISODIC
 
@@ -98,10 +119,8 @@ class EpisodicMemory:
         validate_top_k(top_k)
         scoped = self._scope(flt)
         qv = query_vector if query_vector is not None else self.stores.embedder.embed_query(query)
-        hits = self.stores.vectors.search(
-            MEMORY_COLLECTION, qv.tolist(), namespace=namespace, using=DENSE,
-            limit=top_k * CANDIDATE_FACTOR, filters=payload_filters(scoped))
-        return self.rank(namespace, {h.id: h.score for h in hits}, scoped, top_k)
+        sims = dense_similarities(self.stores, namespace, qv, scoped, top_k * CANDIDATE_FACTOR)
+        return self.rank(namespace, sims, scoped, top_k)
 
     def rank(self, namespace: str, similarities: dict[str, float], flt: ItemFilter,
              top_k: int) -> list[SearchHit]:
@@ -111,8 +130,7 @@ class EpisodicMemory:
         # rather than ranked on recency and importance alone.
         scored = [score(self.profile, item, now, similarity=clip_similarity(similarities[item.id]))
                   for item in items if matches(item, flt) and similarities[item.id] > 0]
-        scored.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
-        return scored[:top_k]
+        return best_first(scored, top_k)
 
     def timeline(self, namespace: str, flt: ItemFilter = ItemFilter(), *, limit: int = 50,
                  offset: int = 0, newest_first: bool = False) -> list[MemoryItem]:

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -76,7 +76,7 @@ class ConsolidateReport:
         return sum(len(v) for v in self.merged.values())
 
 
-def _priority(item: MemoryItem, now: Any) -> float:
+def _priority(item: MemoryItem, now: datetime) -> float:
     return item.importance * recency(item.event_time, now, EPISODIC.half_life_days)
 
 

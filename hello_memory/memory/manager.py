@@ -49,6 +49,7 @@ from hello_memory.validation import (
     require_namespace,
     validate_content,
     validate_importance,
+    validate_item,
     validate_top_k,
 )
 
@@ -239,8 +240,6 @@ class MemoryManager:
                 bool(entry.get("auto_classify", False)), user_id=entry.get("user_id"),
                 agent_id=entry.get("agent_id"), session_id=entry.get("session_id"),
                 event_time=entry.get("event_time")))
-        from hello_memory.validation import validate_item
-
         for item in items:
             validate_item(item)
         stored = [i for i in items if i.memory_type != MemoryType.WORKING]
@@ -411,8 +410,6 @@ class MemoryManager:
     def import_jsonl(self, path: str | Path, *, namespace: str | None = None) -> dict[str, int]:
         """Load an export. Every line is validated before anything is written; ids that
         already exist are skipped, so importing twice changes nothing."""
-        from hello_memory.validation import validate_item
-
         items: list[MemoryItem] = []
         with Path(path).open(encoding="utf-8") as fh:
             for n, line in enumerate(fh, 1):

@@ -23,9 +23,14 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from hello_memory.memory.episodic import CANDIDATE_FACTOR, matches, payload_filters
+from hello_memory.memory.episodic import (
+    CANDIDATE_FACTOR,
+    best_first,
+    dense_similarities,
+    matches,
+)
 from hello_memory.memory.scoring import SEMANTIC, ScoringProfile, SearchHit, clip_similarity, score
-from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
+from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import EntityExtractor
 from hello_memory.types import MemoryType, utcnow
@@ -55,7 +60,7 @@ class SemanticMemory:
         seeds = self.stores.graph.find_entities(namespace, names)
         if not seeds:
             return {}
-        n_query = max(1, len(names))
+        n_query = len(names)
         reached = self.stores.graph.neighbors(namespace, [e.id for e in seeds],
                                               max_hops=self.max_hops, limit=500)
         totals: dict[str, float] = {}
@@ -77,24 +82,19 @@ class SemanticMemory:
         validate_top_k(top_k)
         scoped = replace(flt, memory_types=(self.memory_type,))
         qv = query_vector if query_vector is not None else self.stores.embedder.embed_query(query)
-        filters = payload_filters(scoped)
-        vec = {h.id: h.score for h in self.stores.vectors.search(
-            MEMORY_COLLECTION, qv.tolist(), namespace=namespace, using=DENSE,
-            limit=top_k * CANDIDATE_FACTOR, filters=filters)}
+        vec = dense_similarities(self.stores, namespace, qv, scoped, top_k * CANDIDATE_FACTOR)
         graph = self.graph_scores(namespace, query)
         # A common entity can be mentioned by thousands of memories: only the best
         # graph candidates (as many as the vector side fetched) are looked up.
         missing = sorted((m for m in graph if m not in vec), key=lambda m: -graph[m])
         missing = missing[: top_k * CANDIDATE_FACTOR]
         if missing:  # graph-only candidates still need their true similarity
-            vec.update({h.id: h.score for h in self.stores.vectors.search(
-                MEMORY_COLLECTION, qv.tolist(), namespace=namespace, using=DENSE,
-                limit=len(missing), filters=filters, ids=missing)})
+            vec.update(dense_similarities(self.stores, namespace, qv, scoped, len(missing),
+                                          ids=missing))
         items = self.stores.records.get_items(namespace, list(vec))
         now = self._clock()
         hits = [score(self.profile, item, now, similarity=clip_similarity(vec[item.id]),
                       graph=graph.get(item.id, 0.0))
                 for item in items if matches(item, scoped)
                 and (vec[item.id] > 0 or graph.get(item.id, 0.0) > 0)]
-        hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
-        return hits[:top_k]
+        return best_first(hits, top_k)

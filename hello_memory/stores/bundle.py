@@ -102,7 +102,6 @@ class Stores:
         self.extractor = extractor
         self._indexers: dict[MemoryType, Indexer] = {}
         self.lexical = LexicalEncoder()
-        self._opened = False
 
     def open(self) -> None:
         """Open every store, make sure the memory collection matches the embedder's
@@ -119,7 +118,6 @@ class Stores:
         except BaseException:
             self.close()  # release locks (embedded Qdrant) and connections
             raise
-        self._opened = True
         replayed = self.apply_outbox()
         if replayed:
             log.info("replayed %d pending index operations", replayed)
@@ -127,7 +125,6 @@ class Stores:
     def close(self) -> None:
         for store in (self.graph, self.vectors, self.records):
             store.close()
-        self._opened = False
 
     def __enter__(self) -> Stores:
         self.open()

@@ -104,8 +104,9 @@ def test_score_identical_text_and_independent_tfidf(clock: FakeClock) -> None:
     hits = {h.item.id: h for h in wm.search("ns", query, top_k=10)}
     assert set(hits) == {items[0].id, items[1].id}  # "lunch was pizza" shares nothing
     # a shared stopword alone is no evidence: "the" matches two items, ranks none
-    assert wm.search("ns", "the") == [] or all(h.breakdown.similarity == 0
-                                                for h in wm.search("ns", "the"))
+    only_the = wm.search("ns", "the", top_k=10)
+    assert {h.item.id for h in only_the} == {items[0].id, items[1].id}  # keyword match only
+    assert all(h.breakdown.similarity == 0 and h.breakdown.keyword == 1 for h in only_the)
     kws = [1.0, 0.5]  # {deploy, friday} ∩ doc terms
     for i in (0, 1):
         expected = (0.7 * cosine[i] + 0.3 * kws[i]) * 0.5 ** (15 / HALF_LIFE_MIN) * 1.0
