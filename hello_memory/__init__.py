@@ -33,6 +33,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "ProgressiveLoader": "hello_memory.retrieval.progressive",
     "TokenMetrics": "hello_memory.retrieval.progressive",
+    "HybridRetriever": "hello_memory.retrieval.hybrid",
+    "TaskAwareRetriever": "hello_memory.retrieval.task_aware",
     "OpenAICompatClient": "hello_memory.llm",
     "LLMClient": "hello_memory.llm",
     "find_time_ranges": "hello_memory.text.timeparse",
@@ -49,6 +51,12 @@ _LAZY = {
     "SQLiteGraphStore": "hello_memory.stores.graph",
     "Neo4jGraphStore": "hello_memory.stores.graph",
     "SentenceTransformerEmbedder": "hello_memory.embedding",
+    "RAGPipeline": "hello_memory.rag.pipeline",
+    "RAGTool": "hello_memory.rag.tool",
+    "MemoryTool": "hello_memory.tools",
+    "create_app": "hello_memory.api",
+    "JobRun": "hello_memory.jobs",
+    "run_job": "hello_memory.jobs",
 }
 
 __all__ = [
@@ -69,6 +77,8 @@ __all__ = [
     "OpenAICompatClient",
     "ProgressiveLoader",
     "TokenMetrics",
+    "HybridRetriever",
+    "TaskAwareRetriever",
     "find_time_ranges",
     "EpisodicMemory",
     "MemoryManager",
@@ -81,8 +91,14 @@ __all__ = [
     "RecordStore",
     "SQLiteGraphStore",
     "SentenceTransformerEmbedder",
+    "RAGPipeline",
+    "RAGTool",
     "Stores",
     "open_stores",
+    "MemoryTool",
+    "create_app",
+    "JobRun",
+    "run_job",
 ]
 
 
@@ -96,17 +112,24 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from hello_memory.api import create_app
     from hello_memory.embedding import SentenceTransformerEmbedder
     from hello_memory.factory import open_stores
+    from hello_memory.jobs import JobRun, run_job
     from hello_memory.llm import LLMClient, OpenAICompatClient
     from hello_memory.memory.episodic import EpisodicMemory
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.memory.scoring import ScoreBreakdown, SearchHit
     from hello_memory.memory.semantic import SemanticMemory
     from hello_memory.memory.working import WorkingMemory
+    from hello_memory.rag.pipeline import RAGPipeline
+    from hello_memory.rag.tool import RAGTool
+    from hello_memory.retrieval.hybrid import HybridRetriever
     from hello_memory.retrieval.progressive import ProgressiveLoader, TokenMetrics
+    from hello_memory.retrieval.task_aware import TaskAwareRetriever
     from hello_memory.stores.bundle import Stores
     from hello_memory.stores.graph import Neo4jGraphStore, SQLiteGraphStore
     from hello_memory.stores.records import RecordStore
     from hello_memory.stores.vector import QdrantVectorStore
     from hello_memory.text.timeparse import find_time_ranges
+    from hello_memory.tools import MemoryTool

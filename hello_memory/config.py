@@ -25,14 +25,18 @@ from hello_memory.errors import ConfigError, UnknownConfigKeyError
 
 __all__ = [
     "CONFIG_ENV_VAR",
+    "ApiSettings",
     "EmbeddingSettings",
+    "JobsSettings",
     "LLMSettings",
     "MemorySettings",
     "PerceptualSettings",
     "SemanticSettings",
     "Neo4jGraphSettings",
     "QdrantSettings",
+    "RagSettings",
     "RecordSettings",
+    "RetrievalSettings",
     "Settings",
     "SqliteGraphSettings",
     "WorkingMemorySettings",
@@ -57,9 +61,13 @@ class RecordSettings(_Section):
 class QdrantSettings(_Section):
     """Vector store. Exactly one of ``location`` (``:memory:``), ``path`` (embedded
     directory) or ``url`` (server); with none set, an embedded store under
-    ``<data_dir>/qdrant`` is used."""
+    ``<data_dir>/qdrant`` is used. ``embedded`` picks the engine of an embedded
+    directory: ``edge`` (Qdrant Edge, the Rust engine in-process; the default) or
+    ``local`` (qdrant-client's pure-Python local mode, which scans every point to filter).
+    ``:memory:`` always uses qdrant-client's local mode."""
 
     provider: Literal["qdrant"] = "qdrant"
+    embedded: Literal["edge", "local"] = "edge"
     location: Literal[":memory:"] | None = None
     path: str | None = None
     url: str | None = None
@@ -157,6 +165,88 @@ class LLMSettings(_Section):
     max_retries: int = Field(default=2, ge=0, le=10)
 
 
+class RetrievalSettings(_Section):
+    """Hybrid retrieval (see docs/RETRIEVAL.md): view weights of the weighted
+    reciprocal-rank fusion, its ``k``, candidate depth per view, the LLM planning and
+    reflection switches (they only act when an LLM is configured), and extra or
+    overriding task strategies (task type -> weights over memory categories)."""
+
+    # Defaults measured on the LoCoMo dev split (docs/RETRIEVAL.md): a small rrf_k lets
+    # a view's top hits outrank memories that both views found deep in their lists.
+    view_weights: dict[str, float] = Field(default_factory=lambda: {
+        "semantic": 1.0, "lexical": 1.0, "symbolic": 0.5, "graph": 0.5})
+    rrf_k: float = Field(default=5.0, gt=0)
+    candidates: int = Field(default=50, ge=1, le=1000)
+    neighbor_weight: float = Field(default=0.3, ge=0, le=1)
+    enable_planning: bool = True
+    enable_reflection: bool = True
+    max_reflection_rounds: int = Field(default=2, ge=0, le=5)
+    max_sub_queries: int = Field(default=4, ge=1, le=8)
+    parallel: bool = True
+    task_strategies: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+class ApiSettings(_Section):
+    """REST API and MCP server access (``hello-memory serve`` / ``mcp``).
+
+    ``api_keys`` maps each key to the namespaces it may use: exact names, ``prefix/*``
+    for a subtree, or ``*`` for all. A request without a known key is refused unless
+    ``auth_disabled`` is true, which is only honoured for a server bound to a loopback
+    address and for requests coming from one."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=1, le=65535)
+    api_keys: dict[str, list[str]] = Field(default_factory=dict)
+    auth_disabled: bool = False
+    max_request_bytes: int = Field(default=1_048_576, ge=1024)
+    max_upload_bytes: int = Field(default=25 * 1_048_576, ge=1024)
+    # Directories the server may read files from when a request names a path (media,
+    # documents); empty: only uploads are accepted.
+    read_dirs: list[str] = Field(default_factory=list)
+
+
+class JobsSettings(_Section):
+    """Thresholds of the ``hello-memory jobs`` maintenance runs."""
+
+    consolidate_importance: float = Field(default=0.7, ge=0, le=1)
+    consolidate_min_access: int = Field(default=0, ge=0)
+    forget_strategy: Literal["importance", "time", "capacity"] = "importance"
+    forget_threshold: float = Field(default=0.1, ge=0, le=1)
+    forget_max_age_days: float = Field(default=365.0, ge=0)
+    forget_max_items: int = Field(default=10_000, ge=0)
+
+
+class RagSettings(_Section):
+    """Document ingestion and retrieval-augmented answers (``rag`` extra).
+
+    ``chunk_size`` and ``chunk_overlap`` are tokens as counted by
+    :class:`~hello_memory.text.HeuristicTokenCounter`; 200 keeps a chunk inside the
+    256 word-piece window of all-MiniLM-L6-v2. MQE and HyDE run only when an LLM is
+    configured; ``context_tokens`` bounds the passages ``ask`` gives the LLM.
+    """
+
+    chunk_size: int = Field(default=200, ge=16, le=8192)
+    chunk_overlap: int = Field(default=30, ge=0)
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    mqe: bool = True
+    mqe_variants: int = Field(default=3, ge=1, le=10)
+    hyde: bool = True
+    rrf_k: int = Field(default=60, ge=1)
+    candidates: int = Field(default=30, ge=1, le=1000)
+    ask_top_k: int = Field(default=8, ge=1, le=100)
+    context_tokens: int = Field(default=1500, ge=16)
+    max_file_mb: float = Field(default=50.0, gt=0)
+    max_line_chars: int = Field(default=100_000, ge=1000)
+    reranker: str | None = None  # a local cross-encoder directory or cached model name
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> RagSettings:
+        if self.chunk_overlap * 2 > self.chunk_size:
+            raise ValueError(f"rag: chunk_overlap ({self.chunk_overlap}) must be at most half "
+                             f"of chunk_size ({self.chunk_size})")
+        return self
+
+
 class Settings(BaseSettings):
     """Root settings. Build with :func:`load_settings` to get file + env layering."""
 
@@ -179,6 +269,10 @@ class Settings(BaseSettings):
     semantic: SemanticSettings = SemanticSettings()
     perceptual: PerceptualSettings = PerceptualSettings()
     llm: LLMSettings = LLMSettings()
+    rag: RagSettings = RagSettings()
+    api: ApiSettings = ApiSettings()
+    jobs: JobsSettings = JobsSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
 
     @classmethod
     def settings_customise_sources(
