@@ -28,9 +28,16 @@ __all__ = [
 
 
 def build_vector_store(settings: Settings) -> VectorStore:
-    from hello_memory.stores.vector import QdrantVectorStore
-
+    """An embedded directory runs on Qdrant Edge unless ``vector.embedded`` is
+    ``local``; ``:memory:`` and ``url=`` go through qdrant-client (one code path)."""
     v = settings.vector
+    path = settings.qdrant_path()
+    if path and not v.location and not v.url and v.embedded == "edge":
+        from hello_memory.stores.vector.edge import QdrantEdgeVectorStore
+
+        return QdrantEdgeVectorStore(path=path, collection_prefix=v.collection_prefix)
+    from hello_memory.stores.vector.qdrant import QdrantVectorStore
+
     return QdrantVectorStore(
         location=v.location, path=settings.qdrant_path(), url=v.url, api_key=v.api_key,
         timeout=v.timeout, collection_prefix=v.collection_prefix,

@@ -1,6 +1,7 @@
-"""Contract suite for :class:`QdrantVectorStore`, run against in-memory and embedded
-(path) Qdrant. For the path backend every read goes through a freshly reopened store,
-so each assertion also proves that the write reached the directory."""
+"""Contract suite for the :class:`VectorStore` backends, run against qdrant-client's
+in-memory and embedded (path) modes and against Qdrant Edge (the engine in-process).
+For the directory backends every read goes through a freshly reopened store, so each
+assertion also proves that the write reached the directory."""
 
 from __future__ import annotations
 
@@ -24,7 +25,13 @@ from hello_memory.errors import (
     VectorError,
     VectorStoreError,
 )
-from hello_memory.stores.vector import CollectionSpec, QdrantVectorStore, Range, VectorStore
+from hello_memory.stores.vector import (
+    CollectionSpec,
+    QdrantEdgeVectorStore,
+    QdrantVectorStore,
+    Range,
+    VectorStore,
+)
 from hello_memory.types import SparseVector, VectorPoint
 
 COL = "memories"
@@ -48,23 +55,28 @@ class Harness:
         self.dir = str(tmp_path / "qdrant")
         self.store = self._new()
 
-    def _new(self) -> QdrantVectorStore:
-        store = (
-            QdrantVectorStore(location=":memory:")
-            if self.kind == "memory"
-            else QdrantVectorStore(path=self.dir)
-        )
+    def _new(self) -> VectorStore:
+        store = embedded(self.kind, self.dir)
         store.open()
         return store
 
-    def read(self) -> QdrantVectorStore:
-        if self.kind == "path":
+    def read(self) -> VectorStore:
+        if self.kind != "memory":
             self.store.close()
             self.store = self._new()
         return self.store
 
 
-@pytest.fixture(params=["memory", "path"])
+def embedded(kind: str, path: str, prefix: str = "") -> VectorStore:
+    """A store of backend ``kind`` ("memory", "path": qdrant-client local; "edge")."""
+    if kind == "memory":
+        return QdrantVectorStore(location=":memory:", collection_prefix=prefix)
+    if kind == "edge":
+        return QdrantEdgeVectorStore(path=path, collection_prefix=prefix)
+    return QdrantVectorStore(path=path, collection_prefix=prefix)
+
+
+@pytest.fixture(params=["memory", "path", "edge"])
 def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     harness = Harness(request.param, tmp_path)
     harness.store.ensure_collection(SPEC)
@@ -354,8 +366,12 @@ def test_ambiguous_constructor_args(kwargs: dict[str, str]) -> None:
         QdrantVectorStore(**kwargs)  # type: ignore[arg-type]
 
 
-def test_not_open_and_close_twice(tmp_path: Path) -> None:
-    store = QdrantVectorStore(path=str(tmp_path / "q"))
+DIRECTORY_BACKENDS = pytest.mark.parametrize("kind", ["path", "edge"])
+
+
+@DIRECTORY_BACKENDS
+def test_not_open_and_close_twice(tmp_path: Path, kind: str) -> None:
+    store = embedded(kind, str(tmp_path / "q"))
     assert not (tmp_path / "q").exists()  # the constructor does no I/O
     with pytest.raises(VectorStoreError, match="open"):
         store.count(COL, namespace="a")
@@ -379,10 +395,13 @@ def test_unreachable_server_is_backend_unavailable() -> None:
     assert time.monotonic() - start < 10
 
 
-def test_embedded_path_locked_by_another_store(tmp_path: Path) -> None:
-    first = QdrantVectorStore(path=str(tmp_path))
+@pytest.mark.parametrize(("first_kind", "second_kind"),
+                         [("path", "path"), ("edge", "edge"), ("edge", "path"), ("path", "edge")])
+def test_embedded_path_locked_by_another_store(tmp_path: Path, first_kind: str,
+                                               second_kind: str) -> None:
+    first = embedded(first_kind, str(tmp_path))
     first.open()
-    second = QdrantVectorStore(path=str(tmp_path))
+    second = embedded(second_kind, str(tmp_path))
     with pytest.raises(BackendUnavailableError, match="one process") as err:
         second.open()
     assert str(tmp_path) in str(err.value)
@@ -391,23 +410,24 @@ def test_embedded_path_locked_by_another_store(tmp_path: Path) -> None:
     second.close()
 
 
-def test_persistence_and_prefix_isolation(tmp_path: Path) -> None:
+@DIRECTORY_BACKENDS
+def test_persistence_and_prefix_isolation(tmp_path: Path, kind: str) -> None:
     path = str(tmp_path)
-    store = QdrantVectorStore(path=path, collection_prefix="x_")
+    store = embedded(kind, path, "x_")
     store.open()
     store.ensure_collection(SPEC)
     p = point(E[3], kind="kept")
     store.upsert(COL, [p])
     store.close()
 
-    again = QdrantVectorStore(path=path, collection_prefix="x_")
+    again = embedded(kind, path, "x_")
     again.open()  # no ensure_collection: the shape is loaded from the directory
     assert [x.id for x in again.search(COL, E[3], namespace="a")] == [p.id]
     with pytest.raises(DimensionMismatchError):
         again.upsert(COL, [point([1.0, 2.0])])
     again.close()
 
-    other = QdrantVectorStore(path=path, collection_prefix="y_")
+    other = embedded(kind, path, "y_")
     other.open()
     with pytest.raises(VectorStoreError) as err:
         other.count(COL, namespace="a")
@@ -415,3 +435,34 @@ def test_persistence_and_prefix_isolation(tmp_path: Path) -> None:
     other.ensure_collection(SPEC)
     assert other.count(COL, namespace="a") == 0
     other.close()
+
+
+# --- backend choice -------------------------------------------------------------------
+def test_factory_picks_the_embedded_engine(tmp_path: Path) -> None:
+    from hello_memory.config import load_settings
+    from hello_memory.factory import build_vector_store
+
+    default = build_vector_store(load_settings(environ={}, data_dir=tmp_path))
+    assert isinstance(default, QdrantEdgeVectorStore)
+    local = build_vector_store(load_settings(environ={}, data_dir=tmp_path,
+                                             vector={"embedded": "local"}))
+    memory = build_vector_store(load_settings(environ={}, vector={"location": ":memory:"}))
+    assert isinstance(local, QdrantVectorStore) and isinstance(memory, QdrantVectorStore)
+    default.open()  # both embedded engines share one directory lock: never both at once
+    with pytest.raises(BackendUnavailableError):
+        local.open()
+    default.close()
+
+
+def test_other_namespaces_do_not_change_results(tmp_path: Path) -> None:
+    store = QdrantEdgeVectorStore(path=str(tmp_path))
+    store.open()
+    store.ensure_collection(SPEC)
+    mine = [point(E[i], ns="small") for i in range(3)]
+    store.upsert(COL, mine)
+    before = [(x.id, round(x.score, 6)) for x in store.search(COL, E[0], namespace="small")]
+    rng = np.random.default_rng(1)
+    store.upsert(COL, [point(list(rng.random(4) + 0.01), ns="big") for _ in range(3000)])
+    after = [(x.id, round(x.score, 6)) for x in store.search(COL, E[0], namespace="small")]
+    assert after == before and store.count(COL, namespace="small") == 3
+    store.close()

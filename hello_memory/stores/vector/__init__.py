@@ -1,6 +1,27 @@
-"""Vector stores: the :class:`VectorStore` protocol and its Qdrant implementation."""
+"""Vector stores: the :class:`VectorStore` protocol and its Qdrant implementations
+(qdrant-client for ``:memory:``, local mode and servers; Qdrant Edge for embedded
+directories). The backends load lazily, so the Edge path never imports qdrant-client."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from hello_memory.stores.vector.base import CollectionSpec, Range, VectorStore
-from hello_memory.stores.vector.qdrant import QdrantVectorStore
 
-__all__ = ["CollectionSpec", "QdrantVectorStore", "Range", "VectorStore"]
+if TYPE_CHECKING:
+    from hello_memory.stores.vector.edge import QdrantEdgeVectorStore
+    from hello_memory.stores.vector.qdrant import QdrantVectorStore
+
+__all__ = ["CollectionSpec", "QdrantEdgeVectorStore", "QdrantVectorStore", "Range", "VectorStore"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "QdrantEdgeVectorStore":
+        from hello_memory.stores.vector.edge import QdrantEdgeVectorStore
+
+        return QdrantEdgeVectorStore
+    if name == "QdrantVectorStore":
+        from hello_memory.stores.vector.qdrant import QdrantVectorStore
+
+        return QdrantVectorStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,14 +13,10 @@ import inspect
 import math
 import os
 import threading
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import date, datetime, timezone
 from typing import Any, get_args
 
-import numpy as np
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
@@ -33,7 +29,17 @@ from hello_memory.errors import (
     VectorError,
     VectorStoreError,
 )
-from hello_memory.stores.vector.base import CollectionSpec, FieldCondition, PayloadIndex, Range
+from hello_memory.stores.vector._common import (
+    _check_spec,
+    _dense,
+    _jsonable,
+    _require_ns,
+    _Shape,
+    _sparse_parts,
+    _uuid,
+    parse_condition,
+)
+from hello_memory.stores.vector.base import CollectionSpec, FieldCondition, PayloadIndex
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
 
 __all__ = ["QdrantVectorStore"]
@@ -41,25 +47,6 @@ __all__ = ["QdrantVectorStore"]
 _BATCH = 256
 _DISTANCES = {d: models.Distance[d.upper()] for d in ("cosine", "dot", "euclid")}
 _INDEX_TYPES = {k: models.PayloadSchemaType[k.upper()] for k in get_args(PayloadIndex)}
-# Qdrant stores float32: a finite float64 beyond this would become inf on the server.
-_F32_MAX = float(np.finfo(np.float32).max)
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """What upsert/search validate against, cached per (user-facing) collection."""
-
-    dense: Mapping[str, int]
-    sparse: frozenset[str]
-    distance: str
-
-    def need(self, collection: str, name: str, sparse: bool = False) -> None:
-        have = self.sparse if sparse else self.dense
-        if name not in have:
-            kind = "sparse" if sparse else "dense"
-            raise VectorError(
-                f"collection {collection!r} has no {kind} vector {name!r} (it has {sorted(have)})"
-            )
 
 
 class QdrantVectorStore:
@@ -449,99 +436,18 @@ def _probe_lock(path: str) -> None:
         portalocker.unlock(fh)
 
 
-def _require_ns(namespace: str) -> None:
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise NamespaceRequiredError(f"a non-empty namespace is required, got {namespace!r}")
-
-
-def _uuid(value: object) -> str:
-    """Canonical UUID string (Qdrant returns ids in this form)."""
-    if isinstance(value, (str, uuid.UUID)):
-        try:
-            return str(uuid.UUID(str(value)))
-        except ValueError:
-            pass
-    raise InvalidInputError(f"point ids must be UUID strings, got {value!r}")
-
-
-def _check_spec(spec: CollectionSpec) -> None:
-    if spec.distance not in _DISTANCES:
-        raise InvalidInputError(f"unknown distance {spec.distance!r}")
-    for name, size in spec.dense.items():
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise InvalidInputError(f"vector {name!r} size must be a positive int: {size!r}")
-    if set(spec.dense) & set(spec.sparse):
-        raise InvalidInputError("a vector name cannot be both dense and sparse")
-    for field, kind in (spec.payload_indexes or {}).items():
-        if kind not in _INDEX_TYPES:
-            raise InvalidInputError(f"unknown payload index type {kind!r} for {field!r}")
-
-
-def _dense(values: Any, collection: str, name: str, size: int) -> list[float]:
-    """Validated float list: a 1-D numeric vector of the collection's size, all finite."""
-    arr = np.asarray(values)
-    if arr.ndim != 1 or arr.dtype.kind not in "fiu":
-        raise VectorError(f"vector {name!r} must be a 1-D sequence of numbers")
-    if arr.shape[0] != size:
-        raise DimensionMismatchError(collection, size, int(arr.shape[0]), name)
-    arr = arr.astype(np.float64)
-    if not np.isfinite(arr).all() or (arr.size and np.abs(arr).max() > _F32_MAX):
-        raise VectorError(f"vector {name!r} for {collection!r} has NaN or infinite values")
-    return [float(x) for x in arr.tolist()]
-
-
 def _sparse(vec: SparseVector, collection: str, name: str) -> models.SparseVector:
-    idx = [int(i) for i in vec.indices]
-    vals = [float(v) for v in vec.values]
-    if len(idx) != len(vals) or any(i < 0 or i >= 2**32 for i in idx) or len(set(idx)) != len(idx):
-        raise VectorError(
-            f"sparse vector {name!r} for {collection!r}: indices must be unique uint32"
-        )
-    if not all(math.isfinite(v) and abs(v) <= _F32_MAX for v in vals):
-        raise VectorError(f"sparse vector {name!r} for {collection!r} has NaN or inf values")
+    idx, vals = _sparse_parts(vec, collection, name)
     return models.SparseVector(indices=idx, values=vals)
 
 
-def _jsonable(value: Any) -> Any:
-    """Datetimes become ISO strings (aware, naive taken as UTC) so local and server mode
-    store the same thing and DatetimeRange filters match in both."""
-    if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, Mapping):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):  # numpy scalars are not JSON serialisable
-        return value.item()
-    return value
-
-
 def _condition(key: str, cond: FieldCondition) -> models.FieldCondition:
-    """One filter entry: scalar -> exact match, list/tuple/set -> any-of, Range -> range."""
-    if isinstance(cond, Range):
-        return _range(key, cond.gte, cond.lte)
-    if isinstance(cond, (list, tuple, set, frozenset)):
-        values = list(cond)
-        if not all(isinstance(v, str) for v in values) and not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in values
-        ):
-            raise InvalidInputError(f"filter {key!r}: any-of values must be all str or all int")
-        return models.FieldCondition(key=key, match=models.MatchAny(any=values))
-    if isinstance(cond, (datetime, float)):
-        return _range(key, cond, cond)  # Qdrant cannot match these exactly; a point range can
-    if isinstance(cond, (str, int, bool)):
-        return models.FieldCondition(key=key, match=models.MatchValue(value=cond))
-    raise InvalidInputError(f"unsupported filter value for {key!r}: {cond!r}")
-
-
-def _range(key: str, gte: Any, lte: Any) -> models.FieldCondition:
-    bounds = [b for b in (gte, lte) if b is not None]
-    if not bounds:
-        raise InvalidInputError(f"filter {key!r}: Range needs at least one bound")
-    if all(isinstance(b, (datetime, date)) for b in bounds):
-        return models.FieldCondition(key=key, range=models.DatetimeRange(gte=gte, lte=lte))
-    if all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds):
-        return models.FieldCondition(key=key, range=models.Range(gte=gte, lte=lte))
-    raise InvalidInputError(f"filter {key!r}: Range bounds must be both numbers or datetimes")
+    """One filter entry as a qdrant-client condition (parsed by ``parse_condition``)."""
+    c = parse_condition(key, cond)
+    if c.kind == "value":
+        return models.FieldCondition(key=key, match=models.MatchValue(value=c.values[0]))
+    if c.kind == "any":
+        return models.FieldCondition(key=key, match=models.MatchAny(any=list(c.values)))
+    if c.kind == "datetime":
+        return models.FieldCondition(key=key, range=models.DatetimeRange(gte=c.gte, lte=c.lte))
+    return models.FieldCondition(key=key, range=models.Range(gte=c.gte, lte=c.lte))

@@ -1,0 +1,405 @@
+"""Embedded :class:`~hello_memory.stores.vector.base.VectorStore` over Qdrant Edge.
+
+Qdrant Edge (PyPI ``qdrant-edge-py``) runs the Qdrant engine itself inside the process:
+payload indexes, filtered exact search and the sparse IDF modifier are the server's Rust
+code, not qdrant-client's pure-Python local mode (which scans every point in Python to
+evaluate a payload filter). The directory layout under ``path``::
+
+    .lock                 exclusive lock: one process (one store) per directory
+    edge/<collection>/    one Edge shard per collection (WAL + segments)
+
+The ``.lock`` file is the same one qdrant-client's local mode takes, so the two embedded
+backends also refuse each other on one directory. Validation, filter semantics and
+error types are shared with the qdrant-client backend through
+:mod:`hello_memory.stores.vector._common` (this module never imports qdrant-client).
+
+Searches are exact (brute force in Rust over the points the payload indexes select):
+the shard is never optimised into HNSW segments here, so results match the server's
+``exact=True`` and cost grows with the namespace's size, not with other namespaces'.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from hello_memory.errors import (
+    BackendUnavailableError,
+    DimensionMismatchError,
+    HelloMemoryError,
+    InvalidInputError,
+    VectorError,
+    VectorStoreError,
+)
+from hello_memory.stores.vector._common import (
+    Cond,
+    _check_spec,
+    _dense,
+    _jsonable,
+    _require_ns,
+    _Shape,
+    _sparse_parts,
+    _uuid,
+    iso,
+    parse_condition,
+)
+from hello_memory.stores.vector.base import CollectionSpec, FieldCondition
+from hello_memory.types import SparseVector, VectorHit, VectorPoint
+
+__all__ = ["QdrantEdgeVectorStore"]
+
+log = logging.getLogger(__name__)
+
+_BATCH = 1024
+_DISTANCE_NAMES = {"cosine": "Cosine", "dot": "Dot", "euclid": "Euclid"}
+
+
+def _edge() -> Any:
+    """The ``qdrant_edge`` module, or a typed error naming the package to install."""
+    try:
+        import qdrant_edge
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "the embedded vector backend 'edge' needs qdrant-edge-py: pip install "
+            "qdrant-edge-py (or set vector.embedded: local for qdrant-client's local mode)"
+        ) from exc
+    return qdrant_edge
+
+
+class QdrantEdgeVectorStore:
+    """Vector store over Qdrant Edge shards in one directory (``path``).
+
+    ``collection_prefix`` is prepended to every collection's directory name, as the
+    server backend prefixes collection names; errors name the caller's collection.
+    """
+
+    def __init__(self, *, path: str, collection_prefix: str = "") -> None:
+        if not isinstance(path, str) or not path:
+            raise InvalidInputError(f"QdrantEdgeVectorStore needs a directory path, got {path!r}")
+        self._path = path
+        self._prefix = collection_prefix
+        self._lock_file: IO[str] | None = None
+        self._shards: dict[str, Any] = {}
+        self._shapes: dict[str, _Shape] = {}
+        # Serialises shard calls with close(): a query racing a close would touch a
+        # released shard. Edge itself is thread-safe; the lock only guards our maps.
+        self._mutex = threading.RLock()
+
+    # --- lifecycle ------------------------------------------------------------------
+    def open(self) -> None:
+        """Take the directory's lock (BackendUnavailableError when another store holds
+        it); shards are loaded on first use. No-op when already open."""
+        if self._lock_file is not None:
+            return
+        import portalocker  # a qdrant-client dependency; it probes the filesystem on import
+
+        _edge()
+        try:
+            os.makedirs(os.path.join(self._path, "edge"), exist_ok=True)
+            fh = open(os.path.join(self._path, ".lock"), "a+")  # noqa: SIM115 - held open
+        except OSError as exc:
+            raise BackendUnavailableError(f"cannot open vector directory {self._path!r}: {exc}"
+                                          ) from exc
+        try:
+            flags = portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
+            portalocker.lock(fh, flags)
+        except portalocker.exceptions.LockException as exc:
+            fh.close()
+            raise BackendUnavailableError(
+                f"embedded vector directory {self._path!r} is already open in another client: "
+                "one process (one store) per embedded directory; share data through a server "
+                "(url=)"
+            ) from exc
+        self._lock_file = fh
+
+    def close(self) -> None:
+        """Flush and close every shard, then release the lock; safe twice."""
+        with self._mutex:
+            shards, self._shards = self._shards, {}
+            self._shapes.clear()
+            fh, self._lock_file = self._lock_file, None
+            try:
+                for shard in shards.values():
+                    shard.flush()
+                    shard.close()
+            finally:
+                if fh is not None:
+                    fh.close()  # closing the descriptor releases the flock
+
+    # --- collections ----------------------------------------------------------------
+    def ensure_collection(self, spec: CollectionSpec) -> None:
+        """Create the shard if missing (with a tenant index on ``namespace`` and the
+        spec's payload indexes); if it exists, check every named vector."""
+        _check_spec(spec)
+        e = _edge()
+        with self._guard(spec.name):
+            directory = self._dir(spec.name)
+            if spec.name not in self._shards and not _has_shard(directory):
+                distance = getattr(e.Distance, _DISTANCE_NAMES[spec.distance])
+                config = e.EdgeConfig(
+                    vectors={n: e.EdgeVectorParams(size=s, distance=distance)
+                             for n, s in spec.dense.items()},
+                    sparse_vectors={n: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)
+                                    for n in spec.sparse},
+                )
+                self._shards[spec.name] = e.EdgeShard.create(str(directory), config)
+                if Path(self._path, "collection", self._prefix + spec.name).is_dir():
+                    log.warning(
+                        "%s holds a qdrant-client local-mode collection %r that the Edge "
+                        "backend does not read: rebuild its vectors from the records (reindex) "
+                        "or set vector.embedded: local", self._path, spec.name)
+            shape = self._load_shape(spec.name)
+            for name, size in spec.dense.items():
+                shape.need(spec.name, name)
+                if shape.dense[name] != size:
+                    raise DimensionMismatchError(spec.name, shape.dense[name], size, name)
+            for name in spec.sparse:
+                shape.need(spec.name, name, sparse=True)
+            if spec.dense and shape.distance != spec.distance:
+                raise VectorError(
+                    f"{spec.name!r} uses {shape.distance} distance, not {spec.distance}")
+            self._shapes[spec.name] = shape
+            shard = self._shard(spec.name)
+            have = set(shard.info().payload_schema)
+            wanted = {"namespace": "keyword", **(spec.payload_indexes or {})}
+            for field, kind in wanted.items():
+                if field in have:
+                    continue
+                schema: Any = (e.KeywordIndexParams(is_tenant=True) if field == "namespace"
+                               else getattr(e.PayloadSchemaType, kind.capitalize()))
+                shard.update(e.UpdateOperation.create_field_index(field, schema))
+
+    def _dir(self, collection: str) -> Path:
+        if not isinstance(collection, str) or not collection:
+            raise InvalidInputError(f"collection name must be a non-empty str: {collection!r}")
+        name = self._prefix + collection
+        if os.sep in name or name in (".", ".."):
+            raise InvalidInputError(f"collection name cannot be a path: {collection!r}")
+        return Path(self._path, "edge", name)
+
+    def _shard(self, collection: str) -> Any:
+        """The open shard of ``collection`` (loaded on first use)."""
+        if self._lock_file is None:
+            raise VectorStoreError("QdrantEdgeVectorStore is not open; call open() first")
+        shard = self._shards.get(collection)
+        if shard is None:
+            directory = self._dir(collection)
+            if not _has_shard(directory):
+                raise VectorStoreError(f"unknown collection {collection!r}")
+            shard = self._shards[collection] = _edge().EdgeShard.load(str(directory))
+        return shard
+
+    def _load_shape(self, collection: str) -> _Shape:
+        # Edge keeps the shard's vector configuration in this file; reading it avoids
+        # guessing sizes from stored points (an empty shard has none).
+        raw = json.loads((self._dir(collection) / "edge_config.json").read_text("utf-8"))
+        dense = {n: int(p["size"]) for n, p in (raw.get("vectors") or {}).items()}
+        distances = {str(p["distance"]).lower() for p in (raw.get("vectors") or {}).values()}
+        distance = distances.pop() if len(distances) == 1 else "mixed" if dense else "cosine"
+        return _Shape(dense, frozenset(raw.get("sparse_vectors") or {}), distance)
+
+    def _shape(self, collection: str) -> _Shape:
+        if collection not in self._shapes:
+            self._shard(collection)  # unknown collection -> VectorStoreError
+            self._shapes[collection] = self._load_shape(collection)
+        return self._shapes[collection]
+
+    # --- writes ---------------------------------------------------------------------
+    def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points by id; validates every point before writing any."""
+        e = _edge()
+        with self._guard(collection):
+            shape = self._shape(collection)
+            structs = [self._point(e, collection, shape, p) for p in points]
+            owner: dict[str, str] = {}
+            for pid, ns, _ in structs:
+                if owner.setdefault(pid, ns) != ns:
+                    raise InvalidInputError(f"id {pid} is given for two namespaces in one upsert")
+            shard = self._shard(collection)
+            # Ids are unique per collection, not per namespace: refuse (before writing
+            # anything) to replace a point that another namespace owns.
+            ids = list(owner)
+            for start in range(0, len(ids), _BATCH):
+                for rec in shard.retrieve(ids[start:start + _BATCH], ["namespace"], False):
+                    if (rec.payload or {}).get("namespace") != owner[str(rec.id)]:
+                        raise InvalidInputError(f"id {rec.id} belongs to another namespace")
+            for start in range(0, len(structs), _BATCH):
+                batch = [pt for _, _, pt in structs[start:start + _BATCH]]
+                shard.update(e.UpdateOperation.upsert_points(batch))
+
+    def _point(self, e: Any, collection: str, shape: _Shape, p: VectorPoint
+               ) -> tuple[str, str, Any]:
+        pid = _uuid(p.id)
+        payload = p.payload if isinstance(p.payload, Mapping) else None
+        ns = payload.get("namespace") if payload is not None else None
+        _require_ns(ns)  # type: ignore[arg-type]
+        vector: dict[str, Any] = {}
+        for name, values in p.vectors.items():
+            shape.need(collection, name)
+            vector[name] = _dense(values, collection, name, shape.dense[name])
+        for name, sparse in p.sparse.items():
+            shape.need(collection, name, sparse=True)
+            vector[name] = e.SparseVector(*_sparse_parts(sparse, collection, name))
+        if not vector:
+            raise VectorError(f"point {pid} has no vectors")
+        return pid, str(ns), e.Point(pid, vector, _jsonable(dict(payload or {})))
+
+    def delete(self, collection: str, ids: Sequence[str], *, namespace: str) -> None:
+        """Delete points by id within ``namespace``; unknown ids are a no-op."""
+        _require_ns(namespace)
+        wanted = {_uuid(i) for i in ids}
+        if wanted:
+            e = _edge()
+            flt = _filter(e, namespace, None, e.HasIdCondition(wanted))
+            with self._guard(collection):
+                self._shard(collection).update(e.UpdateOperation.delete_points_by_filter(flt))
+
+    def set_payload(
+        self, collection: str, ids: Sequence[str], payload: Mapping[str, Any], *, namespace: str
+    ) -> None:
+        """Merge ``payload`` into the points of ``namespace`` (vectors untouched); the
+        namespace field itself cannot be changed."""
+        _require_ns(namespace)
+        if "namespace" in payload and payload["namespace"] != namespace:
+            raise InvalidInputError("set_payload cannot move a point to another namespace")
+        wanted = {_uuid(i) for i in ids}
+        if not wanted:
+            return
+        e = _edge()
+        flt = _filter(e, namespace, None, e.HasIdCondition(wanted))
+        with self._guard(collection):
+            self._shard(collection).update(
+                e.UpdateOperation.set_payload_by_filter(flt, _jsonable(dict(payload))))
+
+    def clear(self, collection: str, *, namespace: str) -> None:
+        """Delete every point of ``namespace`` in the collection, nothing else."""
+        e = _edge()
+        flt = _filter(e, namespace, None)
+        with self._guard(collection):
+            self._shard(collection).update(e.UpdateOperation.delete_points_by_filter(flt))
+
+    # --- reads ----------------------------------------------------------------------
+    def search(
+        self,
+        collection: str,
+        query: Sequence[float] | SparseVector,
+        *,
+        namespace: str,
+        using: str = "dense",
+        limit: int = 10,
+        filters: Mapping[str, FieldCondition] | None = None,
+        score_threshold: float | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """Nearest points in ``namespace`` by the named dense or sparse vector;
+        ``ids`` restricts the search to those points (an empty list finds nothing)."""
+        e = _edge()
+        if ids is not None:
+            if not ids:
+                _require_ns(namespace)
+                return []
+            flt = _filter(e, namespace, filters, e.HasIdCondition({_uuid(i) for i in ids}))
+        else:
+            flt = _filter(e, namespace, filters)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError(f"limit must be a positive int, got {limit!r}")
+        with self._guard(collection):
+            shape = self._shape(collection)
+            shape.need(collection, using, sparse=isinstance(query, SparseVector))
+            if isinstance(query, SparseVector):
+                q: Any = e.SparseVector(*_sparse_parts(query, collection, using))
+            else:
+                q = _dense(query, collection, using, shape.dense[using])
+            res = self._shard(collection).query(e.QueryRequest(
+                limit=limit, query=e.Query.Nearest(q, using=using), filter=flt,
+                with_payload=True, score_threshold=score_threshold))
+        return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res]
+
+    def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
+        """Points by id (score 0.0) in request order, only those in ``namespace``."""
+        _require_ns(namespace)
+        wanted = list(dict.fromkeys(_uuid(i) for i in ids))
+        if not wanted:
+            return []
+        with self._guard(collection):
+            recs = self._shard(collection).retrieve(wanted, True, False)
+        found = {str(r.id): dict(r.payload or {}) for r in recs}
+        return [VectorHit(i, 0.0, found[i]) for i in wanted
+                if i in found and found[i].get("namespace") == namespace]
+
+    def count(
+        self,
+        collection: str,
+        *,
+        namespace: str,
+        filters: Mapping[str, FieldCondition] | None = None,
+    ) -> int:
+        """Exact number of points in ``namespace`` matching ``filters``."""
+        e = _edge()
+        flt = _filter(e, namespace, filters)
+        with self._guard(collection):
+            return int(self._shard(collection).count(e.CountRequest(filter=flt, exact=True)))
+
+    def ids(self, collection: str, *, namespace: str) -> set[str]:
+        """Every point id in ``namespace`` (used by reconcile)."""
+        e = _edge()
+        flt = _filter(e, namespace, None)
+        out: set[str] = set()
+        offset: Any = None
+        with self._guard(collection):
+            shard = self._shard(collection)
+            while True:
+                recs, offset = shard.scroll(e.ScrollRequest(
+                    offset=offset, limit=1024, filter=flt, with_payload=False))
+                out.update(str(r.id) for r in recs)
+                if offset is None:
+                    return out
+
+    # --- helpers --------------------------------------------------------------------
+    @contextmanager
+    def _guard(self, collection: str) -> Iterator[None]:
+        """Hold the mutex and map Edge's plain exceptions onto the hello-memory tree."""
+        try:
+            with self._mutex:
+                yield
+        except HelloMemoryError:
+            raise
+        except Exception as exc:  # Edge raises bare Exception with the engine's message
+            msg = str(exc)
+            if "WouldBlock" in msg or "Can't init WAL" in msg:
+                raise BackendUnavailableError(
+                    f"shard {collection!r} in {self._path!r} is locked by another process: "
+                    f"one process (one store) per embedded directory ({msg})") from exc
+            if "dimension error" in msg.lower():
+                raise VectorError(f"{collection!r}: {msg}") from exc
+            raise VectorStoreError(f"Qdrant Edge error on {collection!r}: {msg}") from exc
+
+
+def _has_shard(directory: Path) -> bool:
+    return (directory / "edge_config.json").is_file()
+
+
+def _filter(e: Any, namespace: str, filters: Mapping[str, FieldCondition] | None,
+            *extra: Any) -> Any:
+    """The namespace condition ANDed with ``filters`` (parsed as for the server backend)."""
+    _require_ns(namespace)
+    must: list[Any] = [e.FieldCondition("namespace", match=e.MatchValue(namespace)), *extra]
+    must.extend(_to_edge(e, parse_condition(k, v)) for k, v in (filters or {}).items())
+    return e.Filter(must=must)
+
+
+def _to_edge(e: Any, c: Cond) -> Any:
+    if c.kind == "value":
+        return e.FieldCondition(c.key, match=e.MatchValue(c.values[0]))
+    if c.kind == "any":
+        return e.FieldCondition(c.key, match=e.MatchAny(list(c.values)))
+    if c.kind == "datetime":
+        return e.FieldCondition(c.key, range=e.RangeDateTime(gte=iso(c.gte), lte=iso(c.lte)))
+    return e.FieldCondition(c.key, range=e.RangeFloat(
+        gte=None if c.gte is None else float(c.gte), lte=None if c.lte is None else float(c.lte)))
