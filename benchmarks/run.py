@@ -1,197 +1,256 @@
-"""Ingest and search benchmarks: hello-memory next to the raw stack, in one run.
+"""Ingest, search, footprint and peer benchmarks: hello-memory next to the raw stack.
 
-    python -m benchmarks.run [--n 1000] [--queries 100] [--out BENCHMARKS.md]
+    python -m benchmarks.run [--quick] [--n 1000 10000 100000] [--no-peer] [--out BENCHMARKS.md]
 
 Raw stack = sentence-transformers ``encode`` (same model, same batch size) + an embedded
-qdrant-client collection (``path=``), i.e. the least any memory layer on these parts
-must do. hello-memory = ``MemoryManager.add_many`` / ``search`` on its embedded defaults
-(SQLite records + outbox, embedded Qdrant, SQLite graph). Both sides run in this process,
-on the same synthetic corpus (fixed seed), so the ratios are comparable even on a noisy
-machine; absolute numbers are not.
+qdrant-client collection (``path=``, one collection, no filter): the least any memory
+layer on these parts must do. hello-memory = ``MemoryManager`` on its embedded defaults
+(SQLite records + outbox, Qdrant Edge vectors, SQLite graph). Both run in this process
+on the same texts, so ratios are comparable on a noisy machine; absolute numbers are not.
+
+* N <= 10k: ingest includes embedding on both sides.
+* N = 100k: both sides reuse cached real embeddings (``benchmarks/.cache``, computed
+  once by the model) so the row measures the store path alone.
+* Search: top 5, query embedding included on both sides; "dense" =
+  ``MemoryManager.search(q, ["episodic"])``, "fused" = ``HybridRetriever.search`` (every
+  view: dense + BM25 + symbolic + graph, no LLM); "fused, no embed" = the same with the
+  query vectors precomputed (the target at 100k excludes query embedding).
+* Isolation: a 1k-memory namespace is searched before and after the N others load.
+* Peer: LoCoMo dev turns on hello-memory, the raw stack and mem0 (``.venv-peer``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
-import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
+from benchmarks.corpus import CachedEmbedder, cached_embeddings, corpus, queries
 from benchmarks.report import write_section
 
-NAMES = ["Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Hana", "Ivan", "Judy"]
-PLACES = ["Berlin", "Paris", "Tokyo", "Lisbon", "Hangzhou", "Toronto", "Nairobi", "Lima"]
-THINGS = ["green tea", "jazz records", "mountain bikes", "sushi", "board games", "kayaks",
-          "old maps", "espresso", "sci-fi novels", "houseplants"]
-EVENTS = ["moved to {p}", "flew to {p} for a conference", "bought {t} in {p}",
-          "met {o} in {p}", "started learning about {t}", "lost a bag of {t} in {p}",
-          "hosted a dinner for {o}", "signed a lease in {p}"]
-ZH = ["{n}上周在{p}买了{t}。", "{n}喜欢{t}，预算在一千元以内。", "{n}和{o}在{p}讨论了项目进度。"]
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+CACHE_FROM = 100_000  # N at and above which the corpus embeddings come from the cache
 
 
-def corpus(n: int, seed: int = 7) -> list[str]:
-    rng = random.Random(seed)
+def pct(xs: Sequence[float], q: float) -> float:
+    ys = sorted(xs)
+    return ys[min(len(ys) - 1, int(round(q * (len(ys) - 1))))]
+
+
+def lat_ms(fn: Callable[[str], object], qs: Sequence[str]) -> tuple[float, float]:
+    """p50 / p95 in ms of ``fn`` over the queries."""
     out = []
-    for i in range(n):
-        n1, n2 = rng.sample(NAMES, 2)
-        p, t = rng.choice(PLACES), rng.choice(THINGS)
-        if i % 5 == 4:
-            out.append(rng.choice(ZH).format(n=n1, o=n2, p=p, t=t) + f" #{i}")
-        else:
-            ev = rng.choice(EVENTS).format(p=p, t=t, o=n2)
-            out.append(f"{n1} {ev} (note {i}).")
-    return out
+    for q in qs:
+        t0 = time.perf_counter()
+        fn(q)
+        out.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(out), 1000 * pct(out, 0.95)
 
 
-def queries(k: int, seed: int = 11) -> list[str]:
-    rng = random.Random(seed)
-    forms = ["Where did {n} move?", "What does {n} like?", "Who went to {p}?",
-             "{n}在{p}做了什么？", "Tell me about {t}"]
-    return [rng.choice(forms).format(n=rng.choice(NAMES), p=rng.choice(PLACES),
-                                     t=rng.choice(THINGS)) for _ in range(k)]
+class QueryVectors:
+    """An embedder whose query vectors were computed beforehand (excludes embedding)."""
+
+    def __init__(self, inner: Any, qs: Sequence[str]) -> None:
+        self.inner = inner
+        self._q = {q: inner.embed_query(q) for q in qs}
+
+    def embed_query(self, text: str) -> Any:
+        return self._q[text] if text in self._q else self.inner.embed_query(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
-
-
-def timed(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def bench(n: int, n_queries: int, batch: int) -> dict[str, float]:
-    from qdrant_client import QdrantClient, models
-
+def open_manager(data_dir: Path, embedder: Any) -> Any:
     from hello_memory.config import load_settings
-    from hello_memory.embedding import SentenceTransformerEmbedder
     from hello_memory.factory import open_stores
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.memory.working import WorkingMemory
     from hello_memory.text.entities import RuleExtractor
+
+    settings = load_settings(environ={}, data_dir=data_dir)
+    return MemoryManager(open_stores(settings, embedder=embedder), working=WorkingMemory(),
+                         extractor=RuleExtractor())
+
+
+def entries(texts: Sequence[str], ns: str, now: datetime) -> list[dict[str, Any]]:
+    return [{"content": t, "memory_type": "episodic", "namespace": ns, "importance": 0.5,
+             "event_time": now - timedelta(minutes=i)} for i, t in enumerate(texts)]
+
+
+def fused_searcher(mm: Any) -> tuple[Callable[[str, str], object], Any] | None:
+    try:
+        from hello_memory.retrieval.hybrid import HybridRetriever
+    except ImportError:
+        return None
+    retriever = HybridRetriever(mm)
+    return (lambda q, ns: retriever.search(q, 5, namespace=ns)), retriever
+
+
+def raw_stack(tmp: Path, model: Any, texts: Sequence[str], vecs: Any, batch: int,
+              qs: Sequence[str]) -> dict[str, float]:
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(tmp / "raw"))
+    client.create_collection("raw", vectors_config=models.VectorParams(
+        size=len(model.encode(["x"])[0]), distance=models.Distance.COSINE))
+    t0 = time.perf_counter()
+    if vecs is None:
+        vecs = model.encode(list(texts), batch_size=batch, normalize_embeddings=True)
+    pts = [models.PointStruct(id=str(uuid.uuid4()), vector=v.tolist(),
+                              payload={"namespace": "b", "text": t})
+           for t, v in zip(texts, vecs, strict=True)]
+    for i in range(0, len(pts), 256):
+        client.upsert("raw", pts[i:i + 256], wait=True)
+    res = {"raw_ingest_s": time.perf_counter() - t0}
+
+    def query(q: str) -> None:
+        v = model.encode([q], normalize_embeddings=True)[0]
+        client.query_points("raw", v.tolist(), limit=5)
+
+    res["raw_p50_ms"], res["raw_p95_ms"] = lat_ms(query, qs)
+    client.close()
+    return res
+
+
+def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[str, Any]:
+    from hello_memory.embedding import SentenceTransformerEmbedder
 
     texts, qs = corpus(n), queries(n_queries)
     embedder = SentenceTransformerEmbedder(batch_size=batch)
     model = embedder._ensure_loaded()  # the same loaded model serves both sides
     embedder.embed(["warm up"])
     now = datetime.now(timezone.utc)
-    res: dict[str, float] = {"n": n}
+    res: dict[str, Any] = {"n": n, "cached": n >= CACHE_FROM, "queries": n_queries}
+    vecs = cached_embeddings(model, texts, batch, "synthetic-minilm") if res["cached"] else None
+    hm_embedder: Any = CachedEmbedder(embedder, texts, vecs) if vecs is not None else embedder
 
-    with tempfile.TemporaryDirectory() as tmp:
-        # raw: encode + embedded qdrant upsert
-        client = QdrantClient(path=str(Path(tmp) / "raw"))
-        client.create_collection("raw", vectors_config=models.VectorParams(
-            size=embedder.dimension, distance=models.Distance.COSINE))
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        print(f"  raw stack N={n}", flush=True)
+        res.update(raw_stack(tmp, model, texts, vecs, batch, qs))
 
-        def raw_ingest() -> None:
-            vecs = model.encode(texts, batch_size=batch, normalize_embeddings=True)
-            pts = [models.PointStruct(id=str(uuid.uuid4()), vector=v.tolist(),
-                                      payload={"namespace": "b", "text": t})
-                   for t, v in zip(texts, vecs, strict=True)]
-            for i in range(0, len(pts), 256):
-                client.upsert("raw", pts[i:i + 256], wait=True)
-
-        res["raw_ingest_s"] = timed(raw_ingest)
-        raw_lat = []
-        for q in qs:
-            def raw_q(q: str = q) -> None:
-                v = model.encode([q], normalize_embeddings=True)[0]
-                client.query_points("raw", v.tolist(), limit=5)
-            raw_lat.append(timed(raw_q))
-        client.close()
-
-        settings = load_settings(environ={}, data_dir=Path(tmp) / "hm")
-        mm = MemoryManager(open_stores(settings, embedder=embedder), working=WorkingMemory(),
-                           extractor=RuleExtractor())
-        entries = [{"content": t, "memory_type": "episodic", "namespace": "b",
-                    "importance": 0.5, "event_time": now - timedelta(minutes=i)}
-                   for i, t in enumerate(texts)]
-        res["hm_ingest_s"] = timed(lambda: mm.add_many(entries))
-        sem = [{**e, "memory_type": "semantic", "namespace": "s"} for e in entries]
-        res["hm_semantic_ingest_s"] = timed(lambda: mm.add_many(sem))
-        hm_lat, hm_all = [], []
-        for q in qs:
-            hm_lat.append(timed(lambda q=q: mm.search(q, ["episodic"], 5, namespace="b")))
-            hm_all.append(timed(lambda q=q: mm.search(q, None, 5, namespace="s")))
+        print(f"  hello-memory N={n}", flush=True)
+        data = tmp / "hm"
+        mm = open_manager(data, hm_embedder)
+        solo = [f"{t} (solo)" for t in corpus(1000, seed=99)]
+        mm.add_many(entries(solo, "solo", now))
+        res["solo_before_p50_ms"], res["solo_before_p95_ms"] = lat_ms(
+            lambda q: mm.search(q, ["episodic"], 5, namespace="solo"), qs)
+        t0 = time.perf_counter()
+        for i in range(0, n, 10_000):  # one call per 10k keeps the batch's memory bounded
+            mm.add_many(entries(texts[i:i + 10_000], "b", now))
+        res["hm_ingest_s"] = time.perf_counter() - t0
+        res["solo_after_p50_ms"], res["solo_after_p95_ms"] = lat_ms(
+            lambda q: mm.search(q, ["episodic"], 5, namespace="solo"), qs)
+        res["dense_p50_ms"], res["dense_p95_ms"] = lat_ms(
+            lambda q: mm.search(q, ["episodic"], 5, namespace="b"), qs)
+        fused = fused_searcher(mm)
+        if fused is not None:
+            search, retriever = fused
+            res["fused_p50_ms"], res["fused_p95_ms"] = lat_ms(lambda q: search(q, "b"), qs)
+            inner = mm.stores.embedder
+            mm.stores.embedder = QueryVectors(inner, qs)
+            res["fused_noembed_p50_ms"], res["fused_noembed_p95_ms"] = lat_ms(
+                lambda q: search(q, "b"), qs)
+            mm.stores.embedder = inner
+            retriever.close()
         mm.close()
-
-    for name, lat in (("raw", raw_lat), ("hm_episodic", hm_lat), ("hm_all_types", hm_all)):
-        res[f"{name}_p50_ms"] = 1000 * statistics.median(lat)
-        res[f"{name}_p95_ms"] = 1000 * pct(lat, 0.95)
+        print(f"  footprint N={n}", flush=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "benchmarks.footprint", str(data), "b",
+             "--searches", str(footprint_searches)],
+            cwd=ROOT, capture_output=True, text=True, timeout=3600, check=True)
+        fp = json.loads(out.stdout.strip().splitlines()[-1])
+        res["footprint"] = fp
+        res["disk_bytes_per_memory"] = fp["disk_bytes"] / (n + len(solo))
     return res
 
 
 def versions() -> str:
     from importlib.metadata import version
 
-    import qdrant_client  # noqa: F401
     import sentence_transformers
     import sqlalchemy
     import torch
 
     return (f"Python {platform.python_version()}, torch {torch.__version__}, "
             f"sentence-transformers {sentence_transformers.__version__}, "
-            f"qdrant-client {version('qdrant-client')}, SQLAlchemy {sqlalchemy.__version__}")
+            f"qdrant-client {version('qdrant-client')}, qdrant-edge-py "
+            f"{version('qdrant-edge-py')}, SQLAlchemy {sqlalchemy.__version__}")
 
 
-def report(rows: list[dict[str, float]], batch: int) -> str:
-    lines = [
-        "## Ingest and search next to the raw stack", "",
-        f"Produced by `make bench` (`python -m benchmarks.run`) on {time.strftime('%Y-%m-%d')}, "
-        f"{os.cpu_count()} cores, {versions()}. Model all-MiniLM-L6-v2 on the CPU, batch "
-        f"{batch}. Each row is one run in one process: hello-memory next to the raw stack "
-        "(sentence-transformers encode + embedded qdrant-client upsert / query) on the same "
-        "synthetic corpus (fixed seed, 20% Chinese). Compare the ratios; absolute numbers "
-        "move with the machine's load.", "",
-        "### Ingest", "",
-        "| N | raw items/s | hello-memory episodic items/s | ratio | semantic (with entity "
-        "graph) items/s | ratio |", "|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        raw, hm, sem = (r["n"] / r[k] for k in ("raw_ingest_s", "hm_ingest_s",
-                                                  "hm_semantic_ingest_s"))
-        lines.append(f"| {int(r['n'])} | {raw:.0f} | {hm:.0f} | {hm / raw:.2f} | {sem:.0f} | "
-                     f"{sem / raw:.2f} |")
-    lines += ["", "### Search (top 5, query embedding included)", "",
-              "| N | raw p50 / p95 ms | episodic p50 / p95 ms | ratio p95 | all types "
-              "(working + episodic + semantic with graph) p50 / p95 ms | ratio p95 |",
-              "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(
-            f"| {int(r['n'])} | {r['raw_p50_ms']:.1f} / {r['raw_p95_ms']:.1f} | "
-            f"{r['hm_episodic_p50_ms']:.1f} / {r['hm_episodic_p95_ms']:.1f} | "
-            f"{r['hm_episodic_p95_ms'] / r['raw_p95_ms']:.2f} | "
-            f"{r['hm_all_types_p50_ms']:.1f} / {r['hm_all_types_p95_ms']:.1f} | "
-            f"{r['hm_all_types_p95_ms'] / r['raw_p95_ms']:.2f} |")
-    lines += ["", "Embedded Qdrant (local mode) searches by brute force: its cost grows "
-              "linearly with N. Past a few tens of thousands of memories per collection, "
-              "point `vector.url` at a Qdrant server (HNSW index).", ""]
-    return "\n".join(lines)
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} (1 / 5 / 15 min)"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, nargs="+", default=[1000])
-    ap.add_argument("--queries", type=int, default=100)
+    from benchmarks import locomo_peer, plots, tables
+
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="N = 1k and 10k, 30 queries, one LoCoMo conversation (< 10 min)")
+    ap.add_argument("--n", type=int, nargs="+")
+    ap.add_argument("--queries", type=int)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
+    ap.add_argument("--no-peer", action="store_true", help="skip the LoCoMo peer comparison")
+    ap.add_argument("--conversations", type=int, help="LoCoMo conversations for the peer run")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other N rows (and the peer run, with --no-peer) of the last "
+                         "results/run.json, replacing only what this run measures")
+    ap.add_argument("--render-only", action="store_true",
+                    help="rewrite the section and plots from results/run.json, measure nothing")
+    ap.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
     args = ap.parse_args()
+    if args.render_only:
+        saved = json.loads((RESULTS / "run.json").read_text())
+        pngs = plots.draw(saved["rows"], saved["peer"], RESULTS)
+        write_section(args.out, "ingest-search",
+                      tables.render(saved["meta"], saved["rows"], saved["peer"], pngs))
+        return
+    ns = args.n or ([1000, 10_000] if args.quick else [1000, 10_000, 100_000])
+    n_queries = args.queries or (30 if args.quick else 100)
+    convs = args.conversations or (1 if args.quick else 3)
+    started = time.time()
+    meta = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "versions": versions(),
+            "load_start": load(), "quick": args.quick, "batch": args.batch}
     rows = []
-    for n in args.n:
+    for n in ns:
         print(f"N={n} ...", flush=True)
-        rows.append(bench(n, args.queries, args.batch))
-        print(rows[-1], flush=True)
-    write_section(args.out, "ingest-search", report(rows, args.batch))
-    print(f"wrote {args.out}")
+        rows.append(bench(n, n_queries, args.batch, 200 if args.quick else 1000))
+        print(json.dumps(rows[-1]), flush=True)
+    peer = None if args.no_peer else locomo_peer.run(convs, args.batch)
+    meta["load_end"] = load()
+    meta["minutes"] = (time.time() - started) / 60
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    last = RESULTS / "run.json"
+    if args.merge and last.exists():
+        # Rows measured in different runs: the section says so (their loads differ).
+        old = json.loads(last.read_text())
+        mine = {r["n"] for r in rows}
+        rows = sorted([r for r in old["rows"] if r["n"] not in mine] + rows,
+                      key=lambda r: r["n"])
+        peer = peer or old.get("peer")
+        meta["merged_from"] = old["meta"]
+    (RESULTS / "run.json").write_text(json.dumps({"meta": meta, "rows": rows, "peer": peer},
+                                                 indent=1, default=str))
+    pngs = plots.draw(rows, peer, RESULTS)
+    write_section(args.out, "ingest-search", tables.render(meta, rows, peer, pngs))
+    print(f"wrote {args.out} and {', '.join(str(p) for p in pngs)} "
+          f"in {meta['minutes']:.1f} min")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,118 @@
+"""The BENCHMARKS.md section written by ``benchmarks.run`` (tables from one run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _f(x: float | None, digits: int = 1) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "n/a" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any] | None,
+           pngs: list[Path]) -> str:
+    cmd = "make bench-quick" if meta["quick"] else "make bench"
+    lines = [
+        "## Ingest, search and footprint next to the raw stack and a peer", "",
+        f"Produced by `{cmd}` (`python -m benchmarks.run{' --quick' if meta['quick'] else ''}`)"
+        f" on {meta['date']} in {meta['minutes']:.0f} min, {meta['cores']} cores, "
+        f"{meta['versions']}. Model all-MiniLM-L6-v2 on the CPU, batch {meta['batch']}. "
+        f"Machine load at start: {meta['load_start']}; at the end: {meta['load_end']} (the "
+        "machine is shared: compare the ratios, measured side by side in one process; "
+        "absolute numbers move with the load). Raw stack = sentence-transformers encode + "
+        "embedded qdrant-client (local mode, one collection, no filter). hello-memory = "
+        "`MemoryManager` on its embedded defaults (SQLite records + outbox, Qdrant Edge "
+        "vectors, SQLite graph). Synthetic corpus with a fixed seed, 20% Chinese.", "",
+        *([f"Rows of N not in this run come from an earlier run ({meta['merged_from']['date']},"
+           f" {meta['merged_from']['load_start']}); each row's ratios are from one run.", ""]
+          if meta.get("merged_from") else []),
+        "### Ingest", "",
+        "| N | raw items/s | hello-memory items/s | ratio (target >= 0.85) | note |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        raw, hm = r["n"] / r["raw_ingest_s"], r["n"] / r["hm_ingest_s"]
+        note = ("cached embeddings on both sides: store path only" if r["cached"]
+                else "embedding included on both sides")
+        lines.append(f"| {r['n']} | {raw:.0f} | {hm:.0f} | {hm / raw:.2f} | {note} |")
+    if meta["quick"]:
+        lines += ["", "Quick mode: no 100k row (`make bench` adds it, with the 100k corpus "
+                  "embedded once into `benchmarks/.cache`)."]
+    lines += [
+        "", "### Search (top 5, p50 / p95 ms)", "",
+        "Query embedding is included everywhere except in the \"fused, no embedding\" "
+        "column (query vectors computed beforehand: the 100k target's measure). Dense = "
+        "`MemoryManager.search(q, [\"episodic\"])`; fused = `HybridRetriever.search` with "
+        "every view (dense + BM25 + symbolic + graph, no LLM).", "",
+        "| N | raw dense | hello-memory dense | ratio p95 | fused | ratio p95 (target <= 2 at "
+        "10k) | fused, no embedding (target p95 <= 50 at 100k) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['n']} | {_f(r['raw_p50_ms'])} / {_f(r['raw_p95_ms'])} | "
+            f"{_f(r['dense_p50_ms'])} / {_f(r['dense_p95_ms'])} | "
+            f"{_ratio(r['dense_p95_ms'], r['raw_p95_ms'])} | "
+            f"{_f(r.get('fused_p50_ms'))} / {_f(r.get('fused_p95_ms'))} | "
+            f"{_ratio(r.get('fused_p95_ms'), r['raw_p95_ms'])} | "
+            f"{_f(r.get('fused_noembed_p50_ms'))} / {_f(r.get('fused_noembed_p95_ms'))} |")
+    lines += [
+        "", "### Other namespaces' data", "",
+        "Dense search p50 / p95 ms in a 1,000-memory namespace, before and after N "
+        "memories of another namespace are added to the same store.", "",
+        "| N others | before | after | ratio p50 |", "|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['n']} | {_f(r['solo_before_p50_ms'])} / {_f(r['solo_before_p95_ms'])}"
+                     f" | {_f(r['solo_after_p50_ms'])} / {_f(r['solo_after_p95_ms'])} | "
+                     f"{_ratio(r['solo_after_p50_ms'], r['solo_before_p50_ms'])} |")
+    lines += [
+        "", "### Footprint (a fresh process opening the store)", "",
+        "Cold start = import hello-memory + open the store + first search; the embedder's "
+        "import and model load (torch, sentence-transformers) are reported apart, as the "
+        "target excludes them.", "",
+        "| memories | cold start s (target <= 3) | import / open / first search s | embedder "
+        "import + load s | RSS after open MB | RSS after searches MB (searches) | disk bytes "
+        "per memory |", "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        fp = r["footprint"]
+        lines.append(
+            f"| {r['n'] + 1000} | {fp['cold_start_s']:.2f} | {fp['import_s']:.2f} / "
+            f"{fp['open_s']:.2f} / {fp['first_search_s']:.2f} | "
+            f"{fp['embedder_import_load_s']:.1f} | {fp['rss_open_mb']:.0f} | "
+            f"{fp['rss_after_searches_mb']:.0f} ({int(fp['searches'])}) | "
+            f"{r['disk_bytes_per_memory']:.0f} |")
+    if peer is not None:
+        lines += [
+            "", "### Peer: LoCoMo dev turns", "",
+            f"{peer['conversations']} conversation(s), one namespace / user each; search = top "
+            f"5 for the {peer['questions']} questions (categories 1-4) of the first "
+            "conversation, with only it loaded and then with every conversation loaded. "
+            "mem0: `add(..., infer=False)` per session, embedded Qdrant, the same local "
+            "MiniLM through its huggingface embedder, offline, in its own venv "
+            "(`.venv-peer`).", "",
+            "| system | turns | ingest turns/s | search p50 / p95 ms (one conversation) | "
+            "search p50 / p95 ms (all loaded) |", "|---|---|---|---|---|",
+        ]
+        for p in peer["rows"]:
+            if "skipped" in p:
+                lines.append(f"| {p['system']} | skipped: {p['skipped']} | | | |")
+                continue
+            lines.append(
+                f"| {p['system']} | {p['turns']} | {p['ingest_per_s']:.1f} | "
+                f"{p['search_one_p50_ms']:.1f} / {p['search_one_p95_ms']:.1f} | "
+                f"{p['search_all_p50_ms']:.1f} / {p['search_all_p95_ms']:.1f} |")
+    if pngs:
+        lines += ["", "Plots: " + ", ".join(
+            f"[{p.name}]({p.relative_to(ROOT).as_posix()})" for p in pngs) + "."]
+    lines += ["", "Where the embedded path is brute force and when to move to the Qdrant "
+              "server: [docs/PERFORMANCE.md](docs/PERFORMANCE.md).", ""]
+    return "\n".join(lines)
