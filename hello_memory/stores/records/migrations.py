@@ -16,7 +16,13 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, insert, inspect, select, text, update
 
 from hello_memory.errors import SchemaVersionError
-from hello_memory.stores.records.models import SCHEMA_VERSION, Base, MemoryRow, SchemaMeta
+from hello_memory.stores.records.models import (
+    SCHEMA_VERSION,
+    Base,
+    MemoryRow,
+    RagOutboxRow,
+    SchemaMeta,
+)
 from hello_memory.validation import content_hash
 
 log = logging.getLogger(__name__)
@@ -36,8 +42,13 @@ def _v1_to_v2(conn: Connection) -> None:
                      .values(content_hash=content_hash(content)))
 
 
+def _v2_to_v3(conn: Connection) -> None:
+    """v3 adds ``hm_rag_outbox``: pending index work of document chunks (RAG)."""
+    RagOutboxRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
+
+
 # MIGRATIONS[n] upgrades a database at version n to n + 1.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def read_version(conn: Connection) -> int | None:

@@ -1,4 +1,4 @@
-"""SQLAlchemy table definitions of the record store (schema version 2).
+"""SQLAlchemy table definitions of the record store (schema version 3).
 
 The record store is the source of truth: Qdrant and the graph are derived from it.
 All times are stored as timezone-aware UTC. The SQLite graph backend keeps its
@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 ID = String(36)
 
@@ -196,6 +196,22 @@ class OutboxRow(Base):
     op: Mapped[str] = mapped_column(String(32))  # upsert | payload | delete
     namespace: Mapped[str] = mapped_column(String(255))
     memory_id: Mapped[str] = mapped_column(ID)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class RagOutboxRow(Base):
+    """Index operations of document chunks (schema v3), committed with the chunk rows
+    and applied to the chunk collection afterwards. Kept apart from ``hm_outbox``:
+    that one is replayed by the memory write path, which knows nothing of chunks."""
+
+    __tablename__ = "hm_rag_outbox"
+    __table_args__ = (Index("ix_rag_outbox_pending", "applied_at", "seq"),)
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    op: Mapped[str] = mapped_column(String(16))  # upsert | delete
+    namespace: Mapped[str] = mapped_column(String(255))
+    chunk_id: Mapped[str] = mapped_column(ID)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 

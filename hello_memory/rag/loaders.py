@@ -1,0 +1,278 @@
+"""Files to Markdown, and folders to the files inside them.
+
+Plain UTF-8 text (``.txt``, ``.md``) is read directly; JSON is parsed and re-indented
+(so a minified file gets lines to chunk on); PDF, DOCX, PPTX, XLSX, HTML and CSV go
+through MarkItDown (``rag`` extra), imported on first use. Every failure is a
+:class:`~hello_memory.rag.errors.DocumentError` naming the file, so one bad file is
+one line in the ingest report and the rest of the batch goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import threading
+import zipfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hello_memory.rag.errors import (
+    DocumentReadError,
+    EmptyDocumentError,
+    UnsupportedDocumentError,
+)
+
+__all__ = [
+    "MARKITDOWN_TYPES", "SUPPORTED_SUFFIXES", "TEXT_TYPES", "FoundFile", "LoadedDocument",
+    "check_text", "collect_files",
+    "load_file", "to_markdown",
+]
+
+TEXT_TYPES = frozenset({".txt", ".md", ".markdown", ".text", ".rst"})
+MARKITDOWN_TYPES = frozenset({".pdf", ".docx", ".pptx", ".xlsx", ".html", ".htm", ".csv"})
+SUPPORTED_SUFFIXES = TEXT_TYPES | MARKITDOWN_TYPES | {".json"}
+
+_COMMENT_LINE_RE = re.compile(r"^[ \t]*<!--.*?-->[ \t]*$", re.MULTILINE)
+
+_markitdown: Any = None
+_markitdown_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    """A file read and converted: the Markdown, its title and what identifies the bytes."""
+
+    path: Path
+    markdown: str
+    content_hash: str  # sha256 of the file's bytes
+    modified_time: datetime
+    size: int
+    title: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _converter(path: str, suffix: str) -> Any:
+    """The shared MarkItDown instance; without the ``rag`` extra the file is one
+    per-file error (plain text, Markdown and JSON still load)."""
+    global _markitdown
+    if _markitdown is None:
+        with _markitdown_lock:
+            if _markitdown is None:
+                try:
+                    from markitdown import MarkItDown
+                except ImportError as exc:
+                    raise UnsupportedDocumentError(
+                        path, f"{suffix} files need MarkItDown: pip install "
+                              f"'hello-memory[rag]' ({exc})") from exc
+                _markitdown = MarkItDown(enable_plugins=False)
+    return _markitdown
+
+
+def _decode_text(path: str, data: bytes) -> str:
+    if b"\x00" in data:
+        raise DocumentReadError(path, "holds NUL bytes: a binary file, not text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentReadError(path, f"is not UTF-8 text ({exc.reason} at byte {exc.start})"
+                                ) from None
+    if _control_share(text) > 0.01 and len(text) > 8:
+        raise DocumentReadError(path, "holds control characters: a binary file, not text")
+    return text
+
+
+def _check_container(path: str, suffix: str, data: bytes) -> None:
+    """Binary formats must look like themselves: otherwise MarkItDown may guess another
+    converter (plain text) and index garbage."""
+    if suffix in (".docx", ".pptx", ".xlsx"):
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                names = set(archive.namelist())
+        except (zipfile.BadZipFile, OSError, ValueError):
+            raise DocumentReadError(path, f"is not a valid {suffix} file (not a ZIP container)"
+                                    ) from None
+        if "[Content_Types].xml" not in names:
+            raise DocumentReadError(path, f"is not a valid {suffix} file (no Office content)")
+    elif suffix == ".pdf":
+        if b"%PDF-" not in data[:1024]:
+            raise DocumentReadError(path, "is not a valid .pdf file (no %PDF header)")
+        _check_pdf_structure(path, data)
+
+
+def _check_pdf_structure(path: str, data: bytes) -> None:
+    """A header alone proves little: parse the document catalogue with pdfminer (the
+    library MarkItDown reads PDFs with), so a damaged file is refused here instead of
+    reaching MarkItDown's plain-text fallback."""
+    try:
+        from pdfminer.pdfdocument import PDFDocument
+        from pdfminer.pdfparser import PDFParser
+        from pdfminer.psexceptions import PSException
+    except ImportError:  # converting will report the missing extra
+        return
+    try:
+        PDFDocument(PDFParser(io.BytesIO(data)))
+    except (PSException, ValueError, KeyError, TypeError) as exc:
+        raise DocumentReadError(path, f"is not a valid .pdf file ({exc})") from None
+
+
+def to_markdown(path: str, suffix: str, data: bytes) -> tuple[str, str | None]:
+    """Markdown text and title (when the format has one) of a file's bytes."""
+    if suffix in TEXT_TYPES:
+        return _decode_text(path, data), None
+    if suffix == ".json":
+        text = _decode_text(path, data)
+        try:
+            return json.dumps(json.loads(text), indent=2, ensure_ascii=False), None
+        except json.JSONDecodeError as exc:
+            raise DocumentReadError(path, f"is not valid JSON ({exc})") from None
+    if suffix not in MARKITDOWN_TYPES:
+        raise UnsupportedDocumentError(
+            path, f"unsupported file type {suffix or '(no extension)'!r}; supported: "
+            + ", ".join(sorted(SUPPORTED_SUFFIXES)))
+    _check_container(path, suffix, data)
+    converter = _converter(path, suffix)
+    from markitdown import StreamInfo
+
+    try:
+        result = converter.convert_stream(
+            io.BytesIO(data), stream_info=StreamInfo(extension=suffix, filename=Path(path).name))
+    except Exception as exc:  # MarkItDown wraps each converter's own exceptions
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DocumentReadError(path, f"cannot convert {suffix} file: {reason}") from exc
+    # Comment-only lines (PPTX slide markers) carry no text; left in they become
+    # chunks of their own.
+    markdown = _COMMENT_LINE_RE.sub("", result.markdown or "")
+    if "\x00" in markdown or _control_share(markdown) > 0.01:
+        # MarkItDown tries its other converters when the right one fails, and the
+        # plain-text one accepts anything: a broken PDF would come back as its bytes.
+        raise DocumentReadError(path, f"cannot convert {suffix} file: it is damaged (the "
+                                      "conversion gave binary data)")
+    return markdown, (result.title or None)
+
+
+def _control_share(text: str) -> float:
+    control = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\r\t\f\v")
+    return control / max(1, len(text))
+
+
+def load_file(path: Path, *, max_bytes: int, max_line_chars: int) -> LoadedDocument:
+    """Read and convert one file (already resolved). Raises DocumentError."""
+    name = str(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise UnsupportedDocumentError(
+            name, f"unsupported file type {suffix or '(no extension)'!r}; supported: "
+            + ", ".join(sorted(SUPPORTED_SUFFIXES)))
+    try:
+        stat = path.stat()
+        if stat.st_size > max_bytes:
+            raise DocumentReadError(name, f"is {stat.st_size:,} bytes, more than rag.max_file_mb "
+                                          f"allows ({max_bytes:,})")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DocumentReadError(name, f"cannot be read: {exc.strerror or exc}") from exc
+    markdown, title = to_markdown(name, suffix, data)
+    check_text(name, markdown, max_line_chars=max_line_chars)
+    return LoadedDocument(
+        path=path, markdown=markdown, content_hash=hashlib.sha256(data).hexdigest(),
+        modified_time=datetime.fromtimestamp(stat.st_mtime, timezone.utc), size=len(data),
+        title=title, metadata={"format": suffix.lstrip("."), "bytes": len(data)})
+
+
+def check_text(name: str, text: str, *, max_line_chars: int) -> None:
+    """Refuse text with nothing in it, or with a line too long to be prose (a minified
+    or base64 blob), before anything is chunked or written."""
+    if not text.strip():
+        raise EmptyDocumentError(name, "holds no text")
+    longest = max((len(line) for line in text.splitlines()), default=0)
+    if longest > max_line_chars:
+        raise DocumentReadError(
+            name, f"has a single line of {longest:,} characters (more than rag.max_line_chars "
+                  f"= {max_line_chars:,}); not prose: raise the limit to index it anyway")
+
+
+def _is_hidden(name: str) -> bool:
+    return name.startswith(".")
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    """A path met while collecting: ``resolved`` to ingest, or ``problem`` (an error
+    when ``error``, else a reason to skip it, e.g. a link not followed)."""
+
+    given: str
+    resolved: Path | None
+    problem: str | None = None
+    error: bool = False
+    in_folder: bool = False  # met while walking a folder (not named by the caller)
+
+
+def collect_files(
+    paths: Sequence[str | os.PathLike[str]], *, follow_symlinks: bool = False
+) -> Iterator[FoundFile]:
+    """Files to ingest, in a stable order, each real file once.
+
+    A path the caller names is used even if it is a link (the caller chose it). Inside
+    a folder, hidden entries (``.git``, ``.env``) are left out, and links are confined
+    to the folder: a link to a file inside it is fine (the file is read once), a link
+    leading out of it is reported and not followed, unless ``follow_symlinks`` (then
+    links to folders are walked too, with cycles cut).
+    """
+    seen: set[Path] = set()
+    for given in paths:
+        raw = Path(given).expanduser()
+        try:
+            root = raw.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            yield FoundFile(str(given), None, f"does not exist ({exc.__class__.__name__})",
+                            error=True)
+            continue
+        if root.is_file():
+            if root not in seen:
+                seen.add(root)
+                yield FoundFile(str(given), root)
+            continue
+        if not root.is_dir():
+            yield FoundFile(str(given), None, "is neither a file nor a folder", error=True)
+            continue
+        yield from _walk(root, follow_symlinks, seen)
+
+
+def _walk(root: Path, follow_symlinks: bool, seen: set[Path]) -> Iterator[FoundFile]:
+    visited: set[Path] = set()
+    for current, dirs, files in os.walk(root, followlinks=follow_symlinks):
+        here = Path(current)
+        real = here.resolve()
+        if real in visited:  # a link cycle
+            dirs[:] = []
+            continue
+        visited.add(real)
+        dirs[:] = sorted(d for d in dirs if not _is_hidden(d))
+        if not follow_symlinks:  # os.walk does not enter them: report those leading out
+            for d in dirs:
+                link = here / d
+                if link.is_symlink() and not link.resolve().is_relative_to(root):
+                    yield FoundFile(str(link), None, f"links out of {root} to a folder "
+                                    "(pass follow_symlinks to follow)")
+        for name in sorted(files):
+            if _is_hidden(name):
+                continue
+            entry = here / name
+            try:
+                target = entry.resolve(strict=True)
+            except (OSError, RuntimeError) as exc:
+                yield FoundFile(str(entry), None, f"cannot be resolved ({exc})", error=True)
+                continue
+            if not follow_symlinks and not target.is_relative_to(root):
+                yield FoundFile(str(entry), None, f"links out of {root} (to {target}; pass "
+                                "follow_symlinks to follow)")
+                continue
+            if target.is_file() and target not in seen:
+                seen.add(target)
+                yield FoundFile(str(entry), target, in_folder=True)

@@ -1,0 +1,77 @@
+"""Schema v3 (the chunk outbox): created fresh and upgraded from v2 with data kept."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+from hello_memory.stores.records import SCHEMA_VERSION, RecordStore
+from hello_memory.stores.records.store import ChunkRecord, DocumentRecord
+
+NOW = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def _doc(ns: str = "kb") -> tuple[DocumentRecord, list[ChunkRecord]]:
+    doc = DocumentRecord(id="11111111-1111-1111-1111-111111111111", namespace=ns,
+                         source_path="/docs/a.md", content_hash="h" * 64, ingested_at=NOW)
+    chunk = ChunkRecord(id="22222222-2222-2222-2222-222222222222", document_id=doc.id,
+                        namespace=ns, ordinal=0, content="alpha", content_hash="c" * 64,
+                        heading_path="A", start=0, end=5, token_count=1)
+    return doc, [chunk]
+
+
+def test_upgrade_from_v2_adds_the_chunk_outbox_and_keeps_documents(tmp_path: Path) -> None:
+    db = tmp_path / "records.db"
+    store = RecordStore(f"sqlite:///{db}")
+    store.open()
+    doc, chunks = _doc()
+    store.replace_document(doc, chunks)
+    store.close()
+    # Turn it back into a v2 database: no hm_rag_outbox, version row 2.
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TABLE hm_rag_outbox")
+    conn.execute("UPDATE hm_schema_meta SET value='2' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+
+    store = RecordStore(f"sqlite:///{db}")
+    store.open()
+    try:
+        assert SCHEMA_VERSION == 3
+        assert (tmp_path / "records.db.v2.bak").exists()
+        assert [c.content for c in store.document_chunks("kb", doc.id)] == ["alpha"]
+        assert store.pending_rag_outbox() == []  # the new table is there, and empty
+        store.replace_document(doc, [])
+        assert [e.op for e in store.pending_rag_outbox()] == ["delete"]
+    finally:
+        store.close()
+    version = sqlite3.connect(db).execute(
+        "SELECT value FROM hm_schema_meta WHERE key='schema_version'").fetchone()[0]
+    assert int(version) == 3
+
+
+def test_replace_document_is_one_transaction_scoped_to_its_namespace(tmp_path: Path) -> None:
+    store = RecordStore(f"sqlite:///{tmp_path / 'r.db'}")
+    store.open()
+    try:
+        doc, chunks = _doc("kb")
+        seqs, old = store.replace_document(doc, chunks)
+        assert len(seqs) == 1 and old == []
+        assert store.find_document("other", doc.id) is None
+        assert store.find_document("kb", "/docs/a.md") == store.find_document("kb", doc.id)
+        # A chunk of another document in the batch: refused, nothing written.
+        bad = ChunkRecord(**{**chunks[0].__dict__, "id": "33333333-3333-3333-3333-333333333333",
+                             "document_id": "44444444-4444-4444-4444-444444444444"})
+        try:
+            store.replace_document(doc, [bad])
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("expected InvalidInputError")
+        assert [c.id for c in store.document_chunks("kb", doc.id)] == [chunks[0].id]
+        assert store.delete_documents("other", [doc.id]) == (0, 0)
+        assert store.delete_documents("kb", [doc.id]) == (1, 1)
+        assert store.document_stats("kb") == {"documents": 0, "chunks": 0, "tokens": 0}
+    finally:
+        store.close()
