@@ -1,5 +1,7 @@
-"""Retrieval on top of the memory types: the BM25 lexical view and the progressive
-loader (index -> timeline -> full memory under a token budget).
+"""Retrieval on top of the memory types: the hybrid retriever (plan, semantic / lexical /
+symbolic / graph views, weighted reciprocal-rank fusion, reflection), task-aware
+retrieval, the BM25 lexical view and the progressive loader (index -> timeline -> full
+memory under a token budget).
 
 Imported lazily (PEP 562): the progressive loader pulls in the memory manager."""
 
@@ -10,6 +12,20 @@ from typing import Any
 
 _LAZY = {
     "BM25_VECTOR": "hello_memory.retrieval.lexical",
+    "FusedHit": "hello_memory.retrieval.fusion",
+    "HybridRetriever": "hello_memory.retrieval.hybrid",
+    "QueryAnalysis": "hello_memory.retrieval.planning",
+    "QueryPlanner": "hello_memory.retrieval.planning",
+    "RetrievalPlan": "hello_memory.retrieval.hybrid",
+    "TASK_SIGNALS": "hello_memory.retrieval.task_aware",
+    "TASK_STRATEGIES": "hello_memory.retrieval.task_aware",
+    "TaskAwareRetriever": "hello_memory.retrieval.task_aware",
+    "ViewHit": "hello_memory.retrieval.fusion",
+    "analyze_query": "hello_memory.retrieval.planning",
+    "decompose": "hello_memory.retrieval.planning",
+    "detect_task_type": "hello_memory.retrieval.task_aware",
+    "explain": "hello_memory.retrieval.fusion",
+    "weighted_rrf": "hello_memory.retrieval.fusion",
     "LexicalEncoder": "hello_memory.retrieval.lexical",
     "ContextPlan": "hello_memory.retrieval.progressive",
     "IndexLayer": "hello_memory.retrieval.progressive",

@@ -1,0 +1,476 @@
+"""``HybridRetriever``: plan, run the views in parallel, fuse, reflect, score (seed 001).
+
+>>> retriever = HybridRetriever(manager)                               # doctest: +SKIP
+>>> hits = retriever.search("what did Alice buy last week?", namespace="alice")
+>>> print(retriever.explain(hits[0]))
+
+One call of :meth:`HybridRetriever.search`:
+
+1. **plan** - rule-based analysis (keywords, persons, entities, locations, calendar-true
+   time ranges, question type) and conjunctive decomposition; with an LLM and
+   ``enable_planning``, LLM information requirements and at most ``max_sub_queries``
+   targeted sub-queries, the original always included;
+2. **views** - semantic, lexical, symbolic (time constraints) and graph, run in
+   parallel; then the symbolic soft constraints (persons, entities, locations) on the
+   records of the candidate pool; working memory joins as its own view when the
+   retriever wraps a :class:`~hello_memory.memory.manager.MemoryManager`;
+3. **fusion** - weighted reciprocal-rank fusion keeping each view's rank and score;
+   optionally a share of a memory's fused score flows to its neighbours in the same
+   session (``neighbor_weight``), for answers spread over consecutive turns;
+4. **reflection** - with an LLM and ``enable_reflection``: a completeness check and gap
+   queries (semantic view only), at most ``max_reflection_rounds`` rounds;
+5. **profiles** - each memory type's scoring profile applied to the normalised fused
+   score (:mod:`hello_memory.memory.scoring`), which orders the final list.
+
+Without an LLM, steps 1 and 4 are deterministic and the whole search is LLM-free: this
+is the project's default LLM-free search (docs/RETRIEVAL.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from cachetools import LRUCache
+
+from hello_memory.config import RetrievalSettings
+from hello_memory.errors import InvalidInputError
+from hello_memory.llm.base import LLMClient
+from hello_memory.memory.episodic import matches, payload_filters
+from hello_memory.memory.scoring import PROFILES, ScoringProfile, score
+from hello_memory.retrieval.fusion import FusedHit, ViewResult, explain, weighted_rrf
+from hello_memory.retrieval.planning import (
+    InformationPlan,
+    QueryAnalysis,
+    QueryPlanner,
+    analyze_query,
+    decompose,
+)
+from hello_memory.retrieval.views import (
+    VIEW_NAMES,
+    ViewRequest,
+    graph_view,
+    lexical_view,
+    semantic_view,
+    symbolic_constraint_view,
+    symbolic_pool_view,
+)
+from hello_memory.stores.bundle import Stores
+from hello_memory.stores.records import ItemFilter
+from hello_memory.text.entities import EntityExtractor, RuleExtractor
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
+from hello_memory.validation import require_namespace, validate_content, validate_top_k
+
+if TYPE_CHECKING:
+    from hello_memory.memory.manager import MemoryManager
+
+__all__ = ["HybridRetriever", "RetrievalPlan"]
+
+log = logging.getLogger(__name__)
+
+TimeRange = tuple[datetime | None, datetime | None]
+SEARCHED_TYPES = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
+
+
+@dataclass(frozen=True)
+class RetrievalPlan:
+    """The planning stage's output: the analysis of the question, the information
+    requirements and the queries the views run (the original first)."""
+
+    analysis: QueryAnalysis
+    information: InformationPlan | None
+    queries: tuple[str, ...]
+
+
+@dataclass
+class _Round:
+    """Mutable state of one search across reflection rounds."""
+
+    results: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    found_by: dict[str, list[str]] = field(default_factory=dict)
+    items: dict[str, MemoryItem] = field(default_factory=dict)
+
+
+class HybridRetriever:
+    """Hybrid retrieval over a :class:`MemoryManager` (or bare :class:`Stores`).
+
+    Args:
+        source: the manager (working memory, its extractor and clock are used) or stores.
+        llm: an optional chat model for planning and reflection.
+        settings: view weights, rrf k, candidate depth, switches (``RetrievalSettings``).
+        extractor: entity extraction for query analysis (default: the manager's, else
+            rules).
+        use_embeddings: False runs without the dense view (keyword fallback); also the
+            case when the stores carry no embedder.
+        profiles: the memory types' scoring profiles, applied after fusion.
+    """
+
+    def __init__(
+        self,
+        source: MemoryManager | Stores,
+        *,
+        llm: LLMClient | None = None,
+        settings: RetrievalSettings | None = None,
+        extractor: EntityExtractor | None = None,
+        use_embeddings: bool = True,
+        profiles: Mapping[MemoryType, ScoringProfile] | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        if isinstance(source, Stores):
+            self.manager: MemoryManager | None = None
+            self.stores = source
+        else:
+            self.manager = source
+            self.stores = source.stores
+        # A manager opened with an LLM configured lends it; without one, every LLM
+        # step (planning, reflection) stays off.
+        self.llm = llm if llm is not None else getattr(self.manager, "llm", None)
+        self.settings = settings or RetrievalSettings()
+        unknown = set(self.settings.view_weights) - set(VIEW_NAMES) - {"working"}
+        if unknown:
+            raise InvalidInputError(f"unknown view(s) {sorted(unknown)} in view_weights; "
+                                    f"use {list(VIEW_NAMES)} or 'working'")
+        self.extractor = extractor or (self.manager.extractor if self.manager else RuleExtractor())
+        self.use_embeddings = use_embeddings and getattr(self.stores, "embedder", None) is not None
+        self.profiles = dict(profiles or PROFILES)
+        self._clock = clock or utcnow
+        self.planner = QueryPlanner(llm, max_queries=self.settings.max_sub_queries)
+        self._pool: ThreadPoolExecutor | None = None
+        # Session order for neighbour context: (namespace, session) -> ids.
+        self._orders: LRUCache[tuple[str, str], tuple[str, ...]] = LRUCache(maxsize=4096)
+        self._counts: dict[str, int] = {}
+        self._cache_lock = threading.Lock()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __enter__(self) -> HybridRetriever:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- planning ---------------------------------------------------------------------
+    def plan(self, query: str, *, reference_time: datetime | None = None,
+             enable_planning: bool | None = None) -> RetrievalPlan:
+        """Analyse ``query`` and choose the queries to run (see the module docstring)."""
+        validate_content(query)
+        reference = reference_time or self._clock()
+        analysis = analyze_query(query, reference, extractor=self.extractor)
+        planning = self.settings.enable_planning if enable_planning is None else enable_planning
+        if not planning:
+            return RetrievalPlan(analysis, None, (query,))
+        info = self.planner.analyze_information_requirements(query) if self.llm else None
+        if info is not None:
+            queries = self.planner.generate_targeted_queries(query, info)
+        else:
+            queries = decompose(query, max_parts=self.settings.max_sub_queries)
+        return RetrievalPlan(analysis, info, tuple(queries))
+
+    # --- search -----------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        *,
+        namespace: str,
+        memory_types: Sequence[MemoryType | str] | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        time_range: TimeRange | None = None,
+        min_importance: float | None = None,
+        reference_time: datetime | None = None,
+        enable_planning: bool | None = None,
+        enable_reflection: bool | None = None,
+        views: Iterable[str] | None = None,
+        view_weights: Mapping[str, float] | None = None,
+        neighbor_weight: float | None = None,
+        touch: bool = True,
+    ) -> list[FusedHit]:
+        """The ``top_k`` best memories of ``namespace`` for ``query``, best first.
+
+        ``views`` restricts the views run (default: all; ablations use it);
+        ``view_weights`` and ``neighbor_weight`` override the settings for this call;
+        ``reference_time`` resolves relative time expressions ("last week"; default
+        now); ``enable_planning`` / ``enable_reflection`` override the settings for
+        this call (both only matter with an LLM). ``touch`` records the access on the
+        returned memories, as :meth:`MemoryManager.search` does.
+        """
+        ns = require_namespace(namespace)
+        validate_content(query)
+        validate_top_k(top_k)
+        types = self._types(memory_types)
+        active = self._views(views)
+        weights = {**self.settings.view_weights, **(view_weights or {})}
+        context_weight = (self.settings.neighbor_weight if neighbor_weight is None
+                          else float(neighbor_weight))
+        if not 0 <= context_weight <= 1:
+            raise InvalidInputError(f"neighbor_weight must be in [0, 1], got {neighbor_weight!r}")
+        flt = self._filter(types, user_id, agent_id, session_id, time_range, min_importance)
+        plan = self.plan(query, reference_time=reference_time, enable_planning=enable_planning)
+        state = _Round()
+        stored = [t for t in types if t != MemoryType.WORKING]
+        filters = payload_filters(flt) if stored else {}
+        if stored:
+            self._run_views(ns, plan.queries, plan.analysis, filters, active, state)
+        # Working memory has its own (TF-IDF + keyword) search: it votes as one more view
+        # whenever a similarity view runs.
+        if (MemoryType.WORKING in types and self.manager is not None
+                and {"semantic", "lexical"} & set(active)):
+            self._working_view(ns, query, flt, time_range, state)
+        fused = self._fuse(state, weights)
+        reflection = self.settings.enable_reflection if enable_reflection is None \
+            else enable_reflection
+        if reflection and self.llm is not None and stored and "semantic" in active:
+            fused = self._reflect(ns, query, plan, filters, state, weights, fused, top_k)
+        hits = self._final(ns, state, fused, context_weight, flt)[:top_k]
+        if touch:
+            ids = [h.id for h in hits if h.memory_type != MemoryType.WORKING]
+            if ids:
+                self.stores.records.record_access(ns, ids)
+        return hits
+
+    retrieve = search  # the seed's name for the same call
+
+    def explain(self, hit: FusedHit) -> str:
+        """Why ``hit`` ranked where it did: each view's rank and score, the neighbour
+        context and the scoring profile's parts."""
+        return explain(hit)
+
+    # --- internals --------------------------------------------------------------------
+    def _types(self, memory_types: Sequence[MemoryType | str] | None) -> list[MemoryType]:
+        if not memory_types:
+            return list(SEARCHED_TYPES)
+        out: list[MemoryType] = []
+        for t in memory_types:
+            try:
+                mt = MemoryType(t)
+            except ValueError:
+                raise InvalidInputError(f"unknown memory type {t!r}") from None
+            if mt == MemoryType.PERCEPTUAL:
+                raise InvalidInputError("perceptual memory is searched through "
+                                        "manager.perceptual.retrieve(...)")
+            out.append(mt)
+        return out
+
+    @staticmethod
+    def _views(views: Iterable[str] | None) -> tuple[str, ...]:
+        if views is None:
+            return VIEW_NAMES
+        chosen = tuple(dict.fromkeys(views))
+        unknown = set(chosen) - set(VIEW_NAMES)
+        if unknown or not chosen:
+            raise InvalidInputError(f"views must be a non-empty subset of {list(VIEW_NAMES)}, "
+                                    f"got {list(chosen)}")
+        return chosen
+
+    @staticmethod
+    def _filter(types: Sequence[MemoryType], user_id: str | None, agent_id: str | None,
+                session_id: str | None, time_range: TimeRange | None,
+                min_importance: float | None) -> ItemFilter:
+        since, until = time_range or (None, None)
+        for bound in (since, until):
+            if bound is not None and (not isinstance(bound, datetime) or bound.tzinfo is None):
+                raise InvalidInputError("time_range bounds must be timezone-aware datetimes")
+        if min_importance is not None and not 0 <= min_importance <= 1:
+            raise InvalidInputError(f"min_importance must be in [0, 1], got {min_importance!r}")
+        stored = tuple(t for t in types if t != MemoryType.WORKING)
+        return ItemFilter(memory_types=stored or None, status=MemoryStatus.ACTIVE,
+                          user_id=user_id, agent_id=agent_id, session_id=session_id,
+                          since=since, until=until, min_importance=min_importance)
+
+    def _submit(self, fn: Callable[[], ViewResult], parallel: bool) -> Callable[[], ViewResult]:
+        if not parallel:
+            result = fn()
+            return lambda: result
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hm-view")
+        future = self._pool.submit(fn)
+        return future.result
+
+    def _run_views(self, ns: str, queries: Sequence[str], analysis: QueryAnalysis,
+                   filters: Mapping[str, Any], active: Sequence[str], state: _Round) -> None:
+        vectors = None
+        if self.use_embeddings and ("semantic" in active or "symbolic" in active):
+            vectors = [self.stores.embedder.embed_query(q) for q in queries]
+        req = ViewRequest(ns, list(queries), vectors, analysis, filters,
+                          self.settings.candidates)
+        jobs: dict[str, Callable[[], ViewResult]] = {}
+        calls: dict[str, Callable[[], ViewResult]] = {
+            "semantic": lambda: semantic_view(self.stores, req),
+            "lexical": lambda: lexical_view(self.stores, req),
+            "symbolic": lambda: symbolic_constraint_view(self.stores, req),
+            "graph": lambda: graph_view(self.stores, req),
+        }
+        runnable = [v for v in active if v != "semantic" or vectors]
+        # The symbolic soft constraints are checked on a candidate pool; run alone, the
+        # symbolic view still needs one, from views that then get no vote.
+        soft = bool(analysis.persons or analysis.entities or analysis.locations)
+        helpers = [v for v in ("semantic", "lexical") if "symbolic" in active and soft
+                   and not {"semantic", "lexical"} & set(active) and (v != "semantic" or vectors)]
+        parallel = self.settings.parallel and len(runnable) + len(helpers) > 1
+        for view in [*runnable, *helpers]:
+            jobs[view] = self._submit(calls[view], parallel)
+        for view, result in jobs.items():
+            state.results[view] = list(result())
+            for memory_id, _ in state.results[view]:
+                state.found_by.setdefault(memory_id, list(queries[:1]))
+        self._load_items(ns, state)
+        if "symbolic" in active:
+            state.results["symbolic"] = self._symbolic(state, analysis)
+        for view in helpers:
+            del state.results[view]
+
+    def _load_items(self, ns: str, state: _Round) -> None:
+        missing = [m for r in state.results.values() for m, _ in r if m not in state.items]
+        missing = list(dict.fromkeys(missing))
+        if missing:
+            for item in self.stores.records.get_items(ns, missing):
+                state.items[item.id] = item
+        # A vector whose record is gone (or lags behind a filter) is never returned.
+        for view, ranked in state.results.items():
+            state.results[view] = [(m, s) for m, s in ranked if m in state.items]
+
+    def _symbolic(self, state: _Round, analysis: QueryAnalysis) -> list[tuple[str, float]]:
+        """Time-constrained hits and soft-constraint matches in one ranking: by the
+        number of constraints met, then by the pool's fused relevance so far."""
+        in_time = dict(state.results.get("symbolic", []))
+        base = weighted_rrf({v: r for v, r in state.results.items() if v != "symbolic"},
+                            self.settings.view_weights, k=self.settings.rrf_k)
+        order = {m: f for m, (f, _) in base.items()}
+        pool = [state.items[m] for m in dict.fromkeys([*order, *in_time]) if m in state.items]
+        soft = dict(symbolic_pool_view(pool, order, analysis))
+        met = {m: soft.get(m, 0.0) + (1.0 if m in in_time else 0.0)
+               for m in set(soft) | set(in_time)}
+        return sorted(met.items(), key=lambda kv: (-kv[1], -order.get(kv[0], 0.0)))
+
+    def _working_view(self, ns: str, query: str, flt: ItemFilter,
+                      time_range: TimeRange | None, state: _Round) -> None:
+        assert self.manager is not None
+        hits = self.manager.working.search(ns, query, top_k=self.settings.candidates,
+                                           min_importance=flt.min_importance,
+                                           time_range=time_range, user_id=flt.user_id,
+                                           session_id=flt.session_id)
+        if hits:
+            state.results["working"] = [(h.id, h.score) for h in hits]
+            for h in hits:
+                state.items[h.id] = h.item
+
+    def _fuse(self, state: _Round, weights: Mapping[str, float]
+              ) -> dict[str, tuple[float, dict[str, Any]]]:
+        fused = weighted_rrf(state.results, weights, k=self.settings.rrf_k)
+        return {m: v for m, v in fused.items() if m in state.items}
+
+    def _reflect(self, ns: str, query: str, plan: RetrievalPlan, filters: Mapping[str, Any],
+                 state: _Round, weights: Mapping[str, float],
+                 fused: dict[str, tuple[float, dict[str, Any]]], top_k: int
+                 ) -> dict[str, tuple[float, dict[str, Any]]]:
+        info = plan.information or InformationPlan()
+        asked = set(plan.queries)
+        for _ in range(self.settings.max_reflection_rounds):
+            top = sorted(fused, key=lambda m: -fused[m][0])[: max(top_k, 10)]
+            contents = [state.items[m].content for m in top]
+            verdict = self.planner.analyze_completeness(query, info, contents)
+            if verdict.assessment != "incomplete":
+                break
+            gaps = [q for q in self.planner.generate_missing_info_queries(query, verdict, contents)
+                    if q not in asked]
+            if not gaps:
+                break
+            asked.update(gaps)
+            req = ViewRequest(ns, gaps, [self.stores.embedder.embed_query(q) for q in gaps],
+                              plan.analysis, filters, self.settings.candidates)
+            new = list(semantic_view(self.stores, req))
+            for memory_id, _ in new:
+                state.found_by.setdefault(memory_id, []).extend(
+                    g for g in gaps if g not in state.found_by[memory_id])
+            merged = dict(state.results.get("semantic", []))
+            for memory_id, s in new:
+                merged[memory_id] = max(s, merged.get(memory_id, s))
+            state.results["semantic"] = sorted(merged.items(), key=lambda kv: -kv[1])
+            self._load_items(ns, state)
+            fused = self._fuse(state, weights)
+        return fused
+
+    def _session_order(self, ns: str, session: str) -> tuple[str, ...]:
+        """Active memory ids of one session in event-time, then recorded-time order
+        (cached; the cache of a namespace is dropped when its active count changes)."""
+        key = (ns, session)
+        with self._cache_lock:
+            cached = self._orders.get(key)
+        if cached is not None:
+            return cached
+        items = self.stores.records.list_items(ns, ItemFilter(session_id=session))
+        items.sort(key=lambda i: (i.event_time, i.recorded_time, i.id))
+        ids = tuple(i.id for i in items)
+        with self._cache_lock:
+            self._orders[key] = ids
+        return ids
+
+    def _neighbours(self, ns: str, state: _Round,
+                    fused: dict[str, tuple[float, dict[str, Any]]],
+                    weight: float, flt: ItemFilter) -> dict[str, float]:
+        """Context score: ``weight`` x the fused score of the previous and next memory
+        in the same session, from the 20 best hits; neighbours must pass ``flt``."""
+        if weight <= 0 or not fused:
+            return {}
+        count = self.stores.records.count_items(ns)
+        with self._cache_lock:
+            if self._counts.get(ns) != count:
+                self._counts[ns] = count
+                for key in [k for k in self._orders if k[0] == ns]:
+                    del self._orders[key]
+        top = sorted(fused, key=lambda m: -fused[m][0])[:20]
+        context: dict[str, float] = {}
+        for m in top:
+            item = state.items[m]
+            if item.session_id is None or item.memory_type == MemoryType.WORKING:
+                continue
+            order = self._session_order(ns, item.session_id)
+            if m not in order:
+                continue
+            n = order.index(m)
+            for other in (order[n - 1] if n else None,
+                          order[n + 1] if n + 1 < len(order) else None):
+                if other is not None:
+                    context[other] = context.get(other, 0.0) + weight * fused[m][0]
+        missing = [m for m in context if m not in state.items]
+        if missing:
+            for found in self.stores.records.get_items(ns, missing):
+                state.items[found.id] = found
+        return {m: c for m, c in context.items() if m in state.items
+                and (m in fused or matches(state.items[m], flt))}
+
+    def _final(self, ns: str, state: _Round, fused: dict[str, tuple[float, dict[str, Any]]],
+               context_weight: float, flt: ItemFilter) -> list[FusedHit]:
+        context = self._neighbours(ns, state, fused, context_weight, flt)
+        totals = {m: fused.get(m, (0.0, {}))[0] + context.get(m, 0.0)
+                  for m in set(fused) | set(context) if m in state.items}
+        if not totals:
+            return []
+        top = max(totals.values()) or 1.0
+        graph = dict(state.results.get("graph", []))
+        gmax = max(graph.values(), default=0.0) or 1.0
+        now = self._clock()
+        hits = []
+        for m, total in totals.items():
+            item = state.items[m]
+            profile = self.profiles.get(item.memory_type, self.profiles[MemoryType.EPISODIC])
+            # The profile's similarity slot takes the normalised fused relevance.
+            scored = score(profile, item, now, similarity=total / top,
+                           graph=graph.get(m, 0.0) / gmax)
+            views = fused.get(m, (0.0, {}))[1]
+            hits.append(FusedHit(item=item, score=scored.score, fused=fused.get(m, (0.0, {}))[0],
+                                 views=dict(views), context=context.get(m, 0.0),
+                                 breakdown=scored.breakdown,
+                                 queries=tuple(state.found_by.get(m, ()))))
+        hits.sort(key=lambda h: (-h.score, -h.fused, h.item.event_time.timestamp()))
+        return hits
