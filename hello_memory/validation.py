@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from datetime import datetime
 from typing import Any
@@ -44,6 +45,13 @@ def validate_content(content: object) -> str:
         raise InvalidInputError(f"content must be a str, got {type(content).__name__}")
     if not content.strip():
         raise EmptyContentError("content is empty or whitespace only")
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: decoded from invalid UTF-8
+        raise InvalidInputError(
+            f"content is not valid Unicode text (unpaired surrogate at position {exc.start}); "
+            "decode the input with errors='replace' or fix its encoding"
+        ) from None
     if len(content) > MAX_CONTENT_CHARS:
         raise InvalidInputError(
             f"content has {len(content):,} characters, more than the {MAX_CONTENT_CHARS:,} "
@@ -97,6 +105,10 @@ def validate_item(item: MemoryItem) -> MemoryItem:
         _aware(name, getattr(item, name))
     if not isinstance(item.metadata, dict):
         raise InvalidInputError("metadata must be a dict")
+    try:  # the record store keeps metadata as JSON: refuse what it cannot hold
+        json.dumps(item.metadata)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from None
     for name in ("user_id", "agent_id", "session_id"):
         v = getattr(item, name)
         if v is not None and not isinstance(v, str):

@@ -93,7 +93,10 @@ def forget(
     hard: bool = False,
 ) -> ForgetReport:
     ns = mm._ns(namespace)
-    types = tuple(MemoryType(t) for t in (memory_types or _STORED))
+    try:
+        types = tuple(MemoryType(t) for t in (memory_types or _STORED))
+    except ValueError as exc:
+        raise InvalidInputError(f"forget: {exc}; use episodic, semantic or working") from None
     now = mm._clock()
     working = MemoryType.WORKING in types
     stored = tuple(t for t in types if t in _STORED)
