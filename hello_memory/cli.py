@@ -2,28 +2,51 @@
 
 Settings come from ``--config`` (or ``HELLO_MEMORY_CONFIG``), then ``HELLO_MEMORY__*``
 environment variables, then ``--data-dir`` / per-command options.
+
+Exit codes: 0 success; 1 unexpected error (traceback only with ``--debug``); 2 bad
+usage, configuration or input; 3 not found; 4 a backend, server or model is
+unavailable or failed; 130 interrupted.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
+import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from hello_memory.config import Settings, load_settings
-from hello_memory.errors import HelloMemoryError
+from hello_memory.errors import (
+    BackendUnavailableError,
+    EmbeddingError,
+    HelloMemoryError,
+    InvalidInputError,
+    NotFoundError,
+    StoreError,
+)
 from hello_memory.types import MemoryType
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="hello-memory: long-term memory for LLM agents.")
+jobs_app = typer.Typer(no_args_is_help=True, help="Maintenance jobs (cron-friendly).")
+app.add_typer(jobs_app, name="jobs")
 console = Console()
+err = Console(stderr=True)
 
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_BACKEND = 0, 1, 2, 3, 4
 _state: dict[str, Any] = {}
+# click's usage-error base, wherever this typer version keeps click (vendored or not)
+_CLICK_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+F = TypeVar("F", bound=Callable[..., Any])
 
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", "-c", help="YAML settings file (else $HELLO_MEMORY_CONFIG).")]
@@ -31,26 +54,69 @@ DataDirOpt = Annotated[Path | None, typer.Option(
     "--data-dir", help="Where embedded stores live (default ./.hello_memory).")]
 NamespaceOpt = Annotated[str | None, typer.Option(
     "--namespace", "-n", help="Namespace (default: settings.default_namespace).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def exit_code_for(exc: BaseException) -> int:
+    if isinstance(exc, NotFoundError):
+        return EXIT_NOT_FOUND
+    if isinstance(exc, (BackendUnavailableError, StoreError, EmbeddingError)):
+        return EXIT_BACKEND
+    if isinstance(exc, HelloMemoryError):
+        # LLM errors live in their own branch (hello_memory.llm.base)
+        return EXIT_BACKEND if type(exc).__module__.startswith("hello_memory.llm") \
+            else EXIT_USAGE
+    return EXIT_ERROR
+
+
+def handled(fn: F) -> F:
+    """Turn library errors into one red line and an exit code (tracebacks with --debug)."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, _CLICK_ERROR, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if _state.get("debug"):
+                raise
+            what = "" if isinstance(exc, HelloMemoryError) else "unexpected "
+            err.print(f"[bold red]error:[/] {what}{type(exc).__name__ + ': ' if what else ''}"
+                      f"{exc}", highlight=False)
+            if what:
+                err.print("(run with --debug for the traceback)")
+            raise typer.Exit(exit_code_for(exc)) from None
+    return run  # type: ignore[return-value]
 
 
 @app.callback()
-def _root(config: ConfigOpt = None, data_dir: DataDirOpt = None, verbose: bool = False) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    _state["config"] = config
-    _state["overrides"] = {"data_dir": data_dir} if data_dir else {}
+def _root(config: ConfigOpt = None, data_dir: DataDirOpt = None,
+          verbose: Annotated[bool, typer.Option(help="Log at INFO level.")] = False,
+          debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False) -> None:
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO if verbose
+                        else logging.WARNING, format="%(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    _state.update(config=config, debug=debug,
+                  overrides={"data_dir": data_dir} if data_dir else {})
 
 
 def _settings() -> Settings:
     return load_settings(_state.get("config"), **_state.get("overrides", {}))
 
 
-def _open() -> Any:
+def _open(settings: Settings | None = None) -> Any:
     from hello_memory.memory.manager import MemoryManager
 
-    settings = _settings()
-    with console.status("Opening stores and loading the models..."):
+    settings = settings or _settings()
+    with err.status("Opening stores and loading the models..."):
         return settings, MemoryManager.open(settings)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
 DEMO_NAMESPACE = "demo"
@@ -87,18 +153,22 @@ DEMO_QUERIES = [
 ]
 
 
-def _hits_table(title: str, hits: Any) -> Table:
+def _hits_table(title: str, hits: Any, *, ids: bool = False) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("score", "type", "sim", "recency", "graph", "memory"):
-        table.add_column(col, justify="right" if col not in ("type", "memory") else "left")
+    cols = ["score", "type", "sim", "recency", "graph", "memory"] + (["id"] if ids else [])
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("type", "memory", "id") else "right",
+                         no_wrap=col == "id")
     for h in hits:
         b = h.breakdown
-        table.add_row(f"{h.score:.3f}", h.memory_type.value, f"{b.similarity:.2f}",
-                      f"{b.recency:.2f}", f"{b.graph:.2f}", h.item.content)
+        row = [f"{h.score:.3f}", h.memory_type.value, f"{b.similarity:.2f}",
+               f"{b.recency:.2f}", f"{b.graph:.2f}", h.item.content]
+        table.add_row(*row, *([h.id] if ids else []))
     return table
 
 
 @app.command()
+@handled
 def demo(top_k: int = typer.Option(3, min=1, max=20, help="Results per query.")) -> None:
     """Store a handful of memories (first run only), search them, print results."""
     settings, mm = _open()
@@ -123,40 +193,306 @@ def demo(top_k: int = typer.Option(3, min=1, max=20, help="Results per query."))
 
 
 @app.command()
+@handled
+def init(path: Annotated[Path, typer.Argument(help="Config file to write.")
+                         ] = Path("hello-memory.yaml"),
+         force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False
+         ) -> None:
+    """Write a starter config file and create the embedded stores (checks the model)."""
+    import yaml
+
+    if path.exists() and not force:
+        raise InvalidInputError(f"{path} exists; pass --force to overwrite it")
+    settings = _settings()
+    data = settings.model_dump(mode="json", exclude={"api": {"api_keys"}})
+    for section in data.values():  # secrets stay in the environment, not in a file
+        if isinstance(section, dict):
+            for key in ("api_key", "password"):
+                if section.get(key):
+                    section[key] = None
+    path.write_text("# hello-memory settings (see configs/default.yaml for every key)\n"
+                    + yaml.safe_dump(data, sort_keys=False, allow_unicode=True),
+                    encoding="utf-8")
+    _, mm = _open(settings)
+    with mm:
+        console.print(f"wrote {path}; stores ready in {settings.data_dir.resolve()} "
+                      f"(embedding model {settings.embedding.model!r} loaded)")
+
+
+@app.command()
+@handled
 def add(
     content: str,
     namespace: NamespaceOpt = None,
-    memory_type: MemoryType | None = typer.Option(None, "--type"),
-    importance: float | None = typer.Option(None, min=0.0, max=1.0),
-    session_id: str | None = typer.Option(None, "--session"),
+    memory_type: Annotated[MemoryType | None, typer.Option("--type")] = None,
+    importance: Annotated[float | None, typer.Option(min=0.0, max=1.0)] = None,
+    session_id: Annotated[str | None, typer.Option("--session")] = None,
+    user_id: Annotated[str | None, typer.Option("--user")] = None,
+    metadata: Annotated[str | None, typer.Option(help="JSON object of tags.")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Store one memory (importance estimated when not given)."""
+    """Store one memory (importance estimated when not given); prints its id."""
+    meta = json.loads(metadata) if metadata else None
+    if meta is not None and not isinstance(meta, dict):
+        raise InvalidInputError("--metadata must be a JSON object")
     _, mm = _open()
     with mm:
-        item = mm.add(content, memory_type, importance, namespace=namespace,
-                      session_id=session_id)
-    console.print(item.id)
+        item = mm.add(content, memory_type, importance, meta, namespace=namespace,
+                      session_id=session_id, user_id=user_id)
+    if as_json:
+        from hello_memory.memory.manager import item_to_json
+
+        _print_json(item_to_json(item))
+    else:
+        print(item.id)
 
 
 @app.command()
+@handled
 def search(query: str, namespace: NamespaceOpt = None,
-           top_k: int = typer.Option(5, min=1, max=100)) -> None:
-    """Search every memory type, best final score first."""
+           top_k: int = typer.Option(5, min=1, max=100),
+           memory_type: Annotated[list[MemoryType] | None, typer.Option(
+               "--type", help="Limit to a memory type (repeatable).")] = None,
+           as_json: JsonOpt = False) -> None:
+    """Search every memory type (or --type ones), best final score first."""
     _, mm = _open()
     with mm:
-        console.print(_hits_table(f"search: {query}", mm.search(query, top_k=top_k,
-                                                                namespace=namespace)))
+        hits = mm.search(query, memory_type or None, top_k, namespace=namespace)
+    if as_json:
+        from hello_memory.memory.manager import item_to_json
+
+        _print_json([{"id": h.id, "score": h.score, "breakdown": h.breakdown.as_dict(),
+                      "memory": item_to_json(h.item)} for h in hits])
+    else:
+        console.print(_hits_table(f"search: {query}", hits, ids=True))
 
 
 @app.command()
-def stats(namespace: NamespaceOpt = None) -> None:
+@handled
+def show(memory_id: str, namespace: NamespaceOpt = None, as_json: JsonOpt = False) -> None:
+    """Print one memory by id."""
+    from hello_memory.memory.manager import item_to_json
+
+    _, mm = _open()
+    with mm:
+        data = item_to_json(mm.get(memory_id, namespace=namespace))
+    if as_json:
+        _print_json(data)
+        return
+    table = Table(show_header=False)
+    for key, value in data.items():
+        table.add_row(key, json.dumps(value, ensure_ascii=False) if isinstance(value, dict)
+                      else str(value))
+    console.print(table)
+
+
+@app.command()
+@handled
+def stats(namespace: NamespaceOpt = None, as_json: JsonOpt = False) -> None:
     """Counts per memory type and store for one namespace."""
     _, mm = _open()
     with mm:
-        console.print(mm.stats(namespace))
+        data = mm.stats(namespace)
+    _print_json(data) if as_json else console.print(data)
+
+
+@app.command()
+@handled
+def forget(
+    ids: Annotated[list[str] | None, typer.Argument(help="Forget these ids.")] = None,
+    namespace: NamespaceOpt = None,
+    strategy: Annotated[str | None, typer.Option(
+        help="importance | time | capacity (default: jobs.forget_strategy)")] = None,
+    threshold: Annotated[float | None, typer.Option(min=0.0, max=1.0)] = None,
+    max_age_days: Annotated[float | None, typer.Option(min=0.0)] = None,
+    max_items: Annotated[int | None, typer.Option(min=0)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
+    hard: Annotated[bool, typer.Option(help="Delete for good (no restore).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Forget memories: the given ids, or those a strategy picks. Soft by default
+    (`hello-memory restore ID...` undoes it)."""
+    settings, mm = _open()
+    with mm:
+        ns = mm._ns(namespace)
+        if ids:
+            if strategy or hard:
+                raise InvalidInputError("give ids or a --strategy (--hard), not both")
+            from hello_memory.tools.memory_tool import forget_ids
+
+            done = forget_ids(mm, ns, ids, dry_run=dry_run)
+            result: dict[str, Any] = {"ids": done, "count": len(done), "dry_run": dry_run}
+        else:
+            j = settings.jobs
+            rep = mm.forget(strategy or j.forget_strategy, namespace=ns,
+                            threshold=j.forget_threshold if threshold is None else threshold,
+                            max_age_days=(j.forget_max_age_days if max_age_days is None
+                                          else max_age_days),
+                            max_items=j.forget_max_items if max_items is None else max_items,
+                            dry_run=dry_run, hard=hard)
+            result = {"ids": list(rep.ids), "count": rep.count, "dry_run": dry_run,
+                      "hard": hard, "strategy": rep.strategy}
+    if as_json:
+        _print_json(result)
+        return
+    verb = "would forget" if dry_run else "deleted" if hard else "forgot"
+    console.print(f"{verb} {len(result['ids'])} memories in {ns!r}")
+    for mid in result["ids"]:
+        console.print(f"  {mid}", highlight=False)
+
+
+@app.command()
+@handled
+def restore(ids: Annotated[list[str], typer.Argument(help="Ids to bring back.")],
+            namespace: NamespaceOpt = None) -> None:
+    """Bring soft-forgotten memories back into search."""
+    _, mm = _open()
+    with mm:
+        n = mm.restore(ids, namespace=namespace)
+    console.print(f"restored {n} of {len(ids)}")
+
+
+@app.command()
+@handled
+def consolidate(
+    namespace: NamespaceOpt = None,
+    from_type: Annotated[str, typer.Option("--from")] = "episodic",
+    to_type: Annotated[str, typer.Option("--to")] = "semantic",
+    threshold: Annotated[float | None, typer.Option(min=0.0, max=1.0, help=(
+        "Importance at least this (default: jobs.consolidate_importance)."))] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Promote important memories (episodic -> semantic by default), merging duplicates."""
+    from hello_memory.jobs import run_job
+
+    settings, mm = _open()
+    with mm:
+        opts: dict[str, Any] = {"from_type": from_type, "to_type": to_type}
+        if threshold is not None:
+            opts["importance_threshold"] = threshold
+        run = run_job(mm, "consolidate", namespace=mm._ns(namespace), dry_run=dry_run,
+                      settings=settings.jobs, **opts)
+    if as_json:
+        _print_json(run.as_dict())
+    else:
+        console.print(run.summary(), markup=False, highlight=False)
+
+
+@app.command("export")
+@handled
+def export_(path: Path, namespace: NamespaceOpt = None) -> None:
+    """Write a namespace's memories as JSON lines (vectors are recomputed on import)."""
+    _, mm = _open()
+    with mm, err.status(f"Exporting to {path}..."):
+        n = mm.export_jsonl(path, namespace=namespace)
+    console.print(f"exported {n} memories to {path}")
+
+
+@app.command("import")
+@handled
+def import_(path: Path, namespace: NamespaceOpt = None) -> None:
+    """Load an export (validated first; ids already present are skipped)."""
+    _, mm = _open()
+    with mm, err.status(f"Importing {path} (embedding every memory)..."):
+        result = mm.import_jsonl(path, namespace=namespace)
+    console.print(f"imported {result['imported']}, skipped {result['skipped']}")
+
+
+@app.command()
+@handled
+def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] = None,
+          port: Annotated[int | None, typer.Option(help="Default: api.port.")] = None) -> None:
+    """Run the REST API (FastAPI + uvicorn; OpenAPI at /docs)."""
+    from hello_memory.api import create_app
+    from hello_memory.api.security import check_bind
+
+    settings = _settings()
+    bind = host or settings.api.host
+    check_bind(settings.api, bind)
+    import uvicorn
+
+    uvicorn.run(create_app(settings), host=bind, port=port or settings.api.port,
+                log_level="info", timeout_graceful_shutdown=5)
+
+
+@app.command()
+@handled
+def mcp(namespace: Annotated[list[str] | None, typer.Option(
+            "--namespace", "-n", help="Namespace pattern this server may use (repeatable).")
+        ] = None,
+        api_key: Annotated[str | None, typer.Option(
+            envvar="HELLO_MEMORY_API_KEY", help="Use the namespaces of this api.api_keys key.")
+        ] = None,
+        http: Annotated[bool, typer.Option(
+            "--http", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+        ] = False,
+        host: Annotated[str, typer.Option(help="With --http: a loopback address.")
+                        ] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="With --http.")] = 8766) -> None:
+    """Run the MCP server over stdio (remember, recall, forget, restore, ingest, ask)."""
+    from hello_memory.api.security import is_loopback
+    from hello_memory.mcp_server import build_server, grants_for
+
+    settings = _settings()
+    grants = grants_for(settings, namespaces=namespace or (), api_key=api_key)
+    if http and not is_loopback(host):
+        # the MCP endpoint has no per-request keys: its grants hold for every caller
+        raise InvalidInputError(f"mcp --http serves loopback addresses only, not {host!r}; "
+                                "use the REST API (keys per namespace) for remote clients")
+    from hello_memory.memory.manager import MemoryManager
+
+    mm = MemoryManager.open(settings)  # nothing may reach stdout: it carries the protocol
+    with mm:
+        server = build_server(mm, settings, grants)
+        if http:
+            server.run("streamable-http", host=host, port=port)
+        else:
+            server.run("stdio")
+
+
+@app.command()
+@handled
+def bench(n: Annotated[int, typer.Option(min=10, max=100_000)] = 500,
+          queries: Annotated[int, typer.Option(min=1, max=10_000)] = 50) -> None:
+    """Time add and search on a throwaway embedded store (synthetic sentences)."""
+    import statistics
+    import tempfile
+    import time
+
+    texts = [f"Note {i}: {who} talked about {what} in {where}."
+             for i, (who, what, where) in enumerate(
+                 (w, t, p) for w in ("Alice", "Bob", "Chen", "Dana", "Emeka")
+                 for t in ("tea", "maps", "bikes", "jazz", "robots", "gardens", "chess")
+                 for p in ("Berlin", "Lima", "Hangzhou", "Oslo", "Accra"))][:n]
+    while len(texts) < n:
+        texts.append(f"Note {len(texts)}: {texts[len(texts) % 175][9:]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(_state.get("config"), data_dir=tmp)
+        _, mm = _open(settings)
+        with mm:
+            from rich.progress import track
+
+            start = time.perf_counter()
+            for k in track(range(0, n, 100), description="adding", console=err):
+                mm.add_many([{"content": t, "namespace": "bench"} for t in texts[k:k + 100]])
+            add_s = time.perf_counter() - start
+            lat = []
+            for q in track(range(queries), description="searching", console=err):
+                t0 = time.perf_counter()
+                mm.search(f"who talked about {texts[q % n][10:30]}", namespace="bench")
+                lat.append((time.perf_counter() - t0) * 1000)
+    table = Table(title=f"bench: {n} memories, {queries} searches", title_justify="left")
+    for col in ("add/s", "search p50 ms", "search p95 ms"):
+        table.add_column(col, justify="right")
+    lat.sort()
+    table.add_row(f"{n / add_s:.0f}", f"{statistics.median(lat):.1f}",
+                  f"{lat[min(len(lat) - 1, int(len(lat) * 0.95))]:.1f}")
+    console.print(table)
 
 
 @app.command("config")
+@handled
 def show_config() -> None:
     """Print the effective settings (secrets masked)."""
     data = _settings().model_dump(mode="json")
@@ -165,15 +501,56 @@ def show_config() -> None:
             for key in ("api_key", "password"):
                 if section.get(key):
                     section[key] = "***"
+            if section.get("api_keys"):
+                section["api_keys"] = {f"***key{n}": v for n, v in
+                                       enumerate(section["api_keys"].values(), 1)}
     console.print_json(data=data)
+
+
+from hello_memory import cli_jobs  # noqa: E402  (registers the `jobs` subcommands)
+
+cli_jobs.register(jobs_app, handled=handled, open_manager=_open, settings=_settings)
+
+
+def _register_rag() -> None:
+    try:
+        from hello_memory.rag.cli import register
+    except ImportError as exc:
+        reason = str(exc)
+
+        @app.command("ingest", context_settings={"ignore_unknown_options": True,
+                                                 "allow_extra_args": True})
+        def ingest_missing() -> None:
+            """Index documents (needs the rag extra)."""
+            err.print(f"[bold red]error:[/] ingest needs the rag extra: pip install "
+                      f"'hello-memory[rag]' ({reason})")
+            raise typer.Exit(EXIT_USAGE)
+
+        @app.command("ask", context_settings={"ignore_unknown_options": True,
+                                              "allow_extra_args": True})
+        def ask_missing() -> None:
+            """Answer from ingested documents (needs the rag extra)."""
+            err.print(f"[bold red]error:[/] ask needs the rag extra: pip install "
+                      f"'hello-memory[rag]' ({reason})")
+            raise typer.Exit(EXIT_USAGE)
+        return
+    register(app)
+    for info in app.registered_commands:  # same error handling as every other command
+        if info.name in ("ingest", "ask") and info.callback is not None:
+            info.callback = handled(info.callback)
+
+
+_register_rag()
 
 
 def main() -> None:
     try:
         app()
-    except HelloMemoryError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise SystemExit(2) from None
+    except HelloMemoryError as exc:  # raised outside a command (e.g. while parsing)
+        if _state.get("debug"):
+            raise
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise SystemExit(exit_code_for(exc)) from None
 
 
 if __name__ == "__main__":

@@ -1,0 +1,125 @@
+"""The FastAPI application: ``create_app(settings)`` or ``create_app(manager=...)``.
+
+Every memory route takes a required ``namespace`` query parameter, checked against
+the caller's API key (:mod:`hello_memory.api.security`); errors are JSON problem
+objects (:mod:`hello_memory.api.problems`); the OpenAPI schema is served at
+``/openapi.json`` (interactive docs at ``/docs``). ``hello-memory serve`` runs it
+with uvicorn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from hello_memory import __version__
+from hello_memory.api.problems import AccessDenied, problem, problem_for
+from hello_memory.api.security import Access, BodyLimit
+from hello_memory.config import Settings, load_settings
+from hello_memory.errors import HelloMemoryError
+
+if TYPE_CHECKING:
+    from hello_memory.memory.manager import MemoryManager
+
+__all__ = ["Namespace", "create_app", "manager_of"]
+
+PROBLEM_JSON = "application/problem+json"
+_bearer = HTTPBearer(auto_error=False, description="API key as a bearer token")
+_header_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key")
+
+
+def namespace_dependency(
+    request: Request,
+    namespace: Annotated[str, Query(min_length=1, max_length=512, description=(
+        "The namespace to act in (required on every call; the API key must grant it)."))],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)] = None,
+    header_key: Annotated[str | None, Depends(_header_key)] = None,
+) -> str:
+    key = bearer.credentials if bearer is not None else header_key
+    host = request.client.host if request.client else None
+    access: Access = request.app.state.access
+    return access.check(namespace, key, host)
+
+
+Namespace = Annotated[str, Depends(namespace_dependency)]
+
+
+def manager_of(request: Request) -> MemoryManager:
+    manager: MemoryManager | None = request.app.state.manager
+    if manager is None:  # only when the lifespan did not run (a misconfigured host)
+        raise HelloMemoryError("the memory manager is not open")
+    return manager
+
+
+def _problem_response(body: dict[str, Any], headers: dict[str, str] | None = None
+                      ) -> JSONResponse:
+    return JSONResponse(body, status_code=int(body["status"]), media_type=PROBLEM_JSON,
+                        headers=headers)
+
+
+def create_app(settings: Settings | None = None, *, manager: MemoryManager | None = None
+               ) -> FastAPI:
+    """The REST API over ``manager`` (opened from ``settings`` at startup and closed at
+    shutdown when not given; a given manager stays the caller's to close)."""
+    settings = settings or load_settings()
+    owned = manager is None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if app.state.manager is None:
+            from hello_memory.memory.manager import MemoryManager
+
+            app.state.manager = MemoryManager.open(settings)
+        try:
+            yield
+        finally:
+            if owned and app.state.manager is not None:
+                app.state.manager.close()
+                app.state.manager = None
+
+    app = FastAPI(title="hello-memory", version=__version__, lifespan=lifespan,
+                  description="Long-term memory for LLM agents: working, episodic, semantic "
+                  "and perceptual memory, document RAG. Every call names its namespace.")
+    app.state.manager = manager
+    app.state.settings = settings
+    app.state.access = Access(settings.api)
+    app.state.rag = None
+
+    @app.exception_handler(HelloMemoryError)
+    async def _hm_error(request: Request, exc: HelloMemoryError) -> JSONResponse:
+        return _problem_response(problem_for(exc))
+
+    @app.exception_handler(AccessDenied)
+    async def _denied(request: Request, exc: AccessDenied) -> JSONResponse:
+        title = "Unauthorized" if exc.status == 401 else "Forbidden"
+        slug = "unauthorized" if exc.status == 401 else "forbidden"
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return _problem_response(problem(exc.status, slug, title, exc.detail), headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
+        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errs)
+        return _problem_response(problem(422, "validation", "Invalid request", detail,
+                                         errors=errs))
+
+    @app.get("/healthz", tags=["meta"])
+    def healthz() -> dict[str, Any]:
+        """Liveness: the server answers and its memory manager is open."""
+        return {"status": "ok" if app.state.manager is not None else "starting",
+                "version": __version__}
+
+    from hello_memory.api import documents, media, routes
+
+    app.include_router(routes.router)
+    app.include_router(documents.router)
+    app.include_router(media.router)
+    app.add_middleware(BodyLimit, max_bytes=settings.api.max_request_bytes,
+                       max_upload_bytes=settings.api.max_upload_bytes)
+    return app

@@ -1,0 +1,58 @@
+"""Errors as JSON problem objects (RFC 9457), mapped from the one exception tree.
+
+:data:`STATUS` is the single place where a hello-memory error class meets an HTTP
+status: the most specific class in an error's MRO wins. Every problem carries
+``type`` (a stable slug URI), ``title``, ``status``, ``detail`` and ``error`` (the
+exception class, so clients can branch without parsing text).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hello_memory import errors
+from hello_memory.llm.base import LLMError, LLMUnavailableError
+
+__all__ = ["PROBLEM_TYPE", "STATUS", "AccessDenied", "problem", "problem_for", "status_for"]
+
+PROBLEM_TYPE = "https://hello-memory.dev/problems/"
+
+# error class -> (HTTP status, slug, title)
+STATUS: dict[type[BaseException], tuple[int, str, str]] = {
+    errors.HelloMemoryError: (500, "internal", "Internal error"),
+    errors.InvalidInputError: (400, "invalid-input", "Invalid input"),
+    errors.NamespaceRequiredError: (400, "namespace-required", "Namespace required"),
+    errors.NotFoundError: (404, "not-found", "Not found"),
+    errors.ConfigError: (501, "not-configured", "Feature not configured"),
+    errors.EmbeddingError: (503, "embedding-unavailable", "Embedding model unavailable"),
+    errors.StoreError: (500, "store-error", "Storage backend failed"),
+    errors.BackendUnavailableError: (503, "backend-unavailable", "Backend unavailable"),
+    LLMError: (502, "llm-error", "LLM endpoint failed"),
+    LLMUnavailableError: (503, "llm-unavailable", "LLM endpoint unavailable"),
+}
+
+
+class AccessDenied(Exception):
+    """A request without a valid API key (401) or outside its namespaces (403)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def status_for(exc: BaseException) -> tuple[int, str, str]:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return STATUS[errors.HelloMemoryError]
+
+
+def problem(status: int, slug: str, title: str, detail: str, **extra: Any) -> dict[str, Any]:
+    return {"type": PROBLEM_TYPE + slug, "title": title, "status": status, "detail": detail,
+            **extra}
+
+
+def problem_for(exc: BaseException) -> dict[str, Any]:
+    status, slug, title = status_for(exc)
+    return problem(status, slug, title, str(exc), error=type(exc).__name__)

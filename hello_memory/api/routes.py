@@ -1,0 +1,191 @@
+"""Memory routes: add / search / get / update / delete / forget / restore /
+consolidate / stats / clear / context, for every memory type."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from hello_memory.api.app import Namespace, manager_of
+from hello_memory.memory.manager import MemoryManager, item_to_json
+from hello_memory.memory.scoring import SearchHit
+
+__all__ = ["hit_json", "router"]
+
+router = APIRouter(prefix="/v1", tags=["memories"])
+Manager = Annotated[MemoryManager, Depends(manager_of)]
+TypeName = Literal["working", "episodic", "semantic", "perceptual"]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AddMemory(_Body):
+    content: str
+    memory_type: Literal["working", "episodic", "semantic"] | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    metadata: dict[str, Any] | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    event_time: datetime | None = Field(None, description="timezone-aware ISO 8601")
+    auto_classify: bool = False
+
+
+class AddMany(_Body):
+    memories: list[AddMemory] = Field(min_length=1, max_length=1000)
+
+
+class SearchRequest(_Body):
+    query: str
+    top_k: int = Field(5, ge=1, le=100)
+    memory_types: list[TypeName] | None = None
+    min_importance: float | None = Field(None, ge=0, le=1)
+    since: datetime | None = None
+    until: datetime | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+
+
+class UpdateMemory(_Body):
+    content: str | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    metadata: dict[str, Any] | None = None
+
+
+class ForgetRequest(_Body):
+    strategy: Literal["importance", "time", "capacity"] = "importance"
+    threshold: float = Field(0.1, ge=0, le=1)
+    max_age_days: float = Field(30.0, ge=0)
+    max_items: int = Field(1000, ge=0)
+    memory_types: list[Literal["working", "episodic", "semantic"]] | None = None
+    dry_run: bool = False
+    hard: bool = False
+
+
+class RestoreRequest(_Body):
+    ids: list[str] = Field(min_length=1, max_length=10_000)
+
+
+class ConsolidateRequest(_Body):
+    from_type: Literal["working", "episodic"] = "working"
+    to_type: Literal["episodic", "semantic"] = "episodic"
+    importance_threshold: float = Field(0.7, ge=0, le=1)
+    min_access_count: int = Field(0, ge=0)
+    dry_run: bool = False
+
+
+class ContextRequest(_Body):
+    query: str
+    max_tokens: int = Field(1500, ge=1, le=100_000)
+
+
+def hit_json(hit: SearchHit) -> dict[str, Any]:
+    return {"id": hit.id, "score": hit.score, "memory_type": hit.memory_type.value,
+            "breakdown": hit.breakdown.as_dict(), "memory": item_to_json(hit.item)}
+
+
+@router.post("/memories", status_code=201)
+def add_memory(body: AddMemory, namespace: Namespace, mm: Manager) -> dict[str, Any]:
+    """Store one memory (importance estimated when not given)."""
+    item = mm.add_many([{**body.model_dump(exclude_none=True), "namespace": namespace}])[0]
+    return item_to_json(item)
+
+
+@router.post("/memories/batch", status_code=201)
+def add_memories(body: AddMany, namespace: Namespace, mm: Manager) -> dict[str, Any]:
+    """Store many memories; one invalid entry stores none."""
+    items = mm.add_many([{**m.model_dump(exclude_none=True), "namespace": namespace}
+                         for m in body.memories])
+    return {"ids": [i.id for i in items], "memories": [item_to_json(i) for i in items]}
+
+
+@router.post("/search")
+def search(body: SearchRequest, namespace: Namespace, mm: Manager) -> dict[str, Any]:
+    """Search the requested memory types (all by default), best final score first."""
+    time_range = (body.since, body.until) if body.since or body.until else None
+    hits = mm.search(body.query, body.memory_types, body.top_k, namespace=namespace,
+                     min_importance=body.min_importance, time_range=time_range,
+                     user_id=body.user_id, agent_id=body.agent_id, session_id=body.session_id)
+    return {"hits": [hit_json(h) for h in hits]}
+
+
+@router.get("/memories/{memory_id}")
+def get_memory(memory_id: str, namespace: Namespace, mm: Manager) -> dict[str, Any]:
+    return item_to_json(mm.get(memory_id, namespace=namespace))
+
+
+@router.patch("/memories/{memory_id}")
+def update_memory(memory_id: str, body: UpdateMemory, namespace: Namespace,
+                  mm: Manager) -> dict[str, Any]:
+    """Change content (re-embedded), importance or metadata."""
+    item = mm.update(memory_id, namespace=namespace, content=body.content,
+                     importance=body.importance, metadata=body.metadata)
+    return item_to_json(item)
+
+
+@router.delete("/memories/{memory_id}", status_code=204)
+def delete_memory(memory_id: str, namespace: Namespace, mm: Manager) -> Response:
+    """Delete one memory from every store (404 if there is none)."""
+    from hello_memory.errors import NotFoundError
+
+    if not mm.remove(memory_id, namespace=namespace):
+        raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
+    return Response(status_code=204)
+
+
+@router.post("/forget")
+def forget(body: ForgetRequest, namespace: Namespace, mm: Manager) -> dict[str, Any]:
+    """Soft-forget (restorable) or, with ``hard``, purge low-value memories."""
+    rep = mm.forget(body.strategy, namespace=namespace, threshold=body.threshold,
+                    max_age_days=body.max_age_days, max_items=body.max_items,
+                    memory_types=body.memory_types, dry_run=body.dry_run, hard=body.hard)
+    return {"strategy": rep.strategy, "ids": list(rep.ids), "count": rep.count,
+            "dry_run": rep.dry_run, "hard": rep.hard}
+
+
+@router.post("/restore")
+def restore(body: RestoreRequest, namespace: Namespace, mm: Manager) -> dict[str, Any]:
+    """Bring soft-forgotten memories back into search."""
+    return {"restored": mm.restore(body.ids, namespace=namespace)}
+
+
+@router.post("/consolidate")
+def consolidate(body: ConsolidateRequest, namespace: Namespace, mm: Manager) -> dict[str, Any]:
+    """Promote working -> episodic or episodic -> semantic, merging near-duplicates."""
+    rep = mm.consolidate(body.from_type, body.to_type, namespace=namespace,
+                         importance_threshold=body.importance_threshold,
+                         min_access_count=body.min_access_count, dry_run=body.dry_run)
+    return {"from_type": rep.from_type.value, "to_type": rep.to_type.value,
+            "dry_run": rep.dry_run, "promoted": list(rep.promoted),
+            "merged": {k: list(v) for k, v in rep.merged.items()},
+            "removed_sources": list(rep.removed_sources)}
+
+
+@router.get("/stats")
+def stats(namespace: Namespace, mm: Manager) -> dict[str, Any]:
+    return mm.stats(namespace)
+
+
+@router.delete("/namespace")
+def clear(namespace: Namespace, mm: Manager,
+          confirm: Annotated[bool, Query(description="must be true")] = False
+          ) -> dict[str, Any]:
+    """Delete every memory of the namespace (and only that namespace)."""
+    return mm.clear(namespace, confirm=confirm)
+
+
+@router.post("/context")
+def context(body: ContextRequest, namespace: Namespace, mm: Manager) -> dict[str, Any]:
+    """A ready-to-inject block of the memories relevant to a query, under a token
+    budget (progressive loader: index -> timeline -> full memories)."""
+    from hello_memory.tools import MemoryTool
+
+    tool = MemoryTool(mm, namespace=namespace, context_tokens=max(20, body.max_tokens))
+    text = tool.get_context_for_query(body.query, body.max_tokens)
+    return {"context": text, "tokens": tool.counter.count(text)}

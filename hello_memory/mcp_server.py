@@ -1,0 +1,144 @@
+"""An MCP server (``hello-memory mcp``) exposing remember / recall / forget / restore /
+ingest / ask tools, built on the ``mcp`` package (``server`` extra).
+
+Every tool takes a ``namespace`` and checks it against the namespace patterns the
+operator granted when starting the server (``--namespace PATTERN`` or the patterns of
+an API key in ``api.api_keys``), with the REST API's rules: exact names, ``prefix/*``,
+``*``. Runs over stdio (what desktop agents launch) or, optionally, streamable HTTP.
+
+The module is named ``mcp_server`` so that it never shadows the ``mcp`` package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import wraps
+from typing import TYPE_CHECKING, Any, Literal
+
+from hello_memory.api.security import namespace_allowed
+from hello_memory.config import Settings
+from hello_memory.errors import ConfigError, HelloMemoryError, InvalidInputError
+from hello_memory.memory.manager import item_to_json
+from hello_memory.tools.memory_tool import forget_ids
+from hello_memory.tools.rag_access import build_rag
+from hello_memory.validation import require_namespace
+
+if TYPE_CHECKING:
+    from hello_memory.memory.manager import MemoryManager
+
+__all__ = ["build_server", "grants_for"]
+
+INSTRUCTIONS = (
+    "Long-term memory. Call `recall` before answering questions about the user or past "
+    "work, `remember` for facts, preferences and events worth keeping, `forget` for what "
+    "is wrong or unwanted (it can be restored). Every call names a namespace."
+)
+
+
+def grants_for(settings: Settings, *, namespaces: Sequence[str] = (),
+               api_key: str | None = None) -> list[str]:
+    """The namespace patterns this server may use (never empty: fails closed)."""
+    if api_key:
+        patterns = settings.api.api_keys.get(api_key)
+        if patterns is None:
+            raise ConfigError("unknown API key for the MCP server (not in api.api_keys)")
+        return list(patterns)
+    if namespaces:
+        return [require_namespace(n) for n in namespaces]
+    if settings.api.auth_disabled:  # a stdio server only ever talks to its own parent
+        return ["*"]
+    raise ConfigError("the MCP server needs the namespaces it may use: --namespace PATTERN "
+                      "(repeatable; e.g. alice or team/*) or --api-key KEY from api.api_keys")
+
+
+def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[str]) -> Any:
+    """An ``MCPServer`` (``mcp`` 2) whose tools act on ``manager``."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError as exc:
+        raise ConfigError("the MCP server needs mcp>=2 (server extra): "
+                          f"pip install 'hello-memory[server]' ({exc})") from exc
+    if not grants:
+        raise ConfigError("the MCP server was given no namespaces to serve")
+    server = MCPServer("hello-memory", instructions=INSTRUCTIONS)
+    rag: list[Any] = []  # built on first document call
+
+    def check(namespace: str) -> str:
+        ns = require_namespace(namespace)
+        if not namespace_allowed(ns, grants):
+            raise InvalidInputError(f"namespace {ns!r} is not granted to this server "
+                                    f"(granted: {', '.join(grants)})")
+        return ns
+
+    def pipeline() -> Any:
+        if not rag:
+            rag.append(build_rag(manager, settings))
+        return rag[0]
+
+    def tool(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        @wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            try:
+                return fn(*args, **kwargs)
+            except HelloMemoryError as exc:  # the model reads this and can correct itself
+                raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+        server.add_tool(run, name=fn.__name__, description=(fn.__doc__ or "").strip())
+        return fn
+
+    @tool
+    def remember(namespace: str, content: str,
+                 memory_type: Literal["working", "episodic", "semantic"] | None = None,
+                 importance: float | None = None) -> dict[str, Any]:
+        """Store a memory: a fact or preference (semantic), an event (episodic) or
+        something about the current task (working). Returns its id."""
+        ns = check(namespace)
+        item = manager.add(content, memory_type, importance, namespace=ns,
+                           auto_classify=memory_type is None)
+        return {"id": item.id, "memory_type": item.memory_type.value,
+                "importance": item.importance}
+
+    @tool
+    def recall(namespace: str, query: str, top_k: int = 5) -> dict[str, Any]:
+        """Search memories relevant to a query; best first, with ids and scores."""
+        ns = check(namespace)
+        hits = manager.search(query, top_k=top_k, namespace=ns)
+        return {"hits": [{"id": h.id, "score": round(h.score, 4),
+                          "memory_type": h.memory_type.value, "content": h.item.content,
+                          "event_time": h.item.event_time.isoformat()} for h in hits]}
+
+    @tool
+    def forget(namespace: str, memory_ids: list[str]) -> dict[str, Any]:
+        """Forget memories by id (soft: they leave search; `restore` brings them back)."""
+        ns = check(namespace)
+        return {"forgotten": forget_ids(manager, ns, memory_ids)}
+
+    @tool
+    def restore(namespace: str, memory_ids: list[str]) -> dict[str, Any]:
+        """Bring forgotten memories back."""
+        ns = check(namespace)
+        return {"restored": manager.restore(memory_ids, namespace=ns)}
+
+    @tool
+    def get_memory(namespace: str, memory_id: str) -> dict[str, Any]:
+        """One memory by id, with every field."""
+        return item_to_json(manager.get(memory_id, namespace=check(namespace)))
+
+    @tool
+    def ingest(namespace: str, text: str | None = None, source: str = "text",
+               paths: list[str] | None = None) -> dict[str, Any]:
+        """Add documents for `ask`: a text (with a source name) or files / folders on
+        this machine (paths)."""
+        ns = check(namespace)
+        if (text is None) == (paths is None):
+            raise InvalidInputError("give either text or paths")
+        if text is not None:
+            return {"document_id": pipeline().add_text(text, namespace=ns, source=source)}
+        return dict(pipeline().ingest(list(paths or []), namespace=ns).as_dict())
+
+    @tool
+    def ask(namespace: str, question: str) -> dict[str, Any]:
+        """Answer a question from the namespace's documents, with citations."""
+        return dict(pipeline().ask(question, namespace=check(namespace)).as_dict())
+
+    return server

@@ -1,0 +1,422 @@
+"""``MemoryTool``: the memory layer as a tool an agent can call.
+
+Two calling styles over the same actions (add, search, summary, stats, update,
+remove, forget, consolidate, clear):
+
+- ``tool.run({"action": "search", "query": "..."})``: one entry point that takes
+  a dict, as agent frameworks with a single "memory" tool call it;
+- one function per action, described for OpenAI-style function calling by
+  ``tool.schemas()`` and dispatched by ``tool.call(name, arguments)``.
+
+Both return a JSON-ready dict: ``ok``, ``action``, the full memory ids (an agent needs
+them to update or remove), scores, and ``text``, a compact rendering that stays under
+``token_budget``. An invalid call returns ``ok: False`` with the error's type and
+message (and changes nothing), so the model can read what went wrong; the direct
+Python methods raise the typed error instead.
+
+The tool is bound to ONE namespace at construction: an agent cannot reach another
+namespace through it. ``get_context_for_query`` builds a ready-to-inject context block
+with the progressive loader, and ``record_turn`` captures conversation turns into
+working memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
+from hello_memory.retrieval.progressive import ProgressiveLoader, optimize_context
+from hello_memory.stores.records import ItemFilter
+from hello_memory.text.tokens import TokenCounter, default_token_counter, truncate_to_tokens
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
+from hello_memory.validation import require_namespace, validate_content
+
+if TYPE_CHECKING:
+    from hello_memory.memory.manager import MemoryManager
+    from hello_memory.memory.scoring import SearchHit
+
+__all__ = ["ACTIONS", "MemoryTool", "forget_ids", "memory_dict"]
+
+TypeName = Literal["working", "episodic", "semantic"]
+ROLES = ("user", "assistant", "system", "tool")
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AddArgs(_Args):
+    """Store a new memory. Returns its id."""
+
+    content: str = Field(description="The text to remember, one fact or event.")
+    memory_type: TypeName | None = Field(
+        None, description="working (this conversation), episodic (an event) or semantic "
+        "(a lasting fact or preference); chosen from the text when omitted.")
+    importance: float | None = Field(None, ge=0, le=1,
+                                     description="0..1; estimated when omitted.")
+    metadata: dict[str, Any] | None = Field(None, description="Free-form tags.")
+
+
+class SearchArgs(_Args):
+    """Find memories relevant to a query; returns their ids, scores and text."""
+
+    query: str = Field(description="What to look for, in natural language.")
+    top_k: int = Field(5, ge=1, le=50, description="How many memories to return.")
+    memory_types: list[TypeName] | None = Field(None, description="Limit to these types.")
+    min_importance: float | None = Field(None, ge=0, le=1)
+
+
+class SummaryArgs(_Args):
+    """An overview of what is remembered: counts and the most important memories."""
+
+    limit: int = Field(5, ge=1, le=50, description="Memories shown per type.")
+
+
+class StatsArgs(_Args):
+    """Counts of memories per type and store."""
+
+
+class UpdateArgs(_Args):
+    """Change a memory's content, importance or metadata (by its full id)."""
+
+    memory_id: str = Field(description="The full id returned by add or search.")
+    content: str | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    metadata: dict[str, Any] | None = None
+
+
+class RemoveArgs(_Args):
+    """Delete one memory for good (by its full id)."""
+
+    memory_id: str = Field(description="The full id returned by add or search.")
+
+
+class ForgetArgs(_Args):
+    """Forget memories (soft: they leave search and can be restored): the given ids,
+    or else the low-value ones chosen by a strategy."""
+
+    memory_ids: list[str] | None = Field(None, description="Forget exactly these ids.")
+    strategy: Literal["importance", "time", "capacity"] = "importance"
+    threshold: float = Field(0.1, ge=0, le=1, description="importance: below this.")
+    max_age_days: float = Field(30.0, ge=0, description="time: older than this.")
+    max_items: int = Field(1000, ge=0, description="capacity: keep this many.")
+    dry_run: bool = Field(False, description="Only report what would be forgotten.")
+
+
+class ConsolidateArgs(_Args):
+    """Promote important memories: working -> episodic or episodic -> semantic."""
+
+    from_type: Literal["working", "episodic"] = "working"
+    to_type: Literal["episodic", "semantic"] = "episodic"
+    importance_threshold: float = Field(0.7, ge=0, le=1)
+    dry_run: bool = False
+
+
+class ClearArgs(_Args):
+    """Delete EVERY memory of this namespace. Needs confirm=true."""
+
+    confirm: bool = Field(False, description="Must be true; nothing happens otherwise.")
+
+
+ACTIONS: dict[str, type[_Args]] = {
+    "add": AddArgs, "search": SearchArgs, "summary": SummaryArgs, "stats": StatsArgs,
+    "update": UpdateArgs, "remove": RemoveArgs, "forget": ForgetArgs,
+    "consolidate": ConsolidateArgs, "clear": ClearArgs,
+}
+
+
+def _strip_titles(schema: Any) -> Any:
+    """JSON schema without pydantic's ``title`` noise (function-calling APIs ignore it
+    and it costs prompt tokens)."""
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def memory_dict(item: MemoryItem, score: float | None = None) -> dict[str, Any]:
+    """The fields an agent needs about one memory (full id included)."""
+    out: dict[str, Any] = {"id": item.id, "memory_type": item.memory_type.value,
+                           "content": item.content, "importance": round(item.importance, 4),
+                           "event_time": _iso(item.event_time)}
+    if score is not None:
+        out["score"] = round(score, 4)
+    if item.metadata:
+        out["metadata"] = item.metadata
+    return out
+
+
+def forget_ids(manager: MemoryManager, namespace: str, ids: Sequence[str], *,
+               dry_run: bool = False) -> list[str]:
+    """Soft-forget the given memories of ``namespace`` (``restore`` undoes it); working
+    memories, which have no soft state, are dropped. Unknown ids are an error and
+    nothing is changed; already forgotten ones are skipped. Returns the ids forgotten
+    (with ``dry_run``: the ids that would be, changing nothing)."""
+    ns = require_namespace(namespace)
+    wanted = list(dict.fromkeys(ids))
+    if not wanted or not all(isinstance(i, str) and i for i in wanted):
+        raise InvalidInputError("memory_ids must be a non-empty list of ids")
+    working = [i for i in wanted if manager.working.get(ns, i) is not None]
+    stored = {i.id: i for i in manager.stores.records.get_items(
+        ns, [i for i in wanted if i not in working])}
+    if missing := [i for i in wanted if i not in stored and i not in working]:
+        raise NotFoundError(f"no memory {missing[0]!r} in namespace {ns!r}")
+    active = [i for i in stored.values() if i.status is MemoryStatus.ACTIVE]
+    if dry_run:
+        return working + [i.id for i in active]
+    for wid in working:
+        manager.working.remove(ns, wid)
+    for item in active:
+        manager.stores.records.update_item(ns, item.id, status=MemoryStatus.FORGOTTEN)
+    done = working + [i.id for i in active]
+    if active:
+        manager.stores.apply_outbox()
+    if done:
+        manager.stores.records.add_audit(ns, "forget", {"strategy": "ids", "hard": False,
+                                                        "count": len(done), "ids": done})
+    return done
+
+
+class MemoryTool:
+    """An agent's memory, bound to one namespace (see module doc)."""
+
+    name = "memory"
+    description = ("Long-term memory: store facts and events, search them, update or remove "
+                   "them by id, summarise, forget and consolidate.")
+
+    def __init__(
+        self,
+        manager: MemoryManager,
+        *,
+        namespace: str,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        token_budget: int = 600,
+        context_tokens: int = 1500,
+        token_counter: TokenCounter | None = None,
+        loader: ProgressiveLoader | None = None,
+        prefix: str = "memory_",
+    ) -> None:
+        self.manager = manager
+        self.namespace = require_namespace(namespace)
+        self.user_id = user_id
+        self.session_id = session_id
+        if token_budget < 20 or context_tokens < 20:
+            raise InvalidInputError("token budgets must be at least 20 tokens")
+        self.token_budget = token_budget
+        self.context_tokens = context_tokens
+        self.counter = token_counter or default_token_counter()
+        # A lower relevance bar than the loader's default: MiniLM cosines of clearly
+        # related sentences often sit between 0.3 and 0.5.
+        self.loader = loader or ProgressiveLoader(manager, token_counter=self.counter,
+                                                  relevance_threshold=0.3,
+                                                  default_max_tokens=context_tokens)
+        self.prefix = prefix
+
+    # --- the dict protocol -------------------------------------------------------------
+    def run(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``{"action": name, **arguments}`` -> result dict (errors as ``ok: False``)."""
+        if not isinstance(params, Mapping):
+            return self._error("?", InvalidInputError("params must be an object"))
+        args = dict(params)
+        action = args.pop("action", None)
+        return self._dispatch(str(action), args)
+
+    # --- function calling --------------------------------------------------------------
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI function-calling descriptions, one per action (``memory_add``, ...)."""
+        return [{"type": "function", "function": {
+                    "name": f"{self.prefix}{action}",
+                    "description": (model.__doc__ or "").strip(),
+                    "parameters": _strip_titles(model.model_json_schema())}}
+                for action, model in ACTIONS.items()]
+
+    def call(self, name: str, arguments: str | Mapping[str, Any] | None = None
+             ) -> dict[str, Any]:
+        """Run the function ``name`` (as in :meth:`schemas`) with JSON or dict arguments."""
+        action = name[len(self.prefix):] if name.startswith(self.prefix) else name
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments or "{}")
+            except json.JSONDecodeError as exc:
+                return self._error(action, InvalidInputError(f"arguments are not JSON: {exc}"))
+        if arguments is not None and not isinstance(arguments, Mapping):
+            return self._error(action, InvalidInputError("arguments must be a JSON object"))
+        return self._dispatch(action, dict(arguments or {}))
+
+    def _dispatch(self, action: str, args: dict[str, Any]) -> dict[str, Any]:
+        model = ACTIONS.get(action)
+        if model is None:
+            return self._error(action, InvalidInputError(
+                f"unknown action {action!r}; use one of {', '.join(ACTIONS)}"))
+        try:
+            parsed = model.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or action}: {e['msg']}"
+                                 for e in exc.errors())
+            return self._error(action, InvalidInputError(problems))
+        handler: Callable[..., dict[str, Any]] = getattr(self, action)
+        try:
+            return handler(**parsed.model_dump())
+        except HelloMemoryError as exc:
+            return self._error(action, exc)
+
+    def _error(self, action: str, exc: Exception) -> dict[str, Any]:
+        return {"ok": False, "action": action, "namespace": self.namespace,
+                "error": {"type": type(exc).__name__, "message": str(exc)},
+                "text": f"error ({type(exc).__name__}): {exc}"}
+
+    def _ok(self, action: str, text: str, **data: Any) -> dict[str, Any]:
+        return {"ok": True, "action": action, "namespace": self.namespace, **data,
+                "text": text}
+
+    def _render(self, header: str, lines: Sequence[str]) -> str:
+        """``header`` plus as many whole ``lines`` as fit ``token_budget``."""
+        budget = max(0, self.token_budget - self.counter.count(header) - 8)
+        plan = optimize_context(list(lines), budget, token_counter=self.counter)
+        text = "\n".join([header, *[str(x) for x in plan.included]])
+        if plan.left_out:
+            text += f"\n(+{len(plan.left_out)} more not shown)"
+        return text
+
+    def _line(self, item: MemoryItem, score: float | None = None) -> str:
+        head = f"- id={item.id} {item.memory_type.value}"
+        if score is not None:
+            head += f" score={score:.3f}"
+        body = truncate_to_tokens(" ".join(item.content.split()), 80, self.counter)
+        return f"{head} imp={item.importance:.2f} {item.event_time.date().isoformat()}: {body}"
+
+    # --- actions (typed Python API; these raise instead of returning errors) ----------
+    def add(self, content: str, memory_type: str | None = None, importance: float | None = None,
+            metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        item = self.manager.add(content, memory_type, importance, metadata,
+                                namespace=self.namespace, user_id=self.user_id,
+                                session_id=self.session_id,
+                                auto_classify=memory_type is None)
+        return self._ok("add", f"stored {item.memory_type.value} memory id={item.id}",
+                        id=item.id, memory=memory_dict(item))
+
+    def search(self, query: str, top_k: int = 5, memory_types: Sequence[str] | None = None,
+               min_importance: float | None = None) -> dict[str, Any]:
+        hits = self.manager.search(query, memory_types, top_k, namespace=self.namespace,
+                                   min_importance=min_importance)
+        return self._hits("search", f"{len(hits)} memories for {query!r}:", hits)
+
+    def _hits(self, action: str, header: str, hits: Sequence[SearchHit]) -> dict[str, Any]:
+        memories = [{**memory_dict(h.item, h.score), "breakdown": h.breakdown.as_dict()}
+                    for h in hits]
+        text = self._render(header, [self._line(h.item, h.score) for h in hits])
+        return self._ok(action, text, memories=memories, ids=[h.id for h in hits])
+
+    def summary(self, limit: int = 5) -> dict[str, Any]:
+        stats = self.manager.stats(self.namespace)
+        records = self.manager.stores.records
+        sections: list[str] = []
+        shown: dict[str, list[dict[str, Any]]] = {}
+        for mtype in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
+            items = records.list_items(self.namespace, ItemFilter(memory_types=(mtype,)))
+            top = sorted(items, key=lambda i: (-i.importance, -i.event_time.timestamp()))
+            shown[mtype.value] = [memory_dict(i) for i in top[:limit]]
+            sections += [self._line(i) for i in top[:limit]]
+        working = sorted(self.manager.working.list(self.namespace),
+                         key=lambda i: -i.event_time.timestamp())[:limit]
+        shown["working"] = [memory_dict(i) for i in working]
+        sections += [self._line(i) for i in working]
+        by_type = ", ".join(f"{k} {v}" for k, v in stats["by_type"].items())
+        header = f"{stats['total']} memories ({by_type}); most important:"
+        return self._ok("summary", self._render(header, sections), counts=stats["by_type"],
+                        total=stats["total"], memories=shown)
+
+    def stats(self) -> dict[str, Any]:
+        st = self.manager.stats(self.namespace)
+        by_type = ", ".join(f"{k} {v}" for k, v in st["by_type"].items())
+        return self._ok("stats", f"{st['total']} memories: {by_type}; "
+                        f"{st['forgotten']} forgotten", stats=st)
+
+    def update(self, memory_id: str, content: str | None = None,
+               importance: float | None = None,
+               metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        item = self.manager.update(memory_id, namespace=self.namespace, content=content,
+                                   importance=importance, metadata=metadata)
+        return self._ok("update", f"updated id={item.id}", id=item.id,
+                        memory=memory_dict(item))
+
+    def remove(self, memory_id: str) -> dict[str, Any]:
+        removed = self.manager.remove(memory_id, namespace=self.namespace)
+        return self._ok("remove", f"removed id={memory_id}" if removed
+                        else f"no memory id={memory_id} in this namespace",
+                        id=memory_id, removed=removed)
+
+    def forget(self, strategy: str = "importance", threshold: float = 0.1,
+               max_age_days: float = 30.0, max_items: int = 1000,
+               dry_run: bool = False, memory_ids: Sequence[str] | None = None
+               ) -> dict[str, Any]:
+        verb = "would forget" if dry_run else "forgot"
+        if memory_ids is not None:
+            ids = forget_ids(self.manager, self.namespace, memory_ids, dry_run=dry_run)
+            return self._ok("forget", f"{verb} {len(ids)} memories by id", ids=ids,
+                            count=len(ids), dry_run=dry_run)
+        rep = self.manager.forget(strategy, namespace=self.namespace, threshold=threshold,
+                                  max_age_days=max_age_days, max_items=max_items,
+                                  dry_run=dry_run)
+        return self._ok("forget", f"{verb} {rep.count} memories ({strategy})",
+                        ids=list(rep.ids), count=rep.count, dry_run=dry_run)
+
+    def consolidate(self, from_type: str = "working", to_type: str = "episodic",
+                    importance_threshold: float = 0.7, dry_run: bool = False
+                    ) -> dict[str, Any]:
+        rep = self.manager.consolidate(from_type, to_type, namespace=self.namespace,
+                                       importance_threshold=importance_threshold,
+                                       dry_run=dry_run)
+        merged = {k: list(v) for k, v in rep.merged.items()}
+        moved = sum(len(v) for v in merged.values())
+        verb = "would move" if dry_run else "moved"
+        return self._ok("consolidate", f"{verb} {moved} {from_type} memories into "
+                        f"{len(merged)} {to_type} memories", merged=merged,
+                        promoted=list(rep.promoted), dry_run=dry_run)
+
+    def clear(self, confirm: bool = False) -> dict[str, Any]:
+        done = self.manager.clear(self.namespace, confirm=confirm)
+        return self._ok("clear", f"cleared namespace {self.namespace!r}: "
+                        f"{done['records']} stored and {done['working']} working memories",
+                        removed=done)
+
+    # --- context for a prompt and conversation capture ------------------------------
+    def get_context_for_query(self, query: str, max_tokens: int | None = None) -> str:
+        """A block of the memories relevant to ``query`` to put in a prompt, at most
+        ``max_tokens`` tokens (default ``context_tokens``); empty when nothing is."""
+        validate_content(query)
+        budget = self.context_tokens if max_tokens is None else max_tokens
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise InvalidInputError(f"max_tokens must be a non-negative integer, got {budget!r}")
+        header = "Relevant memories (id, type, date: content):"
+        room = budget - self.counter.count(header) - 2
+        if room <= 0:
+            return ""
+        entries, _ = self.loader.load_relevant_context(query, room, namespace=self.namespace)
+        lines = [f"- [{e['id']}] {e['type']} {e['event_time'].date().isoformat()}: "
+                 f"{e['content']}" for e in entries]
+        plan = optimize_context(lines, room, token_counter=self.counter)
+        if not plan.included:
+            return ""
+        return "\n".join([header, *[str(x) for x in plan.included]])
+
+    def record_turn(self, role: str, content: str, *, importance: float | None = None
+                    ) -> dict[str, Any]:
+        """Keep one conversation turn in working memory (``metadata.role``)."""
+        if role not in ROLES:
+            raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        item = self.manager.add(content, MemoryType.WORKING, importance, {"role": role},
+                                namespace=self.namespace, user_id=self.user_id,
+                                session_id=self.session_id)
+        return self._ok("record_turn", f"recorded {role} turn id={item.id}", id=item.id)

@@ -1,0 +1,114 @@
+"""The ``hello-memory`` command through typer's CliRunner on ``hello_memory.cli:app``
+and, for exit codes and tracebacks, through its console entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from hello_memory.cli import app
+
+pytestmark = pytest.mark.slow
+ENV = {"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules", "HELLO_MEMORY_CONFIG": ""}
+
+
+def cli(data: Path, *args: str, code: int = 0) -> Any:
+    result = CliRunner().invoke(app, ["--data-dir", str(data), *args], env=ENV)
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    return result
+
+
+def test_memory_commands_round_trip(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    added = json.loads(cli(data, "add", "Frank keeps his spare keys under the blue pot.",
+                           "--type", "semantic", "-n", "frank", "--importance", "0.9",
+                           "--json").stdout)
+    mid = added["id"]
+    cli(data, "add", "Frank fed the cat at 8.", "--type", "episodic", "-n", "frank",
+        "--importance", "0.05")
+    hits = json.loads(cli(data, "search", "where are Frank's spare keys?", "-n", "frank",
+                          "--json").stdout)
+    assert hits[0]["id"] == mid and hits[0]["score"] > hits[1]["score"]
+    table = cli(data, "search", "where are Frank's spare keys?", "-n", "frank").stdout
+    assert mid in table  # the table shows full ids
+    assert json.loads(cli(data, "show", mid, "-n", "frank", "--json").stdout)["content"] == (
+        "Frank keeps his spare keys under the blue pot.")
+    assert mid in cli(data, "forget", mid, "-n", "frank").stdout
+    hits = json.loads(cli(data, "search", "spare keys", "-n", "frank", "--json").stdout)
+    assert mid not in [h["id"] for h in hits]
+    assert "restored 1 of 1" in cli(data, "restore", mid, "-n", "frank").stdout
+    export = tmp_path / "frank.jsonl"
+    assert "exported 2" in cli(data, "export", str(export), "-n", "frank").stdout
+    other = tmp_path / "d2"  # ids are global: an export moves to another store
+    assert "imported 2, skipped 0" in cli(other, "import", str(export)).stdout
+    assert "imported 0, skipped 2" in cli(other, "import", str(export)).stdout
+    st = json.loads(cli(other, "stats", "-n", "frank", "--json").stdout)
+    assert st["by_type"]["semantic"] == 1 and st["by_type"]["episodic"] == 1
+
+
+def test_jobs_commands(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    cli(data, "add", "The printer on floor 2 jams on A3 paper.", "--type", "episodic",
+        "-n", "ops", "--importance", "0.9")
+    low = cli(data, "add", "Someone left an umbrella.", "--type", "episodic", "-n", "ops",
+              "--importance", "0.05").stdout.strip()
+    dry = json.loads(cli(data, "jobs", "forget", "-n", "ops", "--threshold", "0.1",
+                         "--dry-run", "--json").stdout)
+    assert dry["details"]["ids"] == [low] and dry["dry_run"] is True
+    rounds = [json.loads(line) for line in cli(
+        data, "jobs", "forget", "-n", "ops", "--threshold", "0.1", "--every", "1s",
+        "--max-runs", "2", "--json").stdout.splitlines()]
+    assert [r["counts"]["forgotten"] for r in rounds] == [1, 0]  # the second run: no-op
+    out = cli(data, "jobs", "consolidate", "--all-namespaces", "--threshold", "0.8").stdout
+    assert "consolidate [ops]: moved 1, new_targets 1, removed 1" in out
+    again = cli(data, "jobs", "consolidate", "--all-namespaces", "--threshold", "0.8").stdout
+    assert "moved 0" in again
+    rec = json.loads(cli(data, "jobs", "reconcile", "-n", "ops", "--json").stdout)
+    assert rec["job"] == "reconcile" and rec["namespace"] == "ops"
+    assert "restored 1 of 1" in cli(data, "restore", low, "-n", "ops").stdout
+    err = cli(data, "jobs", "forget", code=2).stderr
+    assert "--namespace" in err
+    cli(data, "jobs", "forget", "-n", "ops", "--max-runs", "2", code=2)
+
+
+def test_errors_exit_codes_and_debug(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    missing = cli(data, "show", "no-such-id", "-n", "x", code=3)
+    assert "no memory" in missing.stderr and "Traceback" not in missing.stderr
+    cli(data, "add", "   ", "-n", "x", code=2)
+    exe = shutil.which("hello-memory", path=str(Path(sys.executable).parent))
+    assert exe, "the console script is installed next to the interpreter"
+    env = {**os.environ, **ENV, "HELLO_MEMORY__VECTOR__URLL": "http://x"}
+    out = subprocess.run([exe, "--data-dir", str(data), "stats"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "vector.urll" in out.stderr
+    assert "Traceback" not in out.stderr
+    env = {**os.environ, **ENV, "HELLO_MEMORY__VECTOR__URL": "http://127.0.0.1:9",
+           "HELLO_MEMORY__VECTOR__TIMEOUT": "1"}
+    down = subprocess.run([exe, "--data-dir", str(data), "stats", "-n", "x"], env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert down.returncode == 4, down.stderr
+    assert "error:" in down.stderr and "Traceback" not in down.stderr
+    debug = subprocess.run([exe, "--debug", "--data-dir", str(data), "show", "nope", "-n", "x"],
+                           env={**os.environ, **ENV}, capture_output=True, text=True,
+                           timeout=120)
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_init_writes_a_loadable_config(tmp_path: Path) -> None:
+    data, conf = tmp_path / "d", tmp_path / "hm.yaml"
+    cli(data, "init", str(conf))
+    assert (data / "records.db").exists()
+    cli(data, "init", str(conf), code=2)  # no silent overwrite
+    shown = CliRunner().invoke(app, ["--config", str(conf), "config"], env=ENV)
+    assert shown.exit_code == 0 and str(data) in shown.stdout
+    bench = cli(data, "bench", "--n", "10", "--queries", "2").stdout
+    assert "search p50 ms" in bench and "bench: 10 memories, 2 searches" in bench

@@ -1,0 +1,116 @@
+"""``hello-memory mcp`` over stdio, driven by the ``mcp`` package's own client."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+pytestmark = pytest.mark.slow
+
+
+def server(data_dir: Path, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hello_memory.cli", "--data-dir", str(data_dir), "mcp", *args],
+        env={"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"})
+
+
+def test_tools_over_stdio(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "wifi.md").write_text("# Wifi\n\nThe guest wifi password is sunflower-42.\n")
+    results: dict[str, Any] = {}
+
+    async def session() -> None:
+        params = server(tmp_path / "d", "--namespace", "alice", "--namespace", "team/*")
+        async with Client(params, read_timeout_seconds=180) as c:
+            results["tools"] = sorted(t.name for t in (await c.list_tools()).tools)
+            added = await c.call_tool("remember", {
+                "namespace": "alice", "content": "Alice is vegetarian.",
+                "memory_type": "semantic"})
+            mid = added.structured_content["id"]
+            recalled = await c.call_tool("recall", {"namespace": "alice",
+                                                     "query": "what does Alice eat?"})
+            results["recall"] = (mid, recalled.structured_content["hits"])
+            results["forget"] = (await c.call_tool("forget", {
+                "namespace": "alice", "memory_ids": [mid]})).structured_content
+            after = await c.call_tool("recall", {"namespace": "alice",
+                                                 "query": "what does Alice eat?"})
+            results["after_forget"] = after.structured_content["hits"]
+            results["restore"] = (await c.call_tool("restore", {
+                "namespace": "alice", "memory_ids": [mid]})).structured_content
+            denied = await c.call_tool("recall", {"namespace": "bob", "query": "anything"})
+            results["denied"] = (denied.is_error, denied.content[0].text)
+            bad = await c.call_tool("remember", {"namespace": "alice", "content": "  "})
+            results["bad"] = (bad.is_error, bad.content[0].text)
+            ing = await c.call_tool("ingest", {"namespace": "team/it", "paths": [str(docs)]})
+            results["ingest"] = ing.structured_content
+            ans = await c.call_tool("ask", {"namespace": "team/it",
+                                            "question": "What is the guest wifi password?"})
+            results["ask"] = ans.structured_content
+
+    anyio.run(session)
+    assert results["tools"] == ["ask", "forget", "get_memory", "ingest", "recall", "remember",
+                                "restore"]
+    mid, hits = results["recall"]
+    assert hits[0]["id"] == mid and hits[0]["content"] == "Alice is vegetarian."
+    assert results["forget"] == {"forgotten": [mid]} and results["after_forget"] == []
+    assert results["restore"] == {"restored": 1}
+    assert results["denied"][0] and "not granted" in results["denied"][1]
+    assert results["bad"][0] and "EmptyContentError" in results["bad"][1]
+    assert results["ingest"]["files"] == 1
+    assert "sunflower-42" in results["ask"]["text"]
+
+
+def test_refuses_to_start_without_namespaces(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "hello_memory.cli", "--data-dir",
+                          str(tmp_path), "mcp"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HELLO_MEMORY_API_KEY": ""}, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and "--namespace" in out.stderr
+    assert out.stdout == "" and "Traceback" not in out.stderr
+
+
+def test_streamable_http_on_loopback(tmp_path: Path) -> None:
+    from .conftest import free_port
+
+    port = free_port()
+    env = {**os.environ, "HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"}
+    base = [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(tmp_path), "mcp",
+            "-n", "alice", "--http", "--port", str(port)]
+    refused = subprocess.run([*base, "--host", "0.0.0.0"], env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert refused.returncode == 2 and "loopback" in refused.stderr
+    proc = subprocess.Popen(base, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    results: dict[str, Any] = {}
+
+    async def session() -> None:
+        async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+            added = await c.call_tool("remember", {
+                "namespace": "alice", "content": "Alice's locker is number 12."})
+            got = await c.call_tool("get_memory", {
+                "namespace": "alice", "memory_id": added.structured_content["id"]})
+            results["content"] = got.structured_content["content"]
+
+    deadline = time.monotonic() + 240
+    while True:  # until the server listens (it loads the model first)
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the MCP HTTP server did not start"
+        time.sleep(0.5)
+    try:
+        anyio.run(session)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert results["content"] == "Alice's locker is number 12."

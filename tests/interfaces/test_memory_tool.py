@@ -1,0 +1,135 @@
+"""MemoryTool: both calling styles, full ids, budgets, context blocks, turn capture."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.memory.manager import MemoryManager
+from hello_memory.text.tokens import default_token_counter
+from hello_memory.tools import ACTIONS, MemoryTool
+from hello_memory.types import MemoryStatus, MemoryType
+
+pytestmark = pytest.mark.slow
+
+
+def test_add_search_update_remove_by_full_id(manager: MemoryManager) -> None:
+    tool = MemoryTool(manager, namespace="alice")
+    added = tool.run({"action": "add", "content": "Alice is allergic to peanuts.",
+                      "memory_type": "semantic", "importance": 0.9})
+    assert added["ok"] and len(added["id"]) == 36  # a full UUID, never a prefix
+    tool.run({"action": "add", "content": "Alice flew to Lisbon last spring.",
+              "memory_type": "episodic"})
+    found = tool.run({"action": "search", "query": "what food must Alice avoid?", "top_k": 2})
+    assert found["ok"] and found["ids"][0] == added["id"]
+    top = found["memories"][0]
+    assert top["score"] > found["memories"][1]["score"]
+    assert added["id"] in found["text"]  # the rendering shows the full id too
+    # the id from search is enough to update and remove
+    upd = tool.run({"action": "update", "memory_id": found["ids"][0], "importance": 0.4})
+    assert upd["ok"] and manager.get(added["id"], namespace="alice").importance == 0.4
+    rem = tool.run({"action": "remove", "memory_id": added["id"]})
+    assert rem["ok"] and rem["removed"] is True
+    assert manager.stats("alice")["by_type"]["semantic"] == 0
+
+
+def test_function_calling_schemas_and_dispatch(manager: MemoryManager) -> None:
+    tool = MemoryTool(manager, namespace="n")
+    schemas = tool.schemas()
+    names = [s["function"]["name"] for s in schemas]
+    assert names == [f"memory_{a}" for a in ACTIONS]
+    add = next(s["function"] for s in schemas if s["function"]["name"] == "memory_add")
+    assert add["parameters"]["required"] == ["content"]
+    assert add["parameters"]["additionalProperties"] is False
+    assert '"title"' not in json.dumps(schemas)  # pydantic's titles are stripped
+    assert all(s["function"]["description"] for s in schemas)
+    out = tool.call("memory_add", json.dumps({"content": "The deploy runs on Fridays.",
+                                              "memory_type": "semantic"}))
+    assert out["ok"]
+    assert tool.call("memory_stats", "{}")["stats"]["by_type"]["semantic"] == 1
+
+
+def test_invalid_calls_are_reported_and_write_nothing(manager: MemoryManager) -> None:
+    tool = MemoryTool(manager, namespace="n")
+    cases = [
+        tool.run({"action": "fly"}),
+        tool.run({"action": "add", "content": "   "}),
+        tool.run({"action": "add", "content": "x", "importance": 3}),
+        tool.run({"action": "add", "content": "x", "colour": "red"}),
+        tool.call("memory_add", "{not json"),
+        tool.run({"action": "update", "memory_id": "no-such-id", "importance": 0.2}),
+    ]
+    assert [c["ok"] for c in cases] == [False] * len(cases)
+    assert {c["error"]["type"] for c in cases} >= {"InvalidInputError", "EmptyContentError",
+                                                   "NotFoundError"}
+    assert manager.stats("n")["total"] == 0
+    # the typed methods raise instead
+    with pytest.raises(InvalidInputError):
+        tool.record_turn("narrator", "hello")
+
+
+def test_clear_needs_confirm_and_stays_in_its_namespace(manager: MemoryManager) -> None:
+    a, b = MemoryTool(manager, namespace="a"), MemoryTool(manager, namespace="b")
+    a.add("Memory of a.", "episodic")
+    b.add("Memory of b.", "episodic")
+    refused = a.run({"action": "clear"})
+    assert not refused["ok"] and manager.stats("a")["total"] == 1
+    assert a.run({"action": "clear", "confirm": True})["ok"]
+    assert manager.stats("a")["total"] == 0 and manager.stats("b")["total"] == 1
+    assert b.run({"action": "search", "query": "memory of a"})["ids"] != []
+    assert all("of a" not in m["content"]
+               for m in b.run({"action": "search", "query": "memory of a"})["memories"])
+
+
+def test_text_stays_under_the_token_budget(manager: MemoryManager) -> None:
+    tool = MemoryTool(manager, namespace="n", token_budget=60)
+    manager.add_many([{"content": f"Note {i}: the quarterly report for region {i} is due "
+                                  f"on the {i}th and needs three signatures.",
+                       "namespace": "n", "memory_type": "episodic"} for i in range(12)])
+    out = tool.search("quarterly report", top_k=12)
+    counter = default_token_counter()
+    assert counter.count(out["text"]) <= 60
+    assert len(out["memories"]) == 12  # the structured part is complete
+    assert "more not shown" in out["text"]
+
+
+def test_summary_forget_restore_consolidate(manager: MemoryManager) -> None:
+    tool = MemoryTool(manager, namespace="n")
+    keep = tool.add("Bob's birthday is on March 3.", "semantic", 0.9)["id"]
+    drop = tool.add("It was cloudy at noon.", "episodic", 0.05)["id"]
+    summary = tool.summary()
+    assert summary["total"] == 2 and summary["memories"]["semantic"][0]["id"] == keep
+    forgot = tool.run({"action": "forget", "strategy": "importance", "threshold": 0.1})
+    assert forgot["ids"] == [drop]
+    assert manager.stores.records.get_item("n", drop).status is MemoryStatus.FORGOTTEN
+    assert manager.restore([drop], namespace="n") == 1
+    would = tool.run({"action": "forget", "memory_ids": [drop], "dry_run": True})
+    assert would["ids"] == [drop]
+    assert manager.stores.records.get_item("n", drop).status is MemoryStatus.ACTIVE
+    missing = tool.run({"action": "forget", "memory_ids": [drop, "no-such-id"]})
+    assert missing["error"]["type"] == "NotFoundError"
+    assert manager.stores.records.get_item("n", drop).status is MemoryStatus.ACTIVE
+    by_id = tool.run({"action": "forget", "memory_ids": [drop]})
+    assert by_id["ids"] == [drop]
+    tool.record_turn("user", "Remember that my train leaves at 7:40 tomorrow!",
+                     importance=0.9)
+    moved = tool.run({"action": "consolidate", "from_type": "working", "to_type": "episodic",
+                      "importance_threshold": 0.8})
+    assert moved["ok"] and len(moved["promoted"]) == 1
+    assert manager.working.count("n") == 0
+
+
+def test_context_block_and_turn_capture(manager: MemoryManager) -> None:
+    tool = MemoryTool(manager, namespace="n")
+    fact = tool.add("The staging database password rotates every Monday.", "semantic")["id"]
+    tool.add("Lunch on Tuesday was ramen.", "episodic")
+    turn = tool.record_turn("user", "I will be on holiday in Japan next week.")
+    item = manager.get(turn["id"], namespace="n")
+    assert item.memory_type is MemoryType.WORKING and item.metadata["role"] == "user"
+    block = tool.get_context_for_query("when does the staging database password rotate?",
+                                       max_tokens=80)
+    assert fact in block and "rotates every Monday" in block
+    assert default_token_counter().count(block) <= 80
+    assert tool.get_context_for_query("staging database password", max_tokens=5) == ""
