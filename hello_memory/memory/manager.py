@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ from hello_memory.memory.semantic import SemanticMemory
 from hello_memory.memory.working import WorkingMemory
 
 if TYPE_CHECKING:
+    from hello_memory.llm.base import LLMClient
     from hello_memory.memory.perceptual import PerceptualMemory
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
@@ -89,8 +91,15 @@ def item_from_json(data: Mapping[str, Any], namespace: str | None = None) -> Mem
         return datetime.fromisoformat(v) if v else None
 
     try:
+        source_ns, memory_id = str(data["namespace"]), str(data["id"])
+        target_ns = namespace or source_ns
+        if target_ns != source_ns:
+            # Ids are unique across namespaces: a copy into another namespace gets its
+            # own id, derived from the original so that importing twice stays a no-op.
+            memory_id = str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                       f"hello-memory:{target_ns}:{memory_id}"))
         return MemoryItem(
-            id=str(data["id"]), namespace=namespace or data["namespace"],
+            id=memory_id, namespace=target_ns,
             content=data["content"], memory_type=_memory_type(data["memory_type"]),
             modality=data.get("modality", "text"), user_id=data.get("user_id"),
             agent_id=data.get("agent_id"), session_id=data.get("session_id"),
@@ -121,6 +130,7 @@ class MemoryManager:
         episodic_profile: ScoringProfile = EPISODIC,
         max_hops: int = 2,
         clock: Callable[[], datetime] = utcnow,
+        llm: LLMClient | None = None,
     ) -> None:
         self.stores = stores
         self.extractor = extractor or default_extractor()
@@ -134,14 +144,18 @@ class MemoryManager:
             MemoryType.PERCEPTUAL)
         self.dedup_threshold = dedup_threshold
         self._clock = clock
+        # The configured LLM client (None: every LLM step stays off); RAG and the
+        # retrievers built from this manager use it unless given their own.
+        self.llm = llm
         # Only semantic memories feed the entity graph.
-        stores.extractor = self._extract
+        stores.install_extractor(self._extract)  # runs the replay open() left for it
 
     @classmethod
     def open(cls, settings: Any = None, **overrides: Any) -> MemoryManager:
         """Build every store from settings (``load_settings(**overrides)`` when None)."""
         from hello_memory.config import load_settings
         from hello_memory.factory import open_stores
+        from hello_memory.llm.openai_compat import from_settings
 
         settings = settings or load_settings(**overrides)
         w, m, sem = settings.working, settings.memory, settings.semantic
@@ -158,10 +172,13 @@ class MemoryManager:
                    default_type=m.default_type, dedup_threshold=m.dedup_threshold,
                    episodic_profile=EPISODIC.model_copy(
                        update={"half_life_days": m.episodic_half_life_days}),
-                   max_hops=sem.max_hops)
+                   max_hops=sem.max_hops, llm=from_settings(settings.llm))
 
     def close(self) -> None:
         self.stores.close()
+        close_llm = getattr(self.llm, "close", None)
+        if callable(close_llm):
+            close_llm()
 
     def __enter__(self) -> MemoryManager:
         return self
@@ -411,16 +428,20 @@ class MemoryManager:
         """Load an export. Every line is validated before anything is written; ids that
         already exist are skipped, so importing twice changes nothing."""
         items: list[MemoryItem] = []
-        with Path(path).open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    item = item_from_json(json.loads(line), namespace)
-                    validate_item(item)
-                except (json.JSONDecodeError, InvalidInputError) as exc:
-                    raise InvalidInputError(f"{path}:{n}: {exc}") from exc
-                items.append(item)
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{path}: not a UTF-8 JSON-lines export "
+                                    f"({exc.reason} at byte {exc.start})") from None
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                item = item_from_json(json.loads(line), namespace)
+                validate_item(item)
+            except (json.JSONDecodeError, InvalidInputError) as exc:
+                raise InvalidInputError(f"{path}:{n}: {exc}") from exc
+            items.append(item)
         skipped = 0
         fresh: list[MemoryItem] = []
         for item in items:
@@ -450,3 +471,19 @@ class MemoryManager:
         from hello_memory.memory.lifecycle import consolidate
 
         return consolidate(self, _memory_type(from_type), _memory_type(to_type), **kwargs)
+
+    # --- maintenance (records are the truth; see maintenance.py) ----------------------
+    def reconcile(self, *, namespace: str | None = None, dry_run: bool = False) -> Any:
+        """Bring vectors and graph in line with the records; a ``ReconcileReport``.
+        ``namespace`` None means every namespace."""
+        from hello_memory.memory.maintenance import reconcile
+
+        return reconcile(self, namespace=namespace, dry_run=dry_run)
+
+    def reindex(self, *, namespace: str | None = None, dry_run: bool = False,
+                progress: bool = False) -> Any:
+        """Rebuild vectors and graph from the records alone; a ``ReindexReport``.
+        ``namespace`` None means every namespace."""
+        from hello_memory.memory.maintenance import reindex
+
+        return reindex(self, namespace=namespace, dry_run=dry_run, progress=progress)

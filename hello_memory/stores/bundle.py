@@ -10,7 +10,7 @@ safe: vector upserts are keyed by the memory's UUID and graph links are upserts.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hello_memory.embedding.base import Embedder
+from hello_memory.errors import StoreError
 from hello_memory.retrieval.lexical import BM25_VECTOR, LexicalEncoder
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records import OutboxEntry, RecordStore
@@ -102,6 +103,7 @@ class Stores:
         self.extractor = extractor
         self._indexers: dict[MemoryType, Indexer] = {}
         self.lexical = LexicalEncoder()
+        self._replay_deferred = False
 
     def open(self) -> None:
         """Open every store, make sure the memory collection matches the embedder's
@@ -118,6 +120,25 @@ class Stores:
         except BaseException:
             self.close()  # release locks (embedded Qdrant) and connections
             raise
+        if self.extractor is None:
+            # Graph links need the extractor, which a MemoryManager installs right after
+            # opening: replaying now would mark semantic rows applied without links.
+            self._replay_deferred = True
+        else:
+            self._replay()
+
+    def install_extractor(self, extractor: Extractor) -> None:
+        """Set the function that turns an item into graph mentions, then run the replay
+        that :meth:`open` left for it."""
+        self.extractor = extractor
+        self._ensure_replayed()
+
+    def _ensure_replayed(self) -> None:
+        if self._replay_deferred:
+            self._replay_deferred = False
+            self._replay()
+
+    def _replay(self) -> None:
         replayed = self.apply_outbox()
         if replayed:
             log.info("replayed %d pending index operations", replayed)
@@ -141,6 +162,7 @@ class Stores:
             validate_item(item)
         if not items:
             return []
+        self._ensure_replayed()
         vectors = self.embedder.embed([i.content for i in items])
         seqs = self.records.add_items(items)
         self._index(items, vectors)
@@ -161,18 +183,24 @@ class Stores:
                 if entities or relations:
                     self.graph.add_mentions(item.namespace, item.id, entities, relations)
 
+    def index(self, items: Sequence[MemoryItem]) -> None:
+        """Embed ``items`` (one batch) and upsert their text-collection vectors and graph
+        links from the records as given; records are not touched (reconcile, reindex)."""
+        if items:
+            self._index(items, self.embedder.embed([i.content for i in items]))
+
     def update(self, namespace: str, memory_id: str, **changes: Any) -> MemoryItem:
         """Change a record, then its index: new content is re-embedded and re-extracted;
         other fields only rewrite the vector payload."""
         item = self.records.update_item(namespace, memory_id, **changes)
-        self.apply_outbox()
+        self.apply_outbox(raise_for={memory_id})
         return item
 
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         """Delete records with their vectors and graph links; returns how many."""
         n = self.records.delete_items(namespace, ids)
         if n:
-            self.apply_outbox()
+            self.apply_outbox(raise_for=set(ids))
         return n
 
     def register_indexer(self, memory_type: MemoryType, indexer: Indexer) -> None:
@@ -183,18 +211,41 @@ class Stores:
     def indexer(self, memory_type: MemoryType) -> Indexer | None:
         return self._indexers.get(memory_type)
 
-    def apply_outbox(self, batch: int = 256) -> int:
+    def apply_outbox(self, batch: int = 256, *, raise_for: Collection[str] = ()) -> int:
         """Apply pending outbox rows to Qdrant and the graph; returns how many.
-        Safe to repeat: every step is an idempotent upsert or delete."""
-        done = 0
+        Safe to repeat: every step is an idempotent upsert or delete.
+
+        A row whose index work fails stays pending (``reconcile`` retries it) and does
+        not hold up the others: one memory the graph server refuses must not block
+        writes to every other memory and namespace. The failure is raised only when it
+        concerns a memory in ``raise_for`` (the caller's own write); otherwise logged."""
+        done, after = 0, 0
+        failure: StoreError | None = None
         while True:
-            pending = self.records.pending_outbox(limit=batch)
+            pending = self.records.pending_outbox(limit=batch, after=after)
             if not pending:
-                return done
+                break
+            after = pending[-1].seq
+            applied: list[int] = []
             for ns, entries in _group_by_namespace(pending).items():
-                self._apply(ns, entries)
-            self.records.mark_applied([e.seq for e in pending])
-            done += len(pending)
+                try:
+                    self._apply(ns, entries)
+                    applied.extend(e.seq for e in entries)
+                except StoreError:
+                    for entry in entries:  # isolate the failing memory
+                        try:
+                            self._apply(ns, [entry])
+                            applied.append(entry.seq)
+                        except StoreError as exc:
+                            log.warning("index work for memory %s in %r left pending: %s",
+                                        entry.memory_id, ns, exc)
+                            if entry.memory_id in raise_for and failure is None:
+                                failure = exc
+            self.records.mark_applied(applied)
+            done += len(applied)
+        if failure is not None:
+            raise failure
+        return done
 
     def _apply(self, namespace: str, entries: list[OutboxEntry]) -> None:
         deleted = [e.memory_id for e in entries if e.op == "delete"]
@@ -238,6 +289,7 @@ class Stores:
         """Dense search in one namespace; hits are joined to their records (a vector
         without a record is never returned)."""
         require_namespace(namespace)
+        self._ensure_replayed()
         validate_content(query)
         qv = self.embedder.embed_query(query)
         hits = self.vectors.search(MEMORY_COLLECTION, qv.tolist(), namespace=namespace,
@@ -256,6 +308,7 @@ class Stores:
         """BM25 search in one namespace (term overlap, IDF-weighted by Qdrant); hits
         are joined to their records. A query with no terms finds nothing."""
         require_namespace(namespace)
+        self._ensure_replayed()
         validate_content(query)
         sparse = self.lexical.query(query)
         if sparse is None:

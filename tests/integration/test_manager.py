@@ -244,6 +244,16 @@ def test_export_import_round_trip(tmp_path: Path, embedder, mm: MemoryManager) -
     with pytest.raises(InvalidInputError, match="bad.jsonl:4"):
         other.import_jsonl(bad, namespace="fresh")
     assert other.stats("fresh")["total"] == 0
+    # A copy into another namespace of the same store gets ids of its own, and a
+    # second import of the same file is still a no-op.
+    assert mm.import_jsonl(path, namespace="copy") == {"imported": 3, "skipped": 0}
+    assert mm.import_jsonl(path, namespace="copy") == {"imported": 0, "skipped": 3}
+    copies = {i.id for i in mm.stores.records.list_items("copy")} | {
+        i.id for i in mm.working.list("copy")}
+    assert len(copies) == 3 and not copies & set(mine)
+    assert mm.stats("x")["total"] == 3
+    assert mm.search("marathons", top_k=1, namespace="copy")[0].item.content == (
+        "Frank runs marathons.")
     other.close()
 
 

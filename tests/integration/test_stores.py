@@ -113,9 +113,21 @@ def test_pending_outbox_is_replayed_on_open(tmp_path: Path, embedder) -> None:
     with open_stores(settings, embedder=embedder) as s:
         s.records.add_items([MemoryItem(content=FACTS[2], namespace="crash")])
         assert s.vectors.count(MEMORY_COLLECTION, namespace="crash") == 0
-    with open_stores(settings, embedder=embedder) as s:
+    with open_stores(settings, embedder=embedder, extractor=capitalised_words) as s:
         assert s.records.pending_outbox() == []
         assert s.search("crash", "tax deadline", limit=1)[0].item.content == FACTS[2]
+
+
+def test_replay_without_an_extractor_waits_for_first_use(tmp_path: Path, embedder) -> None:
+    """Opened without an extractor (a MemoryManager installs its own right after), the
+    bundle keeps the replay for install_extractor() or the first read or write."""
+    settings = settings_for(tmp_path)
+    with open_stores(settings, embedder=embedder) as s:
+        s.records.add_items([MemoryItem(content=FACTS[2], namespace="crash")])
+    with open_stores(settings, embedder=embedder) as s:
+        assert len(s.records.pending_outbox()) == 1
+        assert s.search("crash", "tax deadline", limit=1)[0].item.content == FACTS[2]
+        assert s.records.pending_outbox() == []
 
 
 def test_factory_builds_the_bolt_graph_backend(tmp_path: Path, embedder,
