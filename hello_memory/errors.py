@@ -43,6 +43,7 @@ __all__ = [
     "ModelNotFoundError",
     "NamespaceRequiredError",
     "NotFoundError",
+    "PayloadTooLargeError",
     "RecordStoreError",
     "SchemaVersionError",
     "StoreError",
@@ -89,6 +90,10 @@ class InvalidImportanceError(InvalidInputError):
 
 class NamespaceRequiredError(InvalidInputError):
     """A store call was made without a namespace (isolation fails closed)."""
+
+
+class PayloadTooLargeError(InvalidInputError):
+    """A request (REST body, MCP tool call) is over the configured size limit."""
 
 
 class VectorError(InvalidInputError):

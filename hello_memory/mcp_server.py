@@ -15,9 +15,14 @@ from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Literal
 
-from hello_memory.api.security import namespace_allowed
+from hello_memory.api.security import confine_path, namespace_allowed
 from hello_memory.config import Settings
-from hello_memory.errors import ConfigError, HelloMemoryError, InvalidInputError
+from hello_memory.errors import (
+    ConfigError,
+    HelloMemoryError,
+    InvalidInputError,
+    PayloadTooLargeError,
+)
 from hello_memory.memory.manager import item_to_json
 from hello_memory.tools.memory_tool import forget_ids
 from hello_memory.tools.rag_access import build_rag
@@ -76,10 +81,19 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
             rag.append(build_rag(manager, settings))
         return rag[0]
 
+    limit = settings.api.max_request_bytes
+
     def tool(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         @wraps(fn)
         def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
             try:
+                # The REST API's body limit holds here too: a model cannot push a
+                # 50 MB "memory" through the tool call.
+                size = _payload_bytes([*args, *kwargs.values()])
+                if size > limit:
+                    raise PayloadTooLargeError(
+                        f"tool arguments of {size} bytes exceed api.max_request_bytes "
+                        f"({limit})")
                 return fn(*args, **kwargs)
             except HelloMemoryError as exc:  # the model reads this and can correct itself
                 raise ToolError(f"{type(exc).__name__}: {exc}") from exc
@@ -128,13 +142,15 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
     def ingest(namespace: str, text: str | None = None, source: str = "text",
                paths: list[str] | None = None) -> dict[str, Any]:
         """Add documents for `ask`: a text (with a source name) or files / folders on
-        this machine (paths)."""
+        this machine (paths, only under the server's api.read_dirs)."""
         ns = check(namespace)
         if (text is None) == (paths is None):
             raise InvalidInputError("give either text or paths")
         if text is not None:
             return {"document_id": pipeline().add_text(text, namespace=ns, source=source)}
-        return dict(pipeline().ingest(list(paths or []), namespace=ns).as_dict())
+        # Paths on this machine only under api.read_dirs, as for the REST API.
+        confined = [confine_path(p, settings.api.read_dirs) for p in paths or []]
+        return dict(pipeline().ingest(confined, namespace=ns).as_dict())
 
     @tool
     def ask(namespace: str, question: str) -> dict[str, Any]:
@@ -142,3 +158,14 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
         return dict(pipeline().ask(question, namespace=check(namespace)).as_dict())
 
     return server
+
+
+def _payload_bytes(values: Sequence[Any]) -> int:
+    """UTF-8 size of the strings in a tool call's arguments (lists included)."""
+    total = 0
+    for value in values:
+        if isinstance(value, str):
+            total += len(value.encode("utf-8", "surrogatepass"))
+        elif isinstance(value, (list, tuple)):
+            total += _payload_bytes(value)
+    return total

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, File, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.api.app import Namespace, manager_of
+from hello_memory.api.security import confine_path
 from hello_memory.errors import InvalidInputError
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.tools.rag_access import build_rag
@@ -64,16 +65,7 @@ Rag = Annotated[Any, Depends(rag_of)]
 
 def allowed_path(request: Request, raw: str) -> Path:
     """``raw`` resolved, when it lies under one of ``api.read_dirs``."""
-    roots = [Path(d).resolve() for d in request.app.state.settings.api.read_dirs]
-    if not roots:
-        raise InvalidInputError("this server reads no paths (api.read_dirs is empty); "
-                                "upload the file instead")
-    path = Path(raw).resolve()
-    if not any(path == r or r in path.parents for r in roots):
-        raise InvalidInputError(f"path {raw!r} is outside api.read_dirs")
-    if not path.exists():
-        raise InvalidInputError(f"path {raw!r} does not exist")
-    return path
+    return confine_path(raw, request.app.state.settings.api.read_dirs)
 
 
 def save_upload(request: Request, namespace: str, upload: UploadFile, kind: str) -> Path:

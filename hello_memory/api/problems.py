@@ -22,6 +22,7 @@ STATUS: dict[type[BaseException], tuple[int, str, str]] = {
     errors.HelloMemoryError: (500, "internal", "Internal error"),
     errors.InvalidInputError: (400, "invalid-input", "Invalid input"),
     errors.NamespaceRequiredError: (400, "namespace-required", "Namespace required"),
+    errors.PayloadTooLargeError: (413, "too-large", "Payload too large"),
     errors.NotFoundError: (404, "not-found", "Not found"),
     errors.ConfigError: (501, "not-configured", "Feature not configured"),
     errors.EmbeddingError: (503, "embedding-unavailable", "Embedding model unavailable"),

@@ -12,14 +12,16 @@ import hmac
 import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from hello_memory.api.problems import AccessDenied, problem
 from hello_memory.config import ApiSettings
-from hello_memory.errors import ConfigError
+from hello_memory.errors import ConfigError, InvalidInputError
 from hello_memory.validation import require_namespace
 
-__all__ = ["Access", "BodyLimit", "check_bind", "is_loopback", "namespace_allowed"]
+__all__ = ["Access", "BodyLimit", "check_bind", "confine_path", "is_loopback",
+           "namespace_allowed"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -87,6 +89,21 @@ class Access:
         if not namespace_allowed(ns, patterns):
             raise AccessDenied(403, f"this API key may not use namespace {ns!r}")
         return ns
+
+
+def confine_path(raw: str, read_dirs: Sequence[str]) -> Path:
+    """``raw`` resolved (links followed), when it lies under one of ``read_dirs``: a
+    remote caller (REST or MCP) names paths on this machine only inside those."""
+    roots = [Path(d).resolve() for d in read_dirs]
+    if not roots:
+        raise InvalidInputError("this server reads no paths (api.read_dirs is empty); "
+                                "upload the file or send the text instead")
+    path = Path(raw).resolve()
+    if not any(path == r or r in path.parents for r in roots):
+        raise InvalidInputError(f"path {raw!r} is outside api.read_dirs")
+    if not path.exists():
+        raise InvalidInputError(f"path {raw!r} does not exist")
+    return path
 
 
 def check_bind(settings: ApiSettings, host: str) -> None:

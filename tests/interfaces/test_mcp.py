@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -17,21 +18,26 @@ from mcp import Client, StdioServerParameters
 pytestmark = pytest.mark.slow
 
 
-def server(data_dir: Path, *args: str) -> StdioServerParameters:
+def server(data_dir: Path, *args: str, env: dict[str, str] | None = None
+           ) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "hello_memory.cli", "--data-dir", str(data_dir), "mcp", *args],
-        env={"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"})
+        env={"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules", **(env or {})})
 
 
 def test_tools_over_stdio(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "wifi.md").write_text("# Wifi\n\nThe guest wifi password is sunflower-42.\n")
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Secret\n\nThe vault code is 1234.\n")
     results: dict[str, Any] = {}
 
     async def session() -> None:
-        params = server(tmp_path / "d", "--namespace", "alice", "--namespace", "team/*")
+        params = server(tmp_path / "d", "--namespace", "alice", "--namespace", "team/*",
+                        env={"HELLO_MEMORY__API__READ_DIRS": json.dumps([str(docs)]),
+                             "HELLO_MEMORY__API__MAX_REQUEST_BYTES": "65536"})
         async with Client(params, read_timeout_seconds=180) as c:
             results["tools"] = sorted(t.name for t in (await c.list_tools()).tools)
             added = await c.call_tool("remember", {
@@ -52,6 +58,11 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
             results["denied"] = (denied.is_error, denied.content[0].text)
             bad = await c.call_tool("remember", {"namespace": "alice", "content": "  "})
             results["bad"] = (bad.is_error, bad.content[0].text)
+            huge = await c.call_tool("remember", {"namespace": "alice", "content": "x" * 70_000})
+            results["huge"] = (huge.is_error, huge.content[0].text)
+            outside = await c.call_tool("ingest", {"namespace": "team/it",
+                                                   "paths": [str(secret)]})
+            results["outside"] = (outside.is_error, outside.content[0].text)
             ing = await c.call_tool("ingest", {"namespace": "team/it", "paths": [str(docs)]})
             results["ingest"] = ing.structured_content
             ans = await c.call_tool("ask", {"namespace": "team/it",
@@ -67,6 +78,8 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
     assert results["restore"] == {"restored": 1}
     assert results["denied"][0] and "not granted" in results["denied"][1]
     assert results["bad"][0] and "EmptyContentError" in results["bad"][1]
+    assert results["huge"][0] and "PayloadTooLargeError" in results["huge"][1]
+    assert results["outside"][0] and "outside api.read_dirs" in results["outside"][1]
     assert results["ingest"]["files"] == 1
     assert "sunflower-42" in results["ask"]["text"]
 
