@@ -318,13 +318,13 @@ class MemoryManager:
             if MemoryType.SEMANTIC in stored:
                 hits += self.semantic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
         if MemoryType.PERCEPTUAL in types and self.perceptual is not None:
-            hits += self._perceptual_search(ns, query, top_k, min_importance, user_id)
+            hits += self.perceptual_search(ns, query, top_k, min_importance, user_id)
         hits.sort(key=lambda h: -h.score)
         hits = hits[:top_k]
         self._touch(ns, hits)
         return hits
 
-    def _perceptual_search(self, ns: str, query: str, top_k: int,
+    def perceptual_search(self, ns: str, query: str, top_k: int,
                            min_importance: float | None, user_id: str | None) -> list[SearchHit]:
         """Text query against every modality whose encoder is configured (text→text,
         text→image through CLIP's text tower, text→audio through CLAP's)."""

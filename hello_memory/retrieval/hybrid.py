@@ -32,7 +32,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +75,10 @@ log = logging.getLogger(__name__)
 
 TimeRange = tuple[datetime | None, datetime | None]
 SEARCHED_TYPES = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
+# Types whose vectors live in the text collection the four views search; working and
+# perceptual memory vote through views of their own.
+TEXT_COLLECTION_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
+OWN_VIEWS = ("working", "perceptual")
 
 
 @dataclass(frozen=True)
@@ -131,10 +135,10 @@ class HybridRetriever:
         # step (planning, reflection) stays off.
         self.llm = llm if llm is not None else getattr(self.manager, "llm", None)
         self.settings = settings or RetrievalSettings()
-        unknown = set(self.settings.view_weights) - set(VIEW_NAMES) - {"working"}
+        unknown = set(self.settings.view_weights) - set(VIEW_NAMES) - set(OWN_VIEWS)
         if unknown:
             raise InvalidInputError(f"unknown view(s) {sorted(unknown)} in view_weights; "
-                                    f"use {list(VIEW_NAMES)} or 'working'")
+                                    f"use {list(VIEW_NAMES + OWN_VIEWS)}")
         self.extractor = extractor or (self.manager.extractor if self.manager else RuleExtractor())
         self.use_embeddings = use_embeddings and getattr(self.stores, "embedder", None) is not None
         self.profiles = dict(profiles or PROFILES)
@@ -217,7 +221,7 @@ class HybridRetriever:
         flt = self._filter(types, user_id, agent_id, session_id, time_range, min_importance)
         plan = self.plan(query, reference_time=reference_time, enable_planning=enable_planning)
         state = _Round()
-        stored = [t for t in types if t != MemoryType.WORKING]
+        stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
         filters = payload_filters(flt) if stored else {}
         if stored:
             self._run_views(ns, plan.queries, plan.analysis, filters, active, state)
@@ -226,6 +230,9 @@ class HybridRetriever:
         if (MemoryType.WORKING in types and self.manager is not None
                 and {"semantic", "lexical"} & set(active)):
             self._working_view(ns, query, flt, time_range, state)
+        # Images and audio are found through CLIP / CLAP text towers: one more dense view.
+        if MemoryType.PERCEPTUAL in types and "semantic" in active:
+            self._perceptual_view(ns, query, flt, state)
         fused = self._fuse(state, weights)
         reflection = self.settings.enable_reflection if enable_reflection is None \
             else enable_reflection
@@ -247,17 +254,18 @@ class HybridRetriever:
 
     # --- internals --------------------------------------------------------------------
     def _types(self, memory_types: Sequence[MemoryType | str] | None) -> list[MemoryType]:
+        perceptual = self.manager is not None and self.manager.perceptual is not None
         if not memory_types:
-            return list(SEARCHED_TYPES)
+            return list(SEARCHED_TYPES) + ([MemoryType.PERCEPTUAL] if perceptual else [])
         out: list[MemoryType] = []
         for t in memory_types:
             try:
                 mt = MemoryType(t)
             except ValueError:
                 raise InvalidInputError(f"unknown memory type {t!r}") from None
-            if mt == MemoryType.PERCEPTUAL:
-                raise InvalidInputError("perceptual memory is searched through "
-                                        "manager.perceptual.retrieve(...)")
+            if mt == MemoryType.PERCEPTUAL and not perceptual:
+                raise InvalidInputError("perceptual memory is not configured on this "
+                                        "manager (perceptual.enabled)")
             out.append(mt)
         return out
 
@@ -282,7 +290,7 @@ class HybridRetriever:
                 raise InvalidInputError("time_range bounds must be timezone-aware datetimes")
         if min_importance is not None and not 0 <= min_importance <= 1:
             raise InvalidInputError(f"min_importance must be in [0, 1], got {min_importance!r}")
-        stored = tuple(t for t in types if t != MemoryType.WORKING)
+        stored = tuple(t for t in types if t in TEXT_COLLECTION_TYPES)
         return ItemFilter(memory_types=stored or None, status=MemoryStatus.ACTIVE,
                           user_id=user_id, agent_id=agent_id, session_id=session_id,
                           since=since, until=until, min_importance=min_importance)
@@ -362,6 +370,18 @@ class HybridRetriever:
         if hits:
             state.results["working"] = [(h.id, h.score) for h in hits]
             for h in hits:
+                state.items[h.id] = h.item
+
+    def _perceptual_view(self, ns: str, query: str, flt: ItemFilter, state: _Round) -> None:
+        assert self.manager is not None
+        hits = self.manager.perceptual_search(ns, query, self.settings.candidates,
+                                              flt.min_importance, flt.user_id)
+        # The caller's filters (session, agent, time, status) hold for media too.
+        media_flt = replace(flt, memory_types=None)
+        kept = [h for h in hits if matches(h.item, media_flt)]
+        if kept:
+            state.results["perceptual"] = [(h.id, h.score) for h in kept]
+            for h in kept:
                 state.items[h.id] = h.item
 
     def _fuse(self, state: _Round, weights: Mapping[str, float]

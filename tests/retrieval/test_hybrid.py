@@ -168,7 +168,7 @@ def test_bad_input_is_a_typed_error(retriever: HybridRetriever) -> None:
     with pytest.raises(InvalidInputError):
         retriever.search("bike", namespace=NS, views=["semantic", "telepathy"])
     with pytest.raises(InvalidInputError):
-        retriever.search("bike", namespace=NS, memory_types=["perceptual"])
+        retriever.search("bike", namespace=NS, memory_types=["perceptual"])  # not configured
     with pytest.raises(InvalidInputError):
         retriever.search("bike", namespace=NS, time_range=(datetime(2024, 1, 1), None))
     with pytest.raises(InvalidInputError):
