@@ -244,11 +244,12 @@ class RecordStore:
     def get_items(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
         """Items by id within ``namespace`` (missing ids are left out), in ``ids`` order."""
         require_namespace(namespace)
+        # Looked up by primary key alone, the namespace checked on the rows: with
+        # ``namespace = ? AND id IN (...)`` SQLite picks a namespace index and scans the
+        # whole namespace (50 ms per search at 100k memories instead of 0.2 ms).
         with self.transaction() as s:
-            rows = s.scalars(
-                select(MemoryRow).where(MemoryRow.namespace == namespace, MemoryRow.id.in_(ids))
-            ).all()
-        by_id = {r.id: _to_item(r) for r in rows}
+            rows = s.scalars(select(MemoryRow).where(MemoryRow.id.in_(ids))).all()
+        by_id = {r.id: _to_item(r) for r in rows if r.namespace == namespace}
         return [by_id[i] for i in ids if i in by_id]
 
     def get_item(self, namespace: str, memory_id: str) -> MemoryItem:
@@ -334,10 +335,13 @@ class RecordStore:
     def record_access(self, namespace: str, ids: Sequence[str]) -> None:
         """Bump access counts (search hits); does not touch the indexes."""
         require_namespace(namespace)
-        with self.transaction() as s:
-            s.execute(update(MemoryRow)
-                      .where(MemoryRow.namespace == namespace, MemoryRow.id.in_(ids))
-                      .values(access_count=MemoryRow.access_count + 1, last_access=utcnow()))
+        with self.transaction() as s:  # primary-key lookups only (see get_items)
+            mine = [i for i, ns in s.execute(select(MemoryRow.id, MemoryRow.namespace)
+                                             .where(MemoryRow.id.in_(ids))) if ns == namespace]
+            if mine:
+                s.execute(update(MemoryRow).where(MemoryRow.id.in_(mine))
+                          .values(access_count=MemoryRow.access_count + 1,
+                                  last_access=utcnow()))
 
     def namespaces(self) -> list[str]:
         with self.transaction() as s:
