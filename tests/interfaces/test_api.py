@@ -3,7 +3,6 @@ uvicorn server started by ``hello-memory serve``."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from asgi_client import AsgiApi  # tests/ is on sys.path
 
 from hello_memory.api import create_app
 from hello_memory.memory.manager import MemoryManager
@@ -25,25 +25,11 @@ KEYS = {"key-a": ["alice", "team/*"], "key-all": ["*"]}
 A = {"Authorization": "Bearer key-a"}
 
 
-class Api:
-    """Synchronous calls into the app over httpx's ASGI transport."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    def __call__(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        async def go() -> httpx.Response:
-            transport = httpx.ASGITransport(app=self.app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
-                return await c.request(method, url, **kwargs)
-        return asyncio.run(go())
-
-
 @pytest.fixture
-def api(tmp_path: Path, embedder: Any) -> Iterator[tuple[Api, MemoryManager]]:
+def api(tmp_path: Path, embedder: Any) -> Iterator[tuple[AsgiApi, MemoryManager]]:
     settings = make_settings(tmp_path / "data", api={"api_keys": KEYS})
     mm = make_manager(settings, embedder)
-    yield Api(create_app(settings, manager=mm)), mm
+    yield AsgiApi(create_app(settings, manager=mm)), mm
     mm.close()
 
 
@@ -56,7 +42,7 @@ def is_problem(r: httpx.Response, status: int, slug: str) -> dict[str, Any]:
     return body
 
 
-def test_memory_crud_round_trip(api: tuple[Api, MemoryManager]) -> None:
+def test_memory_crud_round_trip(api: tuple[AsgiApi, MemoryManager]) -> None:
     call, mm = api
     ns = {"namespace": "alice"}
     r = call("POST", "/v1/memories", params=ns, headers=A,
@@ -81,7 +67,7 @@ def test_memory_crud_round_trip(api: tuple[Api, MemoryManager]) -> None:
     is_problem(call("DELETE", f"/v1/memories/{mid}", params=ns, headers=A), 404, "not-found")
 
 
-def test_forget_restore_consolidate_clear_context(api: tuple[Api, MemoryManager]) -> None:
+def test_forget_restore_consolidate_clear_context(api: tuple[AsgiApi, MemoryManager]) -> None:
     call, mm = api
     ns = {"namespace": "team/red"}
     low = call("POST", "/v1/memories", params=ns, headers=A,
@@ -106,7 +92,7 @@ def test_forget_restore_consolidate_clear_context(api: tuple[Api, MemoryManager]
     assert mm.stats("team/red")["total"] == 0
 
 
-def test_keys_namespaces_and_problems(api: tuple[Api, MemoryManager]) -> None:
+def test_keys_namespaces_and_problems(api: tuple[AsgiApi, MemoryManager]) -> None:
     call, mm = api
     body = {"content": "secret"}
     is_problem(call("POST", "/v1/memories", params={"namespace": "alice"}, json=body),
@@ -137,7 +123,7 @@ def test_keys_namespaces_and_problems(api: tuple[Api, MemoryManager]) -> None:
     assert mm.stats("alice")["total"] == 0 and mm.stats("bob")["total"] == 1
 
 
-def test_openapi_and_multimodal_without_the_extra(api: tuple[Api, MemoryManager]) -> None:
+def test_openapi_and_multimodal_without_the_extra(api: tuple[AsgiApi, MemoryManager]) -> None:
     call, _ = api
     schema = call("GET", "/openapi.json").json()
     paths = schema["paths"]
@@ -158,7 +144,7 @@ def test_openapi_and_multimodal_without_the_extra(api: tuple[Api, MemoryManager]
                     data={"modality": "image"}), 501, "not-configured")
 
 
-def test_documents_ingest_and_ask(api: tuple[Api, MemoryManager], tmp_path: Path) -> None:
+def test_documents_ingest_and_ask(api: tuple[AsgiApi, MemoryManager], tmp_path: Path) -> None:
     call, _ = api
     ns = {"namespace": "alice"}
     doc = ("# Office guide\n\nThe office wifi network is called Harbor and the password "

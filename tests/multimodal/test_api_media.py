@@ -5,13 +5,12 @@ cross-modal ranking is plumbing only."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from asgi_client import AsgiApi  # tests/ is on sys.path
 
 from hello_memory.api import create_app
 from hello_memory.config import load_settings
@@ -23,17 +22,6 @@ H = {"Authorization": "Bearer k"}
 NS = {"namespace": "u"}
 
 
-class Api:
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    def __call__(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        async def go() -> httpx.Response:
-            transport = httpx.ASGITransport(app=self.app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-                return await c.request(method, url, headers=H, **kwargs)
-        return asyncio.run(go())
-
 
 @pytest.fixture
 def api(tmp_path: Path, clip_checkpoint: Path, clap_checkpoint: Path,
@@ -44,7 +32,7 @@ def api(tmp_path: Path, clip_checkpoint: Path, clap_checkpoint: Path,
         "audio": {"model": "HTSAT-tiny", "checkpoint": str(clap_checkpoint)},
     }, api={"api_keys": {"k": ["u"]}, "read_dirs": [str(media["red"].parent)]})
     mm = MemoryManager.open(settings)
-    yield Api(create_app(settings, manager=mm)), settings
+    yield AsgiApi(create_app(settings, manager=mm), headers=H), settings
     mm.close()
 
 
