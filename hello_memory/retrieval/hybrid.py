@@ -29,14 +29,11 @@ is the project's default LLM-free search (docs/RETRIEVAL.md).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-
-from cachetools import LRUCache
 
 from hello_memory.config import RetrievalSettings
 from hello_memory.errors import InvalidInputError
@@ -145,10 +142,6 @@ class HybridRetriever:
         self._clock = clock or utcnow
         self.planner = QueryPlanner(llm, max_queries=self.settings.max_sub_queries)
         self._pool: ThreadPoolExecutor | None = None
-        # Session order for neighbour context: (namespace, session) -> ids.
-        self._orders: LRUCache[tuple[str, str], tuple[str, ...]] = LRUCache(maxsize=4096)
-        self._counts: dict[str, int] = {}
-        self._cache_lock = threading.Lock()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -420,21 +413,6 @@ class HybridRetriever:
             fused = self._fuse(state, weights)
         return fused
 
-    def _session_order(self, ns: str, session: str) -> tuple[str, ...]:
-        """Active memory ids of one session in event-time, then recorded-time order
-        (cached; the cache of a namespace is dropped when its active count changes)."""
-        key = (ns, session)
-        with self._cache_lock:
-            cached = self._orders.get(key)
-        if cached is not None:
-            return cached
-        items = self.stores.records.list_items(ns, ItemFilter(session_id=session))
-        items.sort(key=lambda i: (i.event_time, i.recorded_time, i.id))
-        ids = tuple(i.id for i in items)
-        with self._cache_lock:
-            self._orders[key] = ids
-        return ids
-
     def _neighbours(self, ns: str, state: _Round,
                     fused: dict[str, tuple[float, dict[str, Any]]],
                     weight: float, flt: ItemFilter) -> dict[str, float]:
@@ -442,19 +420,18 @@ class HybridRetriever:
         in the same session, from the 20 best hits; neighbours must pass ``flt``."""
         if weight <= 0 or not fused:
             return {}
-        count = self.stores.records.count_items(ns)
-        with self._cache_lock:
-            if self._counts.get(ns) != count:
-                self._counts[ns] = count
-                for key in [k for k in self._orders if k[0] == ns]:
-                    del self._orders[key]
         top = sorted(fused, key=lambda m: -fused[m][0])[:20]
+        in_session = [m for m in top if state.items[m].session_id is not None
+                      and state.items[m].memory_type != MemoryType.WORKING]
+        if not in_session:
+            return {}
+        # One indexed query for the sessions at hand: always current, also when other
+        # processes share the record store (a cache would need an invalidation signal).
+        orders = self.stores.records.session_orders(
+            ns, [str(state.items[m].session_id) for m in in_session])
         context: dict[str, float] = {}
-        for m in top:
-            item = state.items[m]
-            if item.session_id is None or item.memory_type == MemoryType.WORKING:
-                continue
-            order = self._session_order(ns, item.session_id)
+        for m in in_session:
+            order = orders.get(str(state.items[m].session_id), ())
             if m not in order:
                 continue
             n = order.index(m)

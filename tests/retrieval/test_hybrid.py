@@ -236,6 +236,27 @@ def test_reflection_is_bounded_and_survives_garbage(manager: MemoryManager,
     assert llm.stats.fallbacks == 2 and llm.stats.repairs == 2
 
 
+def test_neighbours_follow_writes_between_searches(manager: MemoryManager) -> None:
+    """A turn added (or forgotten) after a search is a neighbour (or not) in the next."""
+    ns = "fresh"
+    first = manager.add_many([
+        {"content": "Fay: I planted three apple trees in the orchard.", "namespace": ns,
+         "session_id": "o", "event_time": LAST_WEEK},
+    ])
+    q = "apple trees in the orchard"
+    with HybridRetriever(manager, clock=Clock(),
+                         settings=RetrievalSettings(neighbor_weight=1.0)) as r:
+        assert all(h.context == 0 for h in r.search(q, 5, namespace=ns, touch=False))
+        later = manager.add_many([
+            {"content": "Gus: Which variety did you choose?", "namespace": ns,
+             "session_id": "o", "event_time": LAST_WEEK + timedelta(minutes=1)},
+        ])
+        hits = {h.id: h for h in r.search(q, 5, namespace=ns, touch=False)}
+        assert hits[later[0].id].context > 0
+        assert manager.remove(later[0].id, namespace=ns)
+        assert all(h.context == 0 for h in r.search(q, 5, namespace=ns, touch=False))
+
+
 def test_neighbours_obey_the_callers_filters(manager: MemoryManager) -> None:
     ns = "filters"
     manager.add_many([

@@ -181,6 +181,27 @@ def test_filters(store: RecordStore) -> None:
     assert store.count_items("ns1", ItemFilter(status=None)) == 3
 
 
+def test_session_orders(store: RecordStore) -> None:
+    late = item("late", event_time=T0 + timedelta(hours=2), session_id="s1")
+    early = item("early", event_time=T0, session_id="s1")
+    gone = item("gone", event_time=T0 + timedelta(hours=1), session_id="s1",
+                status=MemoryStatus.FORGOTTEN)
+    other = item("other", event_time=T0, session_id="s2")
+    elsewhere = item("elsewhere", ns="ns2", event_time=T0, session_id="s1")
+    store.add_items([late, early, gone, other, elsewhere])
+    orders = store.session_orders("ns1", ["s1", "s2", "s1", "empty"])
+    # event-time order, active only, this namespace only, every asked session present
+    assert orders == {"s1": (early.id, late.id), "s2": (other.id,), "empty": ()}
+    assert store.session_orders("ns1", []) == {}
+    # a tie on event time falls back to the recorded time
+    tie = item("tie", event_time=T0, session_id="s2",
+               recorded_time=other.recorded_time + timedelta(seconds=1))
+    store.add_items([tie])
+    assert store.session_orders("ns1", ["s2"])["s2"] == (other.id, tie.id)
+    with pytest.raises(NamespaceRequiredError):
+        store.session_orders(" ", ["s1"])
+
+
 def test_namespace_isolation(store: RecordStore) -> None:
     a, b = item("mine", ns="alice"), item("theirs", ns="bob")
     store.add_items([a, b])

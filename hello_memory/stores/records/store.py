@@ -287,6 +287,25 @@ class RecordStore:
         with self.transaction() as s:
             return [_to_item(r) for r in s.scalars(q).all()]
 
+    def session_orders(self, namespace: str, sessions: Sequence[str]
+                       ) -> dict[str, tuple[str, ...]]:
+        """Active memory ids of each session in ``sessions``, in event-time, then
+        recorded-time order (ids only: the neighbour context of retrieval)."""
+        require_namespace(namespace)
+        wanted = list(dict.fromkeys(sessions))
+        if not wanted:
+            return {}
+        q = (select(MemoryRow.session_id, MemoryRow.id)
+             .where(MemoryRow.namespace == namespace, MemoryRow.session_id.in_(wanted),
+                    MemoryRow.status == MemoryStatus.ACTIVE.value)
+             .order_by(MemoryRow.session_id, MemoryRow.event_time, MemoryRow.recorded_time,
+                       MemoryRow.id))
+        out: dict[str, list[str]] = {sess: [] for sess in wanted}
+        with self.transaction() as s:
+            for sess, memory_id in s.execute(q):
+                out[sess].append(memory_id)
+        return {sess: tuple(ids) for sess, ids in out.items()}
+
     def count_items(self, namespace: str, flt: ItemFilter = ItemFilter()) -> int:
         q = select(func.count()).select_from(MemoryRow).where(*self._where(namespace, flt))
         with self.transaction() as s:
