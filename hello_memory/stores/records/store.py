@@ -303,7 +303,7 @@ class RecordStore:
         out: dict[str, list[str]] = {sess: [] for sess in wanted}
         with self.transaction() as s:
             for sess, memory_id in s.execute(q):
-                out[sess].append(memory_id)
+                out[str(sess)].append(memory_id)
         return {sess: tuple(ids) for sess, ids in out.items()}
 
     def count_items(self, namespace: str, flt: ItemFilter = ItemFilter()) -> int:
