@@ -1,6 +1,7 @@
-"""``hello-memory jobs consolidate|forget|reindex|reconcile`` (see :mod:`hello_memory.jobs`).
+"""``hello-memory jobs consolidate|forget|reindex|reconcile`` (see :mod:`hello_memory.jobs`)
+and ``jobs optimize`` (store-wide: builds the embedded engine's HNSW index).
 
-Each run covers ``--namespace NAME`` (repeatable) or ``--all-namespaces``, prints a
+Each namespace job run covers ``--namespace NAME`` (repeatable) or ``--all-namespaces``, prints a
 summary per namespace (``--json``: one JSON object per line) and writes an audit
 record. ``--every 1h`` repeats the jobs until interrupted; a cron line does the same
 from outside::
@@ -37,7 +38,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per run a
 
 def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
              open_manager: Callable[..., Any], settings: Callable[[], Any]) -> None:
-    """Add the four job commands to ``jobs_app``."""
+    """Add the job commands to ``jobs_app``."""
 
     def execute(job: str, namespace: list[str] | None, all_namespaces: bool, dry_run: bool,
                 every: str | None, max_runs: int | None, as_json: bool,
@@ -115,3 +116,22 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
                   max_runs: MaxRunsOpt = None, as_json: JsonOpt = False) -> None:
         """Replay index work a crash left pending; report what was out of step."""
         execute("reconcile", namespace, all_namespaces, dry_run, every, max_runs, as_json)
+
+    @jobs_app.command("optimize")
+    @handled
+    def optimize(as_json: JsonOpt = False) -> None:
+        """Build the HNSW index of an embedded store (settings: vector.hnsw); search is
+        exact until then. Store-wide, not per namespace; blocks while it builds."""
+        _, mm = open_manager(settings())
+        with mm:
+            if not as_json:
+                err.print("building the vector index (about a minute per 100k memories "
+                          "on 2 cores; the process is busy meanwhile)")
+            report = mm.optimize()
+        if as_json:
+            print(json.dumps({"job": "optimize", **report.as_dict()}))
+            return
+        for collection, rebuilt in report.collections.items():
+            state = "index built" if rebuilt else "nothing to do"
+            console.print(f"optimize [{collection}]: {state} in "
+                          f"{report.seconds[collection]:.1f} s", markup=False, highlight=False)

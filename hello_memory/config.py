@@ -27,6 +27,7 @@ __all__ = [
     "CONFIG_ENV_VAR",
     "ApiSettings",
     "EmbeddingSettings",
+    "HnswSettings",
     "JobsSettings",
     "LLMSettings",
     "MemorySettings",
@@ -58,6 +59,19 @@ class RecordSettings(_Section):
     echo: bool = False
 
 
+class HnswSettings(_Section):
+    """The HNSW graph that ``hello-memory jobs optimize`` builds in an embedded Edge
+    directory (until then, and for small namespaces after, search is exact). Units as
+    in Qdrant: thresholds are KB of vectors (a 384-d float vector is 1.5 KB)."""
+
+    m: int = Field(default=16, ge=4, le=128)
+    ef_construct: int = Field(default=100, ge=4, le=4096)
+    payload_m: int | None = Field(default=16, ge=4, le=128)
+    full_scan_threshold_kb: int = Field(default=10_000, ge=1)
+    indexing_threshold_kb: int = Field(default=10_000, ge=1)
+    ef: int = Field(default=128, ge=1, le=4096)
+
+
 class QdrantSettings(_Section):
     """Vector store. Exactly one of ``location`` (``:memory:``), ``path`` (embedded
     directory) or ``url`` (server); with none set, an embedded store under
@@ -74,6 +88,7 @@ class QdrantSettings(_Section):
     api_key: str | None = None
     timeout: float = Field(default=5.0, gt=0)
     collection_prefix: str = "hm_"
+    hnsw: HnswSettings = HnswSettings()
 
     @model_validator(mode="after")
     def _one_target(self) -> QdrantSettings:

@@ -33,9 +33,11 @@ def build_vector_store(settings: Settings) -> VectorStore:
     v = settings.vector
     path = settings.qdrant_path()
     if path and not v.location and not v.url and v.embedded == "edge":
+        from hello_memory.stores.vector.base import HnswParams
         from hello_memory.stores.vector.edge import QdrantEdgeVectorStore
 
-        return QdrantEdgeVectorStore(path=path, collection_prefix=v.collection_prefix)
+        return QdrantEdgeVectorStore(path=path, collection_prefix=v.collection_prefix,
+                                     hnsw=HnswParams(**v.hnsw.model_dump()))
     from hello_memory.stores.vector.qdrant import QdrantVectorStore
 
     return QdrantVectorStore(

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ReconcileReport", "ReindexReport", "reconcile", "reindex"]
+__all__ = ["OptimizeReport", "ReconcileReport", "ReindexReport", "optimize", "reconcile",
+           "reindex"]
 
 BATCH = 128
 
@@ -98,6 +100,24 @@ class ReindexReport:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class OptimizeReport:
+    """What :func:`optimize` did: per collection, whether its index was rebuilt (False:
+    already optimal, or a backend that indexes by itself), and how long it took."""
+
+    collections: dict[str, bool] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> int:
+        return sum(self.collections.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["changed"] = self.changed
+        return out
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -303,3 +323,28 @@ def _reindex_namespace(stores: Stores, ns: str, report: ReindexReport, progress:
             stores.vectors.delete(collection, lost, namespace=ns)
     if perceptual_items and indexer is not None:
         indexer.upsert(perceptual_items)
+
+
+# --- optimize -------------------------------------------------------------------------
+def optimize(manager: MemoryManager) -> OptimizeReport:
+    """Build the search index of every collection hello-memory writes (memories,
+    document chunks, media) where the vector backend builds it only on request: the
+    embedded Edge engine's HNSW segments (``vector.hnsw``). Blocks until done; searches
+    are exact before and approximate (``vector.hnsw.ef``) after, for namespaces larger
+    than ``full_scan_threshold_kb``. Collections never created are skipped."""
+    from hello_memory.rag.indexing import CHUNK_COLLECTION
+
+    stores = manager.stores
+    stores.apply_outbox()  # index what is pending first, so it lands in the graph too
+    report = OptimizeReport()
+    optional = [CHUNK_COLLECTION, *_perceptual_collections(stores)]
+    for collection in [MEMORY_COLLECTION, *optional]:
+        started = time.perf_counter()
+        try:
+            report.collections[collection] = stores.vectors.optimize(collection)
+        except VectorStoreError:
+            if collection not in optional:
+                raise
+            continue  # a knowledge base or modality this store never used
+        report.seconds[collection] = round(time.perf_counter() - started, 3)
+    return report

@@ -487,3 +487,11 @@ class MemoryManager:
         from hello_memory.memory.maintenance import reindex
 
         return reindex(self, namespace=namespace, dry_run=dry_run, progress=progress)
+
+    def optimize(self) -> Any:
+        """Build the vector index where the backend builds it only on request (embedded
+        Qdrant Edge: HNSW, ``vector.hnsw``); an ``OptimizeReport``. Blocks: about a
+        minute per 100k memories on 2 cores."""
+        from hello_memory.memory.maintenance import optimize
+
+        return optimize(self)

@@ -112,3 +112,25 @@ def test_init_writes_a_loadable_config(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and str(data) in shown.stdout
     bench = cli(data, "bench", "--n", "10", "--queries", "2").stdout
     assert "search p50 ms" in bench and "bench: 10 memories, 2 searches" in bench
+
+
+def test_optimize_job_builds_the_index_once(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    small = {**ENV, "HELLO_MEMORY__VECTOR__HNSW__INDEXING_THRESHOLD_KB": "1",
+             "HELLO_MEMORY__VECTOR__HNSW__FULL_SCAN_THRESHOLD_KB": "1"}
+
+    def run(*args: str) -> Any:
+        result = CliRunner().invoke(app, ["--data-dir", str(data), *args], env=small)
+        assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+        return result
+
+    ids = [run("add", text, "-n", "ops").stdout.strip() for text in (
+        "The printer on floor 2 jams on A3 paper.", "The lift is serviced on Mondays.",
+        "Badge readers reset at midnight.", "The kitchen kettle was replaced in May.")]
+    first = json.loads(run("jobs", "optimize", "--json").stdout)
+    # only the collections this store ever created; a graph was built for the memories
+    assert first["collections"] == {"memories": True} and first["changed"] == 1
+    assert "nothing to do" in run("jobs", "optimize").stdout  # idempotent
+    hits = json.loads(run("search", "when is the lift serviced?", "-n", "ops",
+                          "--json").stdout)
+    assert hits[0]["id"] == ids[1]  # search answers from the graph

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
 
-__all__ = ["CollectionSpec", "FieldCondition", "PayloadIndex", "Range", "VectorStore"]
+__all__ = ["CollectionSpec", "FieldCondition", "HnswParams", "PayloadIndex", "Range", "VectorStore"]
 
 PayloadIndex = Literal["keyword", "integer", "float", "datetime", "bool", "text"]
 
@@ -29,6 +29,22 @@ class CollectionSpec:
     sparse: tuple[str, ...] = ()
     payload_indexes: Mapping[str, PayloadIndex] | None = None
     distance: Literal["cosine", "dot", "euclid"] = "cosine"
+
+
+@dataclass(frozen=True)
+class HnswParams:
+    """HNSW graph of an embedded engine that builds one on request (Qdrant Edge's
+    ``optimize``). Thresholds are KB of vectors, as in Qdrant: segments smaller than
+    ``indexing_threshold_kb`` stay plain, and a filter selecting less than
+    ``full_scan_threshold_kb`` of vectors is answered exactly. ``ef`` is the search-time
+    beam width."""
+
+    m: int = 16
+    ef_construct: int = 100
+    payload_m: int | None = 16
+    full_scan_threshold_kb: int = 10_000
+    indexing_threshold_kb: int = 10_000
+    ef: int = 128
 
 
 @dataclass(frozen=True)
@@ -99,3 +115,9 @@ class VectorStore(Protocol):
 
     def clear(self, collection: str, *, namespace: str) -> None:
         """Delete every point of ``namespace`` in the collection, nothing else."""
+
+    def optimize(self, collection: str) -> bool:
+        """Build the collection's search index where the backend builds it only on
+        request (embedded Qdrant Edge: HNSW segments); blocks until done. True if
+        anything changed; False where the backend needs no such step (a server indexes
+        by itself, qdrant-client's local mode has no index)."""

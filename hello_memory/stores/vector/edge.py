@@ -13,9 +13,14 @@ backends also refuse each other on one directory. Validation, filter semantics a
 error types are shared with the qdrant-client backend through
 :mod:`hello_memory.stores.vector._common` (this module never imports qdrant-client).
 
-Searches are exact (brute force in Rust over the points the payload indexes select):
-the shard is never optimised into HNSW segments here, so results match the server's
-``exact=True`` and cost grows with the namespace's size, not with other namespaces'.
+Searches are exact (brute force in Rust over the points the payload indexes select)
+until :meth:`QdrantEdgeVectorStore.optimize` builds HNSW segments (``hello-memory jobs
+optimize``): Edge never optimises in the background, so writes never stall on an index
+build. Before that, results match the server's ``exact=True`` and cost grows with the
+namespace's size (not with other namespaces'); after it, a filter selecting more than
+``full_scan_threshold_kb`` of vectors is answered from the HNSW graph (approximate, beam
+width ``ef``), smaller ones stay exact, and points written later are searched exactly
+beside the graph until the next optimize.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from hello_memory.stores.vector._common import (
     iso,
     parse_condition,
 )
-from hello_memory.stores.vector.base import CollectionSpec, FieldCondition
+from hello_memory.stores.vector.base import CollectionSpec, FieldCondition, HnswParams
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
 
 __all__ = ["QdrantEdgeVectorStore"]
@@ -77,13 +82,16 @@ class QdrantEdgeVectorStore:
 
     ``collection_prefix`` is prepended to every collection's directory name, as the
     server backend prefixes collection names; errors name the caller's collection.
+    ``hnsw`` configures the graph that :meth:`optimize` builds and the search beam.
     """
 
-    def __init__(self, *, path: str, collection_prefix: str = "") -> None:
+    def __init__(self, *, path: str, collection_prefix: str = "",
+                 hnsw: HnswParams | None = None) -> None:
         if not isinstance(path, str) or not path:
             raise InvalidInputError(f"QdrantEdgeVectorStore needs a directory path, got {path!r}")
         self._path = path
         self._prefix = collection_prefix
+        self._hnsw = hnsw or HnswParams()
         self._lock_file: IO[str] | None = None
         self._shards: dict[str, Any] = {}
         self._shapes: dict[str, _Shape] = {}
@@ -141,13 +149,8 @@ class QdrantEdgeVectorStore:
         with self._guard(spec.name):
             directory = self._dir(spec.name)
             if spec.name not in self._shards and not _has_shard(directory):
-                distance = getattr(e.Distance, _DISTANCE_NAMES[spec.distance])
-                config = e.EdgeConfig(
-                    vectors={n: e.EdgeVectorParams(size=s, distance=distance)
-                             for n, s in spec.dense.items()},
-                    sparse_vectors={n: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)
-                                    for n in spec.sparse},
-                )
+                config = self._config(e, {n: (size, spec.distance)
+                                          for n, size in spec.dense.items()}, spec.sparse)
                 self._shards[spec.name] = e.EdgeShard.create(str(directory), config)
                 if Path(self._path, "collection", self._prefix + spec.name).is_dir():
                     log.warning(
@@ -174,6 +177,47 @@ class QdrantEdgeVectorStore:
                 schema: Any = (e.KeywordIndexParams(is_tenant=True) if field == "namespace"
                                else getattr(e.PayloadSchemaType, kind.capitalize()))
                 shard.update(e.UpdateOperation.create_field_index(field, schema))
+
+    def _config(self, e: Any, dense: Mapping[str, tuple[int, str]],
+                sparse: Sequence[str]) -> Any:
+        """A shard configuration: the vectors, plus the HNSW and optimiser settings
+        that only :meth:`optimize` acts on (Edge persists them with the shard)."""
+        h = self._hnsw
+        return e.EdgeConfig(
+            vectors={n: e.EdgeVectorParams(
+                size=size, distance=getattr(e.Distance, _DISTANCE_NAMES[distance]))
+                for n, (size, distance) in dense.items()},
+            sparse_vectors={n: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)
+                            for n in sparse},
+            hnsw_config=e.HnswIndexConfig(
+                m=h.m, ef_construct=h.ef_construct, full_scan_threshold=h.full_scan_threshold_kb,
+                payload_m=h.payload_m),
+            optimizers=e.EdgeOptimizersConfig(indexing_threshold=h.indexing_threshold_kb),
+        )
+
+    def optimize(self, collection: str) -> bool:
+        """Build HNSW segments for ``collection`` with the store's ``hnsw`` settings;
+        blocks (and holds the interpreter: Edge keeps the GIL) until done, about a
+        minute per 100k 384-d vectors on 2 cores. True if any segment was rebuilt."""
+        e = _edge()
+        with self._guard(collection):
+            self._shard(collection)  # unknown collection -> VectorStoreError
+            raw = json.loads((self._dir(collection) / "edge_config.json").read_text("utf-8"))
+            dense = {n: (int(p["size"]), str(p["distance"]).lower())
+                     for n, p in (raw.get("vectors") or {}).items()}
+            sparse = [n for n, p in (raw.get("sparse_vectors") or {}).items()
+                      if str((p or {}).get("modifier", "")).lower() == "idf"]
+            if len(sparse) != len(raw.get("sparse_vectors") or {}):
+                raise VectorStoreError(f"{collection!r} has sparse vectors without the IDF "
+                                       "modifier, which this store never creates")
+            # Reloaded with the current settings: a shard created before them (or with
+            # other ones) takes them on, and Edge persists them for the next load.
+            old = self._shards.pop(collection)
+            old.flush()
+            old.close()
+            shard = self._shards[collection] = e.EdgeShard.load(
+                str(self._dir(collection)), self._config(e, dense, sparse))
+            return bool(shard.optimize())
 
     def _dir(self, collection: str) -> Path:
         if not isinstance(collection, str) or not collection:
@@ -318,7 +362,8 @@ class QdrantEdgeVectorStore:
                 q = _dense(query, collection, using, shape.dense[using])
             res = self._shard(collection).query(e.QueryRequest(
                 limit=limit, query=e.Query.Nearest(q, using=using), filter=flt,
-                with_payload=True, score_threshold=score_threshold))
+                with_payload=True, score_threshold=score_threshold,
+                params=e.SearchParams(hnsw_ef=self._hnsw.ef)))
         return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res]
 
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:

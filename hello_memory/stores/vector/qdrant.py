@@ -279,6 +279,14 @@ class QdrantVectorStore:
                 wait=True,
             )
 
+    def optimize(self, collection: str) -> bool:
+        """Nothing to do: a Qdrant server builds its HNSW segments in the background and
+        qdrant-client's local mode has no index. Checks that the collection exists."""
+        with self._translate(collection):
+            if not self._c().collection_exists(self._qname(collection)):
+                raise VectorStoreError(f"unknown collection {collection!r}")
+        return False
+
     def clear(self, collection: str, *, namespace: str) -> None:
         """Delete every point of ``namespace`` in the collection, nothing else."""
         self._delete_where(collection, self._filter(namespace, None))

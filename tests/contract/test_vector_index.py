@@ -1,0 +1,143 @@
+"""``VectorStore.optimize``: the HNSW graph of the embedded Edge engine, built only on
+request, and the no-op of the qdrant-client backends.
+
+The vectors here are synthetic test points for an index (fixed seed), compared with a
+brute-force numpy ranking of the same points; no text is involved."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from hello_memory.errors import VectorStoreError
+from hello_memory.stores.vector import CollectionSpec, QdrantEdgeVectorStore, QdrantVectorStore
+from hello_memory.stores.vector.base import HnswParams
+from hello_memory.types import VectorPoint
+
+COL = "memories"
+DIM = 32
+SPEC = CollectionSpec(COL, {"dense": DIM}, sparse=("bm25",),
+                      payload_indexes={"status": "keyword"})
+# 32-d float vectors are 128 bytes: "big" (3,000 points, 375 KB) is past the full-scan
+# threshold and searched on the graph; "small" (60 points, 7.5 KB) stays exact.
+PARAMS = HnswParams(m=16, ef_construct=100, payload_m=16, full_scan_threshold_kb=16,
+                    indexing_threshold_kb=1, ef=128)
+
+
+def unit_rows(n: int, seed: int) -> npt.NDArray[np.float32]:
+    x = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def points(x: npt.NDArray[np.float32], ns: str) -> list[VectorPoint]:
+    # every fifth point is "forgotten": a filter the graph search must still honour
+    return [VectorPoint(str(uuid.uuid4()), {"dense": v.tolist()},
+                        {"namespace": ns, "status": "forgotten" if i % 5 == 0 else "active"})
+            for i, v in enumerate(x)]
+
+
+def brute(x: npt.NDArray[np.float32], pts: list[VectorPoint], q: npt.NDArray[np.float32],
+          k: int) -> list[str]:
+    keep = [i for i, p in enumerate(pts) if p.payload["status"] == "active"]
+    order = np.argsort(-(x[keep] @ q), kind="stable")[:k]
+    return [pts[keep[i]].id for i in order]
+
+
+def open_edge(path: Path, params: HnswParams = PARAMS) -> QdrantEdgeVectorStore:
+    store = QdrantEdgeVectorStore(path=str(path), hnsw=params)
+    store.open()
+    store.ensure_collection(SPEC)
+    return store
+
+
+def dense_indexed(store: QdrantEdgeVectorStore) -> int:
+    # Edge counts every indexed vector, sparse ones included (always indexed); the
+    # points of these tests carry none, so the count is the dense graph's.
+    return int(store._shard(COL).info().indexed_vectors_count)
+
+
+def test_edge_graph_is_built_only_on_request_and_keeps_every_filter(tmp_path: Path) -> None:
+    store = open_edge(tmp_path)
+    big_x, small_x = unit_rows(3000, 1), unit_rows(60, 2)
+    big, small = points(big_x, "big"), points(small_x, "small")
+    store.upsert(COL, big + small)
+    queries = unit_rows(30, 3)
+    active = {"status": "active"}
+
+    def ranked(ns: str, q: npt.NDArray[np.float32], k: int = 10) -> list[str]:
+        return [h.id for h in store.search(COL, q.tolist(), namespace=ns, limit=k,
+                                           filters=active)]
+
+    # Before optimize every search is exact: the same ranking as brute force.
+    assert dense_indexed(store) == 0
+    for q in queries[:5]:
+        assert ranked("big", q) == brute(big_x, big, q, 10)
+
+    assert store.optimize(COL) is True
+    assert dense_indexed(store) >= 3000
+    assert store.optimize(COL) is False  # already optimal: a second run changes nothing
+
+    recall = np.mean([len(set(ranked("big", q)) & set(brute(big_x, big, q, 10))) / 10
+                      for q in queries])
+    assert recall >= 0.9, recall
+    big_ids = {p.id for p in big if p.payload["status"] == "active"}
+    for q in queries:
+        got = store.search(COL, q.tolist(), namespace="big", limit=20, filters=active)
+        assert {h.id for h in got} <= big_ids  # namespace and status filters hold
+        # the small namespace is under the full-scan threshold: still exact
+        assert ranked("small", q, 5) == brute(small_x, small, q, 5)
+
+    # Points written after optimize are found (searched exactly beside the graph), and
+    # deleted ones are gone.
+    late = points(unit_rows(3, 4), "big")
+    late[0].payload["status"] = "active"
+    store.upsert(COL, late)
+    assert ranked("big", np.asarray(late[0].vectors["dense"]), 1) == [late[0].id]
+    store.delete(COL, [late[0].id], namespace="big")
+    assert late[0].id not in ranked("big", np.asarray(late[0].vectors["dense"]), 10)
+    store.close()
+
+    # The graph and its settings persist: a store opened with defaults keeps them.
+    again = QdrantEdgeVectorStore(path=str(tmp_path))
+    again.open()
+    assert dense_indexed(again) >= 3000
+    q = queries[0]
+    top = [h.id for h in again.search(COL, q.tolist(), namespace="big", limit=10,
+                                      filters=active)]
+    assert len(set(top) & set(brute(big_x, big, q, 10))) >= 8
+    again.close()
+
+
+def test_edge_optimize_takes_on_settings_of_a_shard_created_without_them(
+        tmp_path: Path) -> None:
+    # A shard created with the defaults (10 MB thresholds: nothing here gets a graph)...
+    store = open_edge(tmp_path, HnswParams())
+    x = unit_rows(2000, 5)
+    store.upsert(COL, points(x, "a"))
+    store.optimize(COL)
+    assert dense_indexed(store) == 0
+    store.close()
+    # ... is rebuilt under the settings of the store that optimizes it.
+    store = open_edge(tmp_path)
+    assert store.optimize(COL) is True
+    assert dense_indexed(store) >= 2000
+    assert store.count(COL, namespace="a") == 2000
+    store.close()
+
+
+def test_optimize_unknown_collection(tmp_path: Path) -> None:
+    edge = open_edge(tmp_path / "edge")
+    local = QdrantVectorStore(location=":memory:")
+    local.open()
+    local.ensure_collection(SPEC)
+    for store in (edge, local):
+        with pytest.raises(VectorStoreError, match="nowhere"):
+            store.optimize("nowhere")
+    # qdrant-client builds nothing on request: a server indexes by itself, local mode never
+    assert local.optimize(COL) is False
+    edge.close()
+    local.close()
