@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.run import pct
+from hello_memory.stores.vector.base import PayloadIndex
 
-SPEC_FIELDS = {"memory_type": "keyword", "status": "keyword"}
+SPEC_FIELDS: dict[str, PayloadIndex] = {"memory_type": "keyword", "status": "keyword"}
 
 
 def run(kind: str, n: int, n_queries: int) -> dict[str, Any]:

@@ -63,12 +63,14 @@ def cached_embeddings(model: Any, texts: list[str], batch: int, tag: str,
     digest = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()[:16]
     meta_path = CACHE_DIR / f"{tag}.json"
     vec_path = CACHE_DIR / f"{tag}.npy"
-    if meta_path.exists() and vec_path.exists():
-        meta = json.loads(meta_path.read_text())
-        if meta["n"] >= len(texts) and meta["prefix_digests"].get(str(len(texts))) == digest:
-            return np.load(vec_path, mmap_mode="r")[: len(texts)].astype(np.float32)
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+    if (meta is not None and vec_path.exists() and meta["n"] >= len(texts)
+            and meta["prefix_digests"].get(str(len(texts))) == digest):
+        return np.load(vec_path, mmap_mode="r")[: len(texts)].astype(np.float32)
     vecs = np.asarray(model.encode(texts, batch_size=batch, normalize_embeddings=True,
                                    show_progress_bar=progress), dtype=np.float32)
+    if meta is not None and meta["n"] > len(texts):
+        return vecs  # never replace a longer cache with a shorter one
     digests = {str(n): hashlib.sha256("\n".join(texts[:n]).encode("utf-8")).hexdigest()[:16]
                for n in (1000, 10_000, 100_000, len(texts)) if n <= len(texts)}
     np.save(vec_path, vecs)

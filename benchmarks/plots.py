@@ -23,10 +23,12 @@ def draw(rows: list[dict[str, Any]], peer: dict[str, Any] | None, out: Path) -> 
     fig, ax = plt.subplots(figsize=(6, 4))
     for key, label in (("raw", "raw dense (qdrant-client local)"),
                        ("dense", "hello-memory dense"), ("fused", "hello-memory fused"),
-                       ("fused_noembed", "hello-memory fused, no query embedding")):
+                       ("fused_noembed", "hello-memory fused, no query embedding"),
+                       ("hnsw_dense", "hello-memory dense, HNSW graph"),
+                       ("hnsw_fused_noembed", "hello-memory fused, HNSW, no query embedding")):
         ys = [r.get(f"{key}_p95_ms") for r in rows]
         if all(y is not None for y in ys):
-            ax.plot(ns, ys, marker="o", label=label)
+            ax.plot(ns, [float(y) for y in ys if y is not None], marker="o", label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("memories (N)")

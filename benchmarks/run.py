@@ -99,6 +99,46 @@ def fused_searcher(mm: Any) -> tuple[Callable[[str, str], object], Any] | None:
     return (lambda q, ns: retriever.search(q, 5, namespace=ns)), retriever
 
 
+def measure_fused(mm: Any, qs: Sequence[str], res: dict[str, Any], prefix: str) -> None:
+    """Fused search p50/p95 with and without query embedding, into ``res``."""
+    fused = fused_searcher(mm)
+    if fused is None:
+        return
+    search, retriever = fused
+    res[f"{prefix}fused_p50_ms"], res[f"{prefix}fused_p95_ms"] = lat_ms(
+        lambda q: search(q, "b"), qs)
+    inner = mm.stores.embedder
+    mm.stores.embedder = QueryVectors(inner, qs)
+    res[f"{prefix}fused_noembed_p50_ms"], res[f"{prefix}fused_noembed_p95_ms"] = lat_ms(
+        lambda q: search(q, "b"), qs)
+    mm.stores.embedder = inner
+    retriever.close()
+
+
+def top_ids(mm: Any, qs: Sequence[str], k: int = 10) -> list[list[str]]:
+    """The vector store's top ``k`` ids per query in namespace "b" (index recall)."""
+    from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
+
+    emb = mm.stores.embedder
+    return [[h.id for h in mm.stores.vectors.search(
+        MEMORY_COLLECTION, emb.embed_query(q).tolist(), namespace="b", using=DENSE, limit=k)]
+        for q in qs]
+
+
+def footprint(data: Path, searches: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.footprint", str(data), "b",
+         "--searches", str(searches)],
+        cwd=ROOT, capture_output=True, text=True, timeout=3600, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def footprint_disk(data: Path) -> float:
+    from benchmarks.footprint import disk_bytes
+
+    return float(disk_bytes(data))
+
+
 def raw_stack(tmp: Path, model: Any, texts: Sequence[str], vecs: Any, batch: int,
               qs: Sequence[str]) -> dict[str, float]:
     from qdrant_client import QdrantClient, models
@@ -157,25 +197,29 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[s
             lambda q: mm.search(q, ["episodic"], 5, namespace="solo"), qs)
         res["dense_p50_ms"], res["dense_p95_ms"] = lat_ms(
             lambda q: mm.search(q, ["episodic"], 5, namespace="b"), qs)
-        fused = fused_searcher(mm)
-        if fused is not None:
-            search, retriever = fused
-            res["fused_p50_ms"], res["fused_p95_ms"] = lat_ms(lambda q: search(q, "b"), qs)
-            inner = mm.stores.embedder
-            mm.stores.embedder = QueryVectors(inner, qs)
-            res["fused_noembed_p50_ms"], res["fused_noembed_p95_ms"] = lat_ms(
-                lambda q: search(q, "b"), qs)
-            mm.stores.embedder = inner
-            retriever.close()
+        measure_fused(mm, qs, res, "")
+        exact_top = top_ids(mm, qs)
         mm.close()
         print(f"  footprint N={n}", flush=True)
-        out = subprocess.run(
-            [sys.executable, "-m", "benchmarks.footprint", str(data), "b",
-             "--searches", str(footprint_searches)],
-            cwd=ROOT, capture_output=True, text=True, timeout=3600, check=True)
-        fp = json.loads(out.stdout.strip().splitlines()[-1])
-        res["footprint"] = fp
-        res["disk_bytes_per_memory"] = fp["disk_bytes"] / (n + len(solo))
+        res["footprint"] = footprint(data, footprint_searches)
+        res["disk_bytes_per_memory"] = res["footprint"]["disk_bytes"] / (n + len(solo))
+
+        # The embedded engine's HNSW graph (``hello-memory jobs optimize``): build time,
+        # the same searches on the graph, and its recall against the exact search.
+        print(f"  optimize N={n}", flush=True)
+        mm = open_manager(data, hm_embedder)
+        t0 = time.perf_counter()
+        report = mm.optimize()
+        res["optimize_s"] = time.perf_counter() - t0
+        res["optimize_built"] = bool(report.collections.get("memories"))
+        res["hnsw_dense_p50_ms"], res["hnsw_dense_p95_ms"] = lat_ms(
+            lambda q: mm.search(q, ["episodic"], 5, namespace="b"), qs)
+        measure_fused(mm, qs, res, "hnsw_")
+        hnsw_top = top_ids(mm, qs)
+        res["hnsw_recall_at_10"] = statistics.mean(
+            len(set(a) & set(b)) / max(1, len(a)) for a, b in zip(exact_top, hnsw_top, strict=True))
+        mm.close()
+        res["hnsw_disk_bytes_per_memory"] = footprint_disk(data) / (n + len(solo))
     return res
 
 
