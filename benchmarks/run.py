@@ -267,7 +267,7 @@ def main() -> None:
         return
     ns = args.n or ([1000, 10_000] if args.quick else [1000, 10_000, 100_000])
     n_queries = args.queries or (30 if args.quick else 100)
-    convs = args.conversations or (1 if args.quick else 3)
+    convs = args.conversations or (1 if args.quick else 7)
     started = time.time()
     meta = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "versions": versions(),
             "load_start": load(), "quick": args.quick, "batch": args.batch}

@@ -347,7 +347,7 @@ def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
                 raise ConfigError(f"environment variable {name} nests under a scalar setting")
             node = child
         parsed: Any = value
-        if value[:1] in "[{":
+        if value[:1] in ("[", "{"):  # not `in "[{"`: "" is in every string
             try:
                 parsed = json.loads(value)
             except json.JSONDecodeError as exc:
