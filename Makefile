@@ -83,5 +83,11 @@ bench-locomo: install
 install-multimodal:
 	$(MAKE) install VENV=.venv-multimodal CONSTRAINTS=constraints/multimodal.txt EXTRAS=dev,graph,multimodal
 
+# Build docker/Dockerfile and run the image for real without a Docker daemon (root on
+# Debian; several minutes and GBs, so not part of `make test`). See the script's header.
+.PHONY: docker-verify
+docker-verify:
+	docker/verify-image.sh
+
 clean:
 	rm -rf $(VENV) .venv-multimodal .venv-peer .pytest_cache .mypy_cache .ruff_cache *.egg-info
