@@ -126,6 +126,9 @@ class EmbeddingSettings(_Section):
     device: str | None = None
     batch_size: int = Field(default=64, ge=1, le=4096)
     normalize: bool = True
+    # torch intra-op threads while embedding one search query (None: torch's default,
+    # one per core). 1 keeps query latency steady on small or busy hosts.
+    query_threads: int | None = Field(default=None, ge=1, le=256)
 
 
 class WorkingMemorySettings(_Section):

@@ -78,7 +78,7 @@ def build_embedder(cfg: EmbeddingSettings) -> Embedder:
     from hello_memory.embedding import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(cfg.model, device=cfg.device, batch_size=cfg.batch_size,
-                                       normalize=cfg.normalize)
+                                       normalize=cfg.normalize, query_threads=cfg.query_threads)
 
 
 def build_perceptual(settings: Settings, stores: Stores) -> PerceptualMemory:

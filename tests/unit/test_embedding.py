@@ -160,6 +160,9 @@ def test_constructor_validation() -> None:
         SentenceTransformerEmbedder("")
     with pytest.raises(InvalidInputError):
         SentenceTransformerEmbedder("x", batch_size=0)
+    for bad in (0, -1, True, "2"):
+        with pytest.raises(InvalidInputError, match="query_threads"):
+            SentenceTransformerEmbedder("x", query_threads=bad)  # type: ignore[arg-type]
 
 
 def test_non_finite_output_raises(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -345,3 +348,39 @@ print(json.dumps(result))
     assert "embedding.model" in result["message"]
     assert "no-such-model" in result["message"]
     assert result["seconds"] < 30, result  # no retries against an unreachable hub
+
+
+@pytest.mark.slow
+def test_query_threads_apply_to_queries_only_and_are_restored(
+        embedder: SentenceTransformerEmbedder) -> None:
+    import threading
+
+    import torch
+
+    one = SentenceTransformerEmbedder(device="cpu", query_threads=1)
+    before = torch.get_num_threads()
+    seen: list[int] = []
+    real_embed = one.embed
+
+    def recording_embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        seen.append(torch.get_num_threads())
+        return real_embed(texts)
+
+    one.embed = recording_embed  # type: ignore[method-assign]
+    queries = [f"where did Alice park the car on day {i}?" for i in range(6)]
+    results: dict[str, npt.NDArray[np.float32]] = {}
+
+    def ask(q: str) -> None:
+        results[q] = one.embed_query(q)
+
+    workers = [threading.Thread(target=ask, args=(q,)) for q in queries]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert seen == [1] * len(queries)  # every query ran on one thread...
+    assert torch.get_num_threads() == before  # ...and the process setting came back
+    one.embed([queries[0]])  # a batch keeps torch's own setting
+    assert seen[-1] == before
+    for q in queries:  # the same vectors as the default embedder's
+        np.testing.assert_allclose(results[q], embedder.embed_query(q), atol=1e-5)
