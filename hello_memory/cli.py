@@ -318,9 +318,7 @@ def forget(
         if ids:
             if strategy or hard:
                 raise InvalidInputError("give ids or a --strategy (--hard), not both")
-            from hello_memory.tools.memory_tool import forget_ids
-
-            done = forget_ids(mm, ns, ids, dry_run=dry_run)
+            done = mm.forget_ids(ids, namespace=ns, dry_run=dry_run)
             result: dict[str, Any] = {"ids": done, "count": len(done), "dry_run": dry_run}
         else:
             j = settings.jobs

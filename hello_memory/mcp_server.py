@@ -24,7 +24,6 @@ from hello_memory.errors import (
     PayloadTooLargeError,
 )
 from hello_memory.memory.manager import item_to_json
-from hello_memory.tools.memory_tool import forget_ids
 from hello_memory.tools.rag_access import build_rag
 from hello_memory.validation import require_namespace
 
@@ -125,7 +124,7 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
     def forget(namespace: str, memory_ids: list[str]) -> dict[str, Any]:
         """Forget memories by id (soft: they leave search; `restore` brings them back)."""
         ns = check(namespace)
-        return {"forgotten": forget_ids(manager, ns, memory_ids)}
+        return {"forgotten": manager.forget_ids(memory_ids, namespace=ns)}
 
     @tool
     def restore(namespace: str, memory_ids: list[str]) -> dict[str, Any]:

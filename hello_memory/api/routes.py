@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.api.app import Namespace, manager_of
+from hello_memory.errors import InvalidInputError
 from hello_memory.memory.manager import MemoryManager, item_to_json
 from hello_memory.memory.scoring import SearchHit
 
@@ -59,6 +60,7 @@ class UpdateMemory(_Body):
 
 
 class ForgetRequest(_Body):
+    ids: list[str] | None = Field(None, min_length=1, max_length=10_000)
     strategy: Literal["importance", "time", "capacity"] = "importance"
     threshold: float = Field(0.1, ge=0, le=1)
     max_age_days: float = Field(30.0, ge=0)
@@ -141,7 +143,15 @@ def delete_memory(memory_id: str, namespace: Namespace, mm: Manager) -> Response
 
 @router.post("/forget")
 def forget(body: ForgetRequest, namespace: Namespace, mm: Manager) -> dict[str, Any]:
-    """Soft-forget (restorable) or, with ``hard``, purge low-value memories."""
+    """Soft-forget (restorable) or, with ``hard``, purge low-value memories; with
+    ``ids``, soft-forget exactly those (an unknown id changes nothing: 404)."""
+    if body.ids is not None:
+        if body.hard:
+            raise InvalidInputError("hard forgetting takes a strategy, not ids; delete "
+                                    "memories one by one with DELETE /v1/memories/{id}")
+        done = mm.forget_ids(body.ids, namespace=namespace, dry_run=body.dry_run)
+        return {"strategy": "ids", "ids": done, "count": len(done), "dry_run": body.dry_run,
+                "hard": False}
     rep = mm.forget(body.strategy, namespace=namespace, threshold=body.threshold,
                     max_age_days=body.max_age_days, max_items=body.max_items,
                     memory_types=body.memory_types, dry_run=body.dry_run, hard=body.hard)

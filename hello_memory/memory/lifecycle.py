@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hello_memory.errors import InvalidInputError
+from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.scoring import EPISODIC, recency
 from hello_memory.stores.records import ItemFilter
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
@@ -271,3 +271,34 @@ def _merge_into(mm: MemoryManager, ns: str, to_type: MemoryType, target: MemoryI
         user_id=head.user_id, agent_id=head.agent_id, session_id=head.session_id,
         event_time=min(m.event_time for m in members), metadata=meta)])
     return new.id
+
+
+def forget_ids(manager: MemoryManager, ids: Sequence[str], *, namespace: str | None = None,
+               dry_run: bool = False) -> list[str]:
+    """Soft-forget the given memories of ``namespace`` (``restore`` undoes it); working
+    memories, which have no soft state, are dropped. Unknown ids are an error and
+    nothing is changed; already forgotten ones are skipped. Returns the ids forgotten
+    (with ``dry_run``: the ids that would be, changing nothing)."""
+    ns = manager._ns(namespace)
+    wanted = list(dict.fromkeys(ids))
+    if not wanted or not all(isinstance(i, str) and i for i in wanted):
+        raise InvalidInputError("memory_ids must be a non-empty list of ids")
+    working = [i for i in wanted if manager.working.get(ns, i) is not None]
+    stored = {i.id: i for i in manager.stores.records.get_items(
+        ns, [i for i in wanted if i not in working])}
+    if missing := [i for i in wanted if i not in stored and i not in working]:
+        raise NotFoundError(f"no memory {missing[0]!r} in namespace {ns!r}")
+    active = [i for i in stored.values() if i.status is MemoryStatus.ACTIVE]
+    if dry_run:
+        return working + [i.id for i in active]
+    for wid in working:
+        manager.working.remove(ns, wid)
+    for item in active:
+        manager.stores.records.update_item(ns, item.id, status=MemoryStatus.FORGOTTEN)
+    done = working + [i.id for i in active]
+    if active:
+        manager.stores.apply_outbox()
+    if done:
+        manager.stores.records.add_audit(ns, "forget", {"strategy": "ids", "hard": False,
+                                                        "count": len(done), "ids": done})
+    return done

@@ -461,6 +461,15 @@ class MemoryManager:
 
         return forget(self, strategy, **kwargs)
 
+    def forget_ids(self, ids: Sequence[str], *, namespace: str | None = None,
+                   dry_run: bool = False) -> list[str]:
+        """Soft-forget these memories (``restore`` undoes it; working memories are
+        dropped). An unknown id changes nothing and raises NotFoundError; ids already
+        forgotten are skipped. Returns the ids forgotten (or, dry run, that would be)."""
+        from hello_memory.memory.lifecycle import forget_ids
+
+        return forget_ids(self, ids, namespace=namespace, dry_run=dry_run)
+
     def restore(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
         from hello_memory.memory.lifecycle import restore
 

@@ -29,18 +29,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
+from hello_memory.errors import HelloMemoryError, InvalidInputError
 from hello_memory.retrieval.progressive import ProgressiveLoader, optimize_context
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.tokens import TokenCounter, default_token_counter, truncate_to_tokens
-from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
+from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace, validate_content
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.memory.scoring import SearchHit
 
-__all__ = ["ACTIONS", "MemoryTool", "forget_ids", "memory_dict"]
+__all__ = ["ACTIONS", "MemoryTool", "memory_dict"]
 
 TypeName = Literal["working", "episodic", "semantic"]
 ROLES = ("user", "assistant", "system", "tool")
@@ -154,37 +154,6 @@ def memory_dict(item: MemoryItem, score: float | None = None) -> dict[str, Any]:
     if item.metadata:
         out["metadata"] = item.metadata
     return out
-
-
-def forget_ids(manager: MemoryManager, namespace: str, ids: Sequence[str], *,
-               dry_run: bool = False) -> list[str]:
-    """Soft-forget the given memories of ``namespace`` (``restore`` undoes it); working
-    memories, which have no soft state, are dropped. Unknown ids are an error and
-    nothing is changed; already forgotten ones are skipped. Returns the ids forgotten
-    (with ``dry_run``: the ids that would be, changing nothing)."""
-    ns = require_namespace(namespace)
-    wanted = list(dict.fromkeys(ids))
-    if not wanted or not all(isinstance(i, str) and i for i in wanted):
-        raise InvalidInputError("memory_ids must be a non-empty list of ids")
-    working = [i for i in wanted if manager.working.get(ns, i) is not None]
-    stored = {i.id: i for i in manager.stores.records.get_items(
-        ns, [i for i in wanted if i not in working])}
-    if missing := [i for i in wanted if i not in stored and i not in working]:
-        raise NotFoundError(f"no memory {missing[0]!r} in namespace {ns!r}")
-    active = [i for i in stored.values() if i.status is MemoryStatus.ACTIVE]
-    if dry_run:
-        return working + [i.id for i in active]
-    for wid in working:
-        manager.working.remove(ns, wid)
-    for item in active:
-        manager.stores.records.update_item(ns, item.id, status=MemoryStatus.FORGOTTEN)
-    done = working + [i.id for i in active]
-    if active:
-        manager.stores.apply_outbox()
-    if done:
-        manager.stores.records.add_audit(ns, "forget", {"strategy": "ids", "hard": False,
-                                                        "count": len(done), "ids": done})
-    return done
 
 
 class MemoryTool:
@@ -363,7 +332,7 @@ class MemoryTool:
                ) -> dict[str, Any]:
         verb = "would forget" if dry_run else "forgot"
         if memory_ids is not None:
-            ids = forget_ids(self.manager, self.namespace, memory_ids, dry_run=dry_run)
+            ids = self.manager.forget_ids(memory_ids, namespace=self.namespace, dry_run=dry_run)
             return self._ok("forget", f"{verb} {len(ids)} memories by id", ids=ids,
                             count=len(ids), dry_run=dry_run)
         rep = self.manager.forget(strategy, namespace=self.namespace, threshold=threshold,

@@ -80,6 +80,19 @@ def test_forget_restore_consolidate_clear_context(api: tuple[AsgiApi, MemoryMana
                 json={"threshold": 0.1}).json()["ids"] == [low]
     assert call("POST", "/v1/restore", params=ns, headers=A,
                 json={"ids": [low]}).json() == {"restored": 1}
+    # by ids: exactly those, restorable; an unknown id (or another namespace's) changes
+    # nothing; hard needs a strategy
+    other = call("POST", "/v1/memories", params={"namespace": "team/blue"}, headers=A,
+                 json={"content": "Blue team notes."}).json()["id"]
+    is_problem(call("POST", "/v1/forget", params=ns, headers=A,
+                    json={"ids": [low, other]}), 404, "not-found")
+    assert mm.get(low, namespace="team/red").status.value == "active"
+    is_problem(call("POST", "/v1/forget", params=ns, headers=A,
+                    json={"ids": [low], "hard": True}), 400, "invalid-input")
+    by_ids = call("POST", "/v1/forget", params=ns, headers=A, json={"ids": [low]}).json()
+    assert by_ids["ids"] == [low] and by_ids["strategy"] == "ids" and not by_ids["hard"]
+    assert call("POST", "/v1/restore", params=ns, headers=A,
+                json={"ids": [low]}).json() == {"restored": 1}
     rep = call("POST", "/v1/consolidate", params=ns, headers=A,
                json={"from_type": "episodic", "to_type": "semantic"}).json()
     assert len(rep["promoted"]) == 1 and rep["from_type"] == "episodic"
