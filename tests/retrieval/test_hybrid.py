@@ -252,6 +252,8 @@ def test_neighbours_follow_writes_between_searches(manager: MemoryManager) -> No
              "session_id": "o", "event_time": LAST_WEEK + timedelta(minutes=1)},
         ])
         hits = {h.id: h for h in r.search(q, 5, namespace=ns, touch=False)}
+        # its only neighbour, the first turn, lends it weight 1.0 x its fused score
+        assert hits[later[0].id].context == pytest.approx(hits[first[0].id].fused)
         assert hits[later[0].id].context > 0
         assert manager.remove(later[0].id, namespace=ns)
         assert all(h.context == 0 for h in r.search(q, 5, namespace=ns, touch=False))
