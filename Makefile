@@ -54,10 +54,12 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-# Full run (N = 1k/10k/100k, footprint, LoCoMo peer, plots) and the quick one (< 10 min).
+# Full run (N = 1k/10k/100k, HNSW, footprint, LoCoMo peer, plots, then the LoCoMo
+# retrieval table: every section of BENCHMARKS.md) and the quick one (< 10 min).
 # mem0 (the peer) lives in its own venv: its dependencies must not move ours.
 bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.locomo
 
 bench-quick: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.run --quick
