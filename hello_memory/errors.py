@@ -32,6 +32,7 @@ from __future__ import annotations
 
 __all__ = [
     "BackendUnavailableError",
+    "CollectionNotFoundError",
     "ConfigError",
     "DimensionMismatchError",
     "EmbeddingError",
@@ -159,6 +160,10 @@ class RecordStoreError(StoreError):
 
 class VectorStoreError(StoreError):
     """The vector store failed."""
+
+
+class CollectionNotFoundError(VectorStoreError):
+    """The vector collection does not exist (never created in this store)."""
 
 
 class GraphStoreError(StoreError):

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from hello_memory.errors import VectorStoreError
+from hello_memory.errors import CollectionNotFoundError
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores, memory_payload
 from hello_memory.stores.records import ItemFilter
 from hello_memory.stores.records.models import OutboxRow
@@ -149,7 +149,7 @@ def _ids_or_empty(stores: Stores, collection: str, namespace: str) -> set[str]:
     """Point ids of a perceptual collection; one never created holds none."""
     try:
         return stores.vectors.ids(collection, namespace=namespace)
-    except VectorStoreError:
+    except CollectionNotFoundError:
         return set()
 
 
@@ -342,7 +342,7 @@ def optimize(manager: MemoryManager) -> OptimizeReport:
         started = time.perf_counter()
         try:
             report.collections[collection] = stores.vectors.optimize(collection)
-        except VectorStoreError:
+        except CollectionNotFoundError:
             if collection not in optional:
                 raise
             continue  # a knowledge base or modality this store never used

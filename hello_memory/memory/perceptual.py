@@ -31,7 +31,12 @@ from sqlalchemy import func, select
 from hello_memory.embedding.base import Embedder
 from hello_memory.embedding.clap import ClapEncoder, audio_mime_type
 from hello_memory.embedding.clip import ClipEncoder, MediaSource, image_mime_type, read_media
-from hello_memory.errors import ConfigError, HelloMemoryError, InvalidInputError, VectorStoreError
+from hello_memory.errors import (
+    CollectionNotFoundError,
+    ConfigError,
+    HelloMemoryError,
+    InvalidInputError,
+)
 from hello_memory.memory import scoring
 from hello_memory.memory.scoring import PERCEPTUAL, ScoringProfile, SearchHit
 from hello_memory.stores.bundle import DENSE, PAYLOAD_INDEXES, memory_payload
@@ -245,7 +250,7 @@ class PerceptualMemory:
                     self.vectors.clear(name, namespace=namespace)
                 elif ids:
                     self.vectors.delete(name, list(ids), namespace=namespace)
-            except VectorStoreError:
+            except CollectionNotFoundError:
                 if modality in self._ready:
                     raise
                 log.debug("collection %s not present; nothing to delete", name)

@@ -19,6 +19,7 @@ import pytest
 
 from hello_memory.errors import (
     BackendUnavailableError,
+    CollectionNotFoundError,
     DimensionMismatchError,
     InvalidInputError,
     NamespaceRequiredError,
@@ -345,10 +346,15 @@ def test_unknown_vector_name_in_point(h: Harness) -> None:
 
 
 def test_unknown_collection(h: Harness) -> None:
-    with pytest.raises(VectorStoreError, match="nowhere"):
+    # its own type (a VectorStoreError), so callers can tell "never created" from a fault
+    with pytest.raises(CollectionNotFoundError, match="nowhere"):
         h.store.search("nowhere", E[0], namespace="a")
-    with pytest.raises(VectorStoreError, match="nowhere"):
+    with pytest.raises(CollectionNotFoundError, match="nowhere"):
         h.store.count("nowhere", namespace="a")
+    with pytest.raises(CollectionNotFoundError, match="nowhere"):
+        h.store.ids("nowhere", namespace="a")
+    with pytest.raises(CollectionNotFoundError, match="nowhere"):
+        h.store.optimize("nowhere")
 
 
 # --- lifecycle ----------------------------------------------------------------------

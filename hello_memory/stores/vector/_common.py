@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any, get_args
@@ -73,6 +73,16 @@ def _uuid(value: object) -> str:
         except ValueError:
             pass
     raise InvalidInputError(f"point ids must be UUID strings, got {value!r}")
+
+
+def _search_ids(namespace: str, limit: object, ids: Sequence[str] | None) -> list[str] | None:
+    """The argument checks every backend's ``search`` makes: a namespace, a positive
+    int ``limit``, and ``ids`` as canonical UUIDs without repeats (None: unrestricted;
+    an empty list: nothing can match)."""
+    _require_ns(namespace)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError(f"limit must be a positive int, got {limit!r}")
+    return None if ids is None else list(dict.fromkeys(_uuid(i) for i in ids))
 
 
 def _check_spec(spec: CollectionSpec) -> None:

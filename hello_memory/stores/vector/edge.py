@@ -36,6 +36,7 @@ from typing import IO, Any
 
 from hello_memory.errors import (
     BackendUnavailableError,
+    CollectionNotFoundError,
     DimensionMismatchError,
     HelloMemoryError,
     InvalidInputError,
@@ -48,6 +49,7 @@ from hello_memory.stores.vector._common import (
     _dense,
     _jsonable,
     _require_ns,
+    _search_ids,
     _Shape,
     _sparse_parts,
     _uuid,
@@ -201,15 +203,8 @@ class QdrantEdgeVectorStore:
         minute per 100k 384-d vectors on 2 cores. True if any segment was rebuilt."""
         e = _edge()
         with self._guard(collection):
-            self._shard(collection)  # unknown collection -> VectorStoreError
-            raw = json.loads((self._dir(collection) / "edge_config.json").read_text("utf-8"))
-            dense = {n: (int(p["size"]), str(p["distance"]).lower())
-                     for n, p in (raw.get("vectors") or {}).items()}
-            sparse = [n for n, p in (raw.get("sparse_vectors") or {}).items()
-                      if str((p or {}).get("modifier", "")).lower() == "idf"]
-            if len(sparse) != len(raw.get("sparse_vectors") or {}):
-                raise VectorStoreError(f"{collection!r} has sparse vectors without the IDF "
-                                       "modifier, which this store never creates")
+            self._shard(collection)  # unknown collection -> CollectionNotFoundError
+            dense, sparse = self._stored_vectors(collection)
             # Reloaded with the current settings: a shard created before them (or with
             # other ones) takes them on, and Edge persists them for the next load.
             old = self._shards.pop(collection)
@@ -235,22 +230,29 @@ class QdrantEdgeVectorStore:
         if shard is None:
             directory = self._dir(collection)
             if not _has_shard(directory):
-                raise VectorStoreError(f"unknown collection {collection!r}")
+                raise CollectionNotFoundError(f"unknown collection {collection!r}")
             shard = self._shards[collection] = _edge().EdgeShard.load(str(directory))
         return shard
 
-    def _load_shape(self, collection: str) -> _Shape:
-        # Edge keeps the shard's vector configuration in this file; reading it avoids
-        # guessing sizes from stored points (an empty shard has none).
+    def _stored_vectors(self, collection: str
+                        ) -> tuple[dict[str, tuple[int, str]], list[str]]:
+        """The shard's dense vectors (name -> size, distance) and sparse vector names.
+        Edge keeps them in ``edge_config.json``; reading it avoids guessing sizes from
+        stored points (an empty shard has none)."""
         raw = json.loads((self._dir(collection) / "edge_config.json").read_text("utf-8"))
-        dense = {n: int(p["size"]) for n, p in (raw.get("vectors") or {}).items()}
-        distances = {str(p["distance"]).lower() for p in (raw.get("vectors") or {}).values()}
+        dense = {n: (int(p["size"]), str(p["distance"]).lower())
+                 for n, p in (raw.get("vectors") or {}).items()}
+        return dense, list(raw.get("sparse_vectors") or {})
+
+    def _load_shape(self, collection: str) -> _Shape:
+        dense, sparse = self._stored_vectors(collection)
+        distances = {distance for _, distance in dense.values()}
         distance = distances.pop() if len(distances) == 1 else "mixed" if dense else "cosine"
-        return _Shape(dense, frozenset(raw.get("sparse_vectors") or {}), distance)
+        return _Shape({n: size for n, (size, _) in dense.items()}, frozenset(sparse), distance)
 
     def _shape(self, collection: str) -> _Shape:
         if collection not in self._shapes:
-            self._shard(collection)  # unknown collection -> VectorStoreError
+            self._shard(collection)  # unknown collection -> CollectionNotFoundError
             self._shapes[collection] = self._load_shape(collection)
         return self._shapes[collection]
 
@@ -343,16 +345,12 @@ class QdrantEdgeVectorStore:
     ) -> list[VectorHit]:
         """Nearest points in ``namespace`` by the named dense or sparse vector;
         ``ids`` restricts the search to those points (an empty list finds nothing)."""
+        wanted = _search_ids(namespace, limit, ids)
+        if wanted == []:
+            return []
         e = _edge()
-        if ids is not None:
-            if not ids:
-                _require_ns(namespace)
-                return []
-            flt = _filter(e, namespace, filters, e.HasIdCondition({_uuid(i) for i in ids}))
-        else:
-            flt = _filter(e, namespace, filters)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInputError(f"limit must be a positive int, got {limit!r}")
+        extra = () if wanted is None else (e.HasIdCondition(set(wanted)),)
+        flt = _filter(e, namespace, filters, *extra)
         with self._guard(collection):
             shape = self._shape(collection)
             shape.need(collection, using, sparse=isinstance(query, SparseVector))

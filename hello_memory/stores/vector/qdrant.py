@@ -4,7 +4,7 @@ One code path over ``qdrant_client.QdrantClient`` for the three deployments: in-
 (``location=":memory:"``), embedded (``path=``) and server (``url=``). Every call is
 scoped by the payload field ``namespace``; qdrant-client exceptions are translated into
 the hello-memory tree at this boundary. An unknown collection raises
-:class:`~hello_memory.errors.VectorStoreError` (a configuration fault, not a missing id).
+:class:`~hello_memory.errors.CollectionNotFoundError` (a configuration fault, not a missing id).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from hello_memory.errors import (
     BackendUnavailableError,
+    CollectionNotFoundError,
     DimensionMismatchError,
     HelloMemoryError,
     InvalidInputError,
@@ -34,6 +35,7 @@ from hello_memory.stores.vector._common import (
     _dense,
     _jsonable,
     _require_ns,
+    _search_ids,
     _Shape,
     _sparse_parts,
     _uuid,
@@ -284,7 +286,7 @@ class QdrantVectorStore:
         qdrant-client's local mode has no index. Checks that the collection exists."""
         with self._translate(collection):
             if not self._c().collection_exists(self._qname(collection)):
-                raise VectorStoreError(f"unknown collection {collection!r}")
+                raise CollectionNotFoundError(f"unknown collection {collection!r}")
         return False
 
     def clear(self, collection: str, *, namespace: str) -> None:
@@ -311,16 +313,11 @@ class QdrantVectorStore:
     ) -> list[VectorHit]:
         """Nearest points in ``namespace`` by the named dense or sparse vector;
         ``ids`` restricts the search to those points (an empty list finds nothing)."""
-        if ids is not None:
-            if not ids:
-                _require_ns(namespace)
-                return []
-            wanted: list[Any] = list(dict.fromkeys(_uuid(i) for i in ids))
-            flt = self._filter(namespace, filters, models.HasIdCondition(has_id=wanted))
-        else:
-            flt = self._filter(namespace, filters)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInputError(f"limit must be a positive int, got {limit!r}")
+        wanted = _search_ids(namespace, limit, ids)
+        if wanted == []:
+            return []
+        extra = () if wanted is None else (models.HasIdCondition(has_id=list(wanted)),)
+        flt = self._filter(namespace, filters, *extra)
         shape = self._shape(collection)
         shape.need(collection, using, sparse=isinstance(query, SparseVector))
         q: Any = (
@@ -414,12 +411,12 @@ class QdrantVectorStore:
             raise BackendUnavailableError(f"Qdrant at {where!r} failed: {exc}") from exc
         except UnexpectedResponse as exc:
             if exc.status_code == 404:
-                raise VectorStoreError(f"unknown collection {collection!r}") from exc
+                raise CollectionNotFoundError(f"unknown collection {collection!r}") from exc
             raise VectorStoreError(f"Qdrant error on {collection!r}: {exc}") from exc
         except (ValueError, KeyError) as exc:  # local mode reports most faults this way
             msg = str(exc).lower()
             if "collection" in msg and "not found" in msg:
-                raise VectorStoreError(f"unknown collection {collection!r}") from exc
+                raise CollectionNotFoundError(f"unknown collection {collection!r}") from exc
             raise VectorStoreError(f"Qdrant error on {collection!r}: {exc}") from exc
         except (RuntimeError, OSError) as exc:
             raise BackendUnavailableError(f"Qdrant at {where!r} failed: {exc}") from exc
