@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import CachedEmbedder, cached_embeddings, corpus, queries
+from benchmarks.footprint import disk_bytes
 from benchmarks.report import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,8 +100,10 @@ def fused_searcher(mm: Any) -> tuple[Callable[[str, str], object], Any] | None:
     return (lambda q, ns: retriever.search(q, 5, namespace=ns)), retriever
 
 
-def measure_fused(mm: Any, qs: Sequence[str], res: dict[str, Any], prefix: str) -> None:
-    """Fused search p50/p95 with and without query embedding, into ``res``."""
+def measure_fused(mm: Any, qs: Sequence[str], qvecs: QueryVectors, res: dict[str, Any],
+                  prefix: str) -> None:
+    """Fused search p50/p95 with and without query embedding (``qvecs``: the query
+    vectors computed beforehand), into ``res``."""
     fused = fused_searcher(mm)
     if fused is None:
         return
@@ -108,20 +111,19 @@ def measure_fused(mm: Any, qs: Sequence[str], res: dict[str, Any], prefix: str) 
     res[f"{prefix}fused_p50_ms"], res[f"{prefix}fused_p95_ms"] = lat_ms(
         lambda q: search(q, "b"), qs)
     inner = mm.stores.embedder
-    mm.stores.embedder = QueryVectors(inner, qs)
+    mm.stores.embedder = qvecs
     res[f"{prefix}fused_noembed_p50_ms"], res[f"{prefix}fused_noembed_p95_ms"] = lat_ms(
         lambda q: search(q, "b"), qs)
     mm.stores.embedder = inner
     retriever.close()
 
 
-def top_ids(mm: Any, qs: Sequence[str], k: int = 10) -> list[list[str]]:
+def top_ids(mm: Any, qs: Sequence[str], qvecs: QueryVectors, k: int = 10) -> list[list[str]]:
     """The vector store's top ``k`` ids per query in namespace "b" (index recall)."""
     from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 
-    emb = mm.stores.embedder
     return [[h.id for h in mm.stores.vectors.search(
-        MEMORY_COLLECTION, emb.embed_query(q).tolist(), namespace="b", using=DENSE, limit=k)]
+        MEMORY_COLLECTION, qvecs.embed_query(q).tolist(), namespace="b", using=DENSE, limit=k)]
         for q in qs]
 
 
@@ -131,12 +133,6 @@ def footprint(data: Path, searches: int) -> dict[str, Any]:
          "--searches", str(searches)],
         cwd=ROOT, capture_output=True, text=True, timeout=3600, check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
-def footprint_disk(data: Path) -> float:
-    from benchmarks.footprint import disk_bytes
-
-    return float(disk_bytes(data))
 
 
 def raw_stack(tmp: Path, model: Any, texts: Sequence[str], vecs: Any, batch: int,
@@ -197,8 +193,9 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[s
             lambda q: mm.search(q, ["episodic"], 5, namespace="solo"), qs)
         res["dense_p50_ms"], res["dense_p95_ms"] = lat_ms(
             lambda q: mm.search(q, ["episodic"], 5, namespace="b"), qs)
-        measure_fused(mm, qs, res, "")
-        exact_top = top_ids(mm, qs)
+        qvecs = QueryVectors(hm_embedder, qs)  # embedded once, reused below
+        measure_fused(mm, qs, qvecs, res, "")
+        exact_top = top_ids(mm, qs, qvecs)
         mm.close()
         print(f"  footprint N={n}", flush=True)
         res["footprint"] = footprint(data, footprint_searches)
@@ -214,12 +211,12 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[s
         res["optimize_built"] = bool(report.collections.get("memories"))
         res["hnsw_dense_p50_ms"], res["hnsw_dense_p95_ms"] = lat_ms(
             lambda q: mm.search(q, ["episodic"], 5, namespace="b"), qs)
-        measure_fused(mm, qs, res, "hnsw_")
-        hnsw_top = top_ids(mm, qs)
+        measure_fused(mm, qs, qvecs, res, "hnsw_")
+        hnsw_top = top_ids(mm, qs, qvecs)
         res["hnsw_recall_at_10"] = statistics.mean(
             len(set(a) & set(b)) / max(1, len(a)) for a, b in zip(exact_top, hnsw_top, strict=True))
         mm.close()
-        res["hnsw_disk_bytes_per_memory"] = footprint_disk(data) / (n + len(solo))
+        res["hnsw_disk_bytes_per_memory"] = disk_bytes(data) / (n + len(solo))
     return res
 
 
