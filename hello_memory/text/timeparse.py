@@ -7,10 +7,14 @@ calendar-true: "last week" is the previous calendar week, not the seed retriever
 =======================================  ===============================================
 yesterday/today/tomorrow, the day        that day; 大前天 .. 大后天 reach ±3 days
 before yesterday, 前天 昨天 今天 明天 后天
-last/this/next week|month|year, 上周,      that calendar week/month/year (上上周, 下下个月:
-上个星期, 本周, 这周, 下个月, 去年, 前年        two away); weeks start on ``week_start``
-May 2023, 2023年5月, 去年五月, in 2022      that month / year
-in May, 五月, 5月份 (no year)              the latest May not after the reference month
+last/this/next week|month|year, 上周,    that calendar week/month/year (上上周, 下下个月,
+上个星期, 本周, 这周, 下个月, 去年,      the week before last, the month after next:
+前年; the week before last, the month    two away); weeks start on ``week_start``
+after next
+May 2023, June of 2023, 2023年5月,       that month / year; last/this/next year after a
+去年五月, 去年的五月, in 2022; June of   month is that month in that year
+last year, in June next year
+in May, October, 五月, 5月份 (no year)   the latest May not after the reference month
                                          (2024-05); "last May" strictly before it (2023),
                                          "next May" strictly after it (2025)
 8 May 2023, May 8, 2023, 2023-05-08,     that day; with no year, the latest such date
@@ -27,15 +31,22 @@ Friday, on Friday, 周五, 星期五             the latest Friday strictly befo
 the last 3 days, past week, 最近三天,       [start of (reference day - N units), end of
 过去一周, 近一个月; recently, 最近, 近期      reference day) ("range"); alone, 7 days
 between May 1 and May 10, 2023, from X   start of X .. end of Y ("range"); a year or
-to Y, 2023年5月1日到5月10日, May 1-10, 2023  month written on one side holds for both
+to Y, 2023年5月1日到5月10日, May 1-10, 2023  month written on one side holds for both; with
+                                         none written, Y is the first one from X on
+                                         ("from October to December" in November 2024:
+                                         2024-10-01 .. 2025-01-01)
 =======================================  ===============================================
 
 Not handled, so no range: seasons ("last summer", 去年夏天), weekends, open ranges
 ("since May" gives May), all-numeric D/M/Y vs M/D/Y ("5/8/2023"), time zones written
 in the text, "in 3 days" (a duration as often as a date), and plain words that look
-like dates ("Sun", "second"). A bare month needs context: "in/of/since May", a day or a
-year; lowercase "may"/"march" need it even with a day ("we march 5 miles"). A
-preposition is context, not part of ``TimeRange.text`` ("in May 2023" -> "May 2023").
+like dates ("Sun", "second"). A month that is also a word or a name (May, March, April,
+June, August; abbreviations such as Jan, Jun, Dec) needs context: "in/of/since/over/around
+May", a day, a year or last/this/next; lowercase "may"/"march" need it even with a day
+("we march 5 miles"), and "last year" after one is no year of it ("I met April last
+year"). The other full names need none ("October was busy", "Tom's October trip") unless
+they mean any such month ("an October wedding", "every October"). A preposition is
+context, not part of ``TimeRange.text`` ("in May 2023" -> "May 2023").
 
 Matching is rule-based (about 1 ms per 600 characters), deterministic and guarded
 against plain words.
@@ -171,10 +182,20 @@ class _Ctx:
 # --- rule handlers: a regex match -> a span, or None to reject the match -------------
 # A bare month or year is a date only after one of these words ("in May", "since 2022").
 _PRE = r"in|during|since|from|between|of|until|till|on|by|before|after|early|late|mid|end"
-_MONTH_PRE_RE = re.compile(rf"\b(?:{_PRE})[\s-]+$", re.I | re.A)
-# "to/and/through" only for capitalised months and for years ("from April to May",
-# "2020 to 2022"): lowercase "to march", "and may" are verbs.
-_LINK_PRE_RE = re.compile(rf"\b(?:{_PRE}|to|and|through|year)[\s-]+$", re.I | re.A)
+_MONTH_PRE = rf"{_PRE}|around|throughout|through|over"  # "over 2000 people" is no year
+_MONTH_PRE_RE = re.compile(rf"\b(?:{_MONTH_PRE})[\s-]+$", re.I | re.A)
+# "to/and" only for capitalised months and for years ("from April to May", "2020 to
+# 2022"): lowercase "to march", "and may" are verbs.
+_CAP_MONTH_PRE_RE = re.compile(rf"\b(?:{_MONTH_PRE}|to|and)[\s-]+$", re.I | re.A)
+_YEAR_PRE_RE = re.compile(rf"\b(?:{_PRE}|to|and|through|year)[\s-]+$", re.I | re.A)
+# Full month names that are nothing but months are dates with no context word ("October
+# was busy", "Tom's October trip"), unless they name a month in general ("an October
+# wedding", "every October"). May, March, April, June, August, and abbreviations such as
+# Jan, Jun, Dec, are also verbs, names or adjectives, and keep needing context.
+_PLAIN_MONTHS = frozenset(
+    ["january", "february", "july", "september", "october", "november", "december"]
+)
+_GENERIC_PRE_RE = re.compile(r"\b(?:an?|every|each)\s+$", re.I | re.A)
 
 
 def _context(m: re.Match[str], pattern: re.Pattern[str]) -> bool:
@@ -189,6 +210,11 @@ def _day_word(m: re.Match[str], c: _Ctx) -> _Span:
 def _relative(m: re.Match[str], c: _Ctx) -> _Span:
     unit, k = _unit(m["unit"])
     return c.period(unit, _REL[m["rel"].lower()] * k)
+
+
+def _two_away(m: re.Match[str], c: _Ctx) -> _Span:
+    """'the week before last' / 'the month after next': two calendar units away."""
+    return c.period(m["unit"].lower(), -2 if m["dir"] else 2)
 
 
 def _weekday(m: re.Match[str], c: _Ctx) -> _Span:
@@ -234,12 +260,19 @@ def _en_date(m: re.Match[str], c: _Ctx) -> _Span | None:
     g, word = m.groupdict(), m["mon"]
     mon = _MONTHS.index(word[:3].lower()) + 1
     d, y = (int(g["d"]) if g.get("d") else None), (int(g["y"]) if g.get("y") else None)
-    rel = (g.get("rel") or "").lower()
+    rel, yrel = (g.get("rel") or "").lower(), (g.get("yrel") or "").lower()
+    plain = word.lower() in _PLAIN_MONTHS
+    if yrel:  # "June of last year", "October this year", "June 5 last year"
+        y = c.today.year + _REL[yrel]
     # "may"/"march" are verbs far more often than months: without a year, a preceding
     # preposition or capitalisation they are words ("I may go", "we march 5 miles").
     verb = word.islower() and word.lower() in ("may", "march", "mar")
-    pre = _LINK_PRE_RE if word[0].isupper() else _MONTH_PRE_RE
-    if y is None and not rel and not _context(m, pre) and (d is None or verb):
+    pre = _CAP_MONTH_PRE_RE if word[0].isupper() else _MONTH_PRE_RE
+    # A written year is context; "last year" after a name is not ("I met April last year").
+    has_year = g.get("y") is not None or (yrel and (plain or g.get("yof")))
+    # A plain full name alone is a month, unless it means any such ("an October wedding").
+    alone_ok = plain and d is None and not _context(m, _GENERIC_PRE_RE)
+    if not (has_year or rel or alone_ok or _context(m, pre)) and (d is None or verb):
         return None
     if y is None and d is None and rel in ("last", "next"):
         t = c.today.year
@@ -259,7 +292,7 @@ def _iso(m: re.Match[str], c: _Ctx) -> _Span:
 
 def _year(m: re.Match[str], c: _Ctx) -> _Span | None:
     # "in 2022" is a year, "2022 people" is not
-    return c.ymd(int(m["y"]), None, None) if _context(m, _LINK_PRE_RE) else None
+    return c.ymd(int(m["y"]), None, None) if _context(m, _YEAR_PRE_RE) else None
 
 
 _N_EN = r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
@@ -269,7 +302,10 @@ _MON = (
     r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?"
 )
-_YEAR_OPT = r"(?:,?\s+(?P<y>\d{4})\b)?"
+_YEAR_OPT = (
+    r"(?:(?:,|\s+of)?\s+(?P<y>\d{4})\b"
+    r"|\s+(?P<yof>of\s+)?(?P<yrel>last|this|next)\s+year\b)?"
+)
 _ZH_D = r"\d{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九]"
 # "马上月底" (soon, month-end), "早上周一" (Monday morning): 上/下 after these is not "last/next".
 _NOT_SHANG = r"(?<![马晚早以路身向手一留剩每])"
@@ -278,6 +314,8 @@ _RULES: list[tuple[str, Callable[[re.Match[str], _Ctx], _Span | None]]] = [
      r"|\b(?:yesterday|today|tonight|tomorrow|last\s+night)\b"
      r"|大前天|前天|昨天|昨日|昨晚|今天|今日|今晚|明天|明日|大后天|后天", _day_word),
     (r"\b(?P<rel>last|previous|this|current|next|coming)\s+(?P<unit>week|month|year)\b", _relative),
+    (r"\b(?:the\s+)?(?P<unit>week|month|year)\s+(?:(?P<dir>before)\s+last|after\s+next)\b",
+     _two_away),
     # 周 in 周围/周边/周期/周年/周刊 is not "week" (but 上周到现在 is)
     (_NOT_SHANG + r"(?P<rel>上上|上|下下|下|本|这)个?(?P<unit>周|星期|礼拜|月)(?![围边期年刊])",
      _relative),
@@ -299,7 +337,10 @@ _RULES: list[tuple[str, Callable[[re.Match[str], _Ctx], _Span | None]]] = [
     (_NOT_NUM + r"(?=\d{4}年|[零〇一二三四五六七八九]{4}年|大?前年|去年|今年|明年|大?后年"
      r"|(?:\d{1,2}|十[一二]?|[一二三四五六七八九])月)"
      r"(?:(?P<y>\d{4}|[零〇一二三四五六七八九]{4})年|(?P<yw>大前年|前年|去年|今年|明年|大后年|后年))?"
-     rf"(?:(?P<m>\d{{1,2}}|十[一二]?|[一二三四五六七八九])月份?)?(?:(?P<d>{_ZH_D})[日号])?",
+     r"(?:的(?=(?:\d{1,2}|十[一二]?|[一二三四五六七八九])月))?"  # 去年的十月
+     # 一月一次 is "once a month", not January
+     r"(?:(?P<m>\d{1,2}|十[一二]?|[一二三四五六七八九])月(?!份?[\d一两二三四五六七八九十几]{1,3}次)份?)?"
+     rf"(?:(?P<d>{_ZH_D})[日号])?",
      _zh_date),
     (rf"\b(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}{_YEAR_OPT}", _en_date),
     (rf"\b{_MON}\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?![:\d]){_YEAR_OPT}", _en_date),
@@ -384,6 +425,11 @@ def _try_join(a: _Hit, nxt: _Hit | None, text: str, c: _Ctx) -> tuple[_Hit, int]
             b = _Hit(b.start, b.end, *c.ymd(ay[0], by[1], by[2]))
         elif ay[0] is None and by[0] is not None:
             a = _Hit(a.start, a.end, *c.ymd(by[0], ay[1], ay[2]))
+        elif ay[0] is None and by[0] is None and ay[1] and by[1] and b.hi <= a.lo:
+            # no year on either side: Y is the first one from X on ("from October to
+            # December" in November is this October..December, not October..last December)
+            year = a.lo.year + (by[1] < ay[1])
+            b = _Hit(b.start, b.end, *c.ymd(year, by[1], by[2]))
     if b.hi <= a.lo:
         return None
     return _Hit(lead.start() if lead else a.start, b.end, a.lo, b.hi, "range"), used
