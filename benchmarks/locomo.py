@@ -10,10 +10,15 @@ reported overall and per category, with ingest throughput and search latency mea
 the same run. The protocol gives no importance, so every turn is stored with 0.5 (the
 heuristic would otherwise reorder turns by their wording).
 
-Every mode goes through the project's default LLM-free search,
-``HybridRetriever(manager).search(question, 20, namespace=..., reference_time=...)``
-(hello_memory.retrieval.hybrid), with ``views=`` choosing the ablation:
+Every mode is a search recipe (hello_memory.retrieval.recipes) of the one search,
+``MemoryManager.search(question, 20, namespace=..., reference_time=..., recipe=MODE)``,
+asked through the Python API or, with ``--via rest``, through ``POST /v1/search`` on the
+real FastAPI app (in-process; routing, validation and serialisation included):
 
+  hybrid          every view, fusion, neighbour context and the scoring profiles: the
+                  default search of every interface, the one the targets are measured on
+  per-type        each memory type's own dense ranking merged by final score (what
+                  every interface ran before the hybrid engine)
   bm25-only       lexical view (BM25 sparse vectors in Qdrant)
   dense-only      semantic view (all-MiniLM-L6-v2 cosine)
   fused           semantic + lexical, weighted reciprocal-rank fusion
@@ -21,11 +26,9 @@ Every mode goes through the project's default LLM-free search,
   fused+graph     + graph view (entity neighbourhood; episodic turns do not feed the
                   entity graph, so on LoCoMo this view finds nothing by design)
   fused+context   semantic + lexical with neighbouring-turn context (neighbor_weight)
-  default         every view and the default settings (neighbour context included): the
-                  configuration the quality target is measured on
 
-The ablation rows other than fused+context and default switch neighbour context off
-(``neighbor_weight=0``) so each shows its views alone.
+The ablation rows other than fused+context and hybrid switch neighbour context off, so
+each shows its views alone.
 
 The reference time of a question is its conversation's last session time. Settings
 are the library defaults; nothing is tuned per question or per conversation.
@@ -40,7 +43,8 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -50,16 +54,10 @@ from benchmarks.report import write_section
 DEFAULT_DATA = (Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
                 / "locomo_dev.json")
 KS = (1, 5, 10, 20)
-# mode -> (views, neighbour-context weight; None = the configured default)
-MODES: dict[str, tuple[tuple[str, ...] | None, float | None]] = {
-    "bm25-only": (("lexical",), 0.0),
-    "dense-only": (("semantic",), 0.0),
-    "fused": (("semantic", "lexical"), 0.0),
-    "fused+symbolic": (("semantic", "lexical", "symbolic"), 0.0),
-    "fused+graph": (("semantic", "lexical", "graph"), 0.0),
-    "fused+context": (("semantic", "lexical"), None),
-    "default": (None, None),
-}
+# The recipes measured, in table order (names of hello_memory.retrieval.recipes).
+MODES = ("per-type", "bm25-only", "dense-only", "fused", "fused+symbolic", "fused+graph",
+         "fused+context", "hybrid")
+API_KEY = "locomo-bench"
 
 
 def session_time(text: str) -> datetime:
@@ -103,18 +101,21 @@ def last_session_time(sample: dict[str, Any]) -> datetime:
 
 
 def run(path: Path, modes: list[str], limit: int | None,
-        on_mode: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Ingest, then evaluate each mode; ``on_mode(result)`` runs after every mode, so a
-    long run leaves its finished modes behind."""
+        on_mode: Callable[[dict[str, Any]], None] | None = None,
+        via: str = "python") -> dict[str, Any]:
+    """Ingest, then evaluate each mode through ``via`` (python or rest);
+    ``on_mode(result)`` runs after every mode, so a long run leaves its finished modes
+    behind."""
     from hello_memory.config import load_settings
     from hello_memory.memory.manager import MemoryManager
-    from hello_memory.retrieval.hybrid import HybridRetriever
     from hello_memory.text.entities import RuleExtractor
 
     samples = json.loads(path.read_text(encoding="utf-8"))[:limit]
-    result: dict[str, Any] = {"data": str(path), "conversations": len(samples), "modes": {}}
+    result: dict[str, Any] = {"data": str(path), "conversations": len(samples), "via": via,
+                              "modes": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        settings = load_settings(environ={}, data_dir=Path(tmp))
+        settings = load_settings(environ={}, data_dir=Path(tmp),
+                                 api={"api_keys": {API_KEY: ["*"]}})
         from hello_memory.factory import open_stores
 
         mm = MemoryManager(open_stores(settings), extractor=RuleExtractor())
@@ -131,25 +132,46 @@ def run(path: Path, modes: list[str], limit: int | None,
         result["ingest_turns_per_s"] = n_turns / (time.perf_counter() - t0)
         result["turns"] = n_turns
 
-        retriever = HybridRetriever(mm)
         reference = {s["sample_id"]: last_session_time(s) for s in samples}
-
-        def searcher(mode: str) -> Callable[[str, str], list[str]]:
-            views, context = MODES[mode]
-
-            def search(ns: str, q: str) -> list[str]:
-                hits = retriever.search(q, 20, namespace=ns, views=views,
-                                        neighbor_weight=context, reference_time=reference[ns])
-                return [h.id for h in hits]
-            return search
-
-        for mode in modes:
-            result["modes"][mode] = evaluate(samples, id_of, searcher(mode), mode)
-            if on_mode is not None:
-                on_mode(result)
-        retriever.close()
+        with searchers(settings, mm, via) as make:
+            for mode in modes:
+                search = make(mode, reference)
+                result["modes"][mode] = evaluate(samples, id_of, search, mode)
+                if on_mode is not None:
+                    on_mode(result)
         mm.close()
     return result
+
+
+@contextmanager
+def searchers(settings: Any, mm: Any, via: str
+              ) -> Iterator[Callable[[str, dict[str, datetime]], Callable[[str, str], list[str]]]]:
+    """``make(recipe, reference_times)`` -> ``search(namespace, question) -> ids``
+    through the Python API or ``POST /v1/search``."""
+    if via == "python":
+        def make(recipe: str, reference: dict[str, datetime]) -> Callable[[str, str], list[str]]:
+            def search(ns: str, q: str) -> list[str]:
+                return [h.id for h in mm.search(q, top_k=20, namespace=ns, recipe=recipe,
+                                                reference_time=reference[ns])]
+            return search
+        yield make
+        return
+    from fastapi.testclient import TestClient
+
+    from hello_memory.api import create_app
+
+    with TestClient(create_app(settings, manager=mm)) as client:
+        def make_rest(recipe: str, reference: dict[str, datetime]
+                      ) -> Callable[[str, str], list[str]]:
+            def search(ns: str, q: str) -> list[str]:
+                r = client.post("/v1/search", params={"namespace": ns},
+                                headers={"Authorization": f"Bearer {API_KEY}"},
+                                json={"query": q, "top_k": 20, "recipe": recipe,
+                                      "reference_time": reference[ns].isoformat()})
+                r.raise_for_status()
+                return [h["id"] for h in r.json()["hits"]]
+            return search
+        yield make_rest
 
 
 def evaluate(samples: list[dict[str, Any]], id_of: dict[str, dict[str, str]],
@@ -229,6 +251,8 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES),
                     help="ablations to run, in this order (default: all)")
     ap.add_argument("--limit", type=int, default=None, help="first N conversations only")
+    ap.add_argument("--via", choices=("python", "rest"), default="rest",
+                    help="ask through MemoryManager.search or POST /v1/search (default)")
     ap.add_argument("--json", type=Path, default=Path("benchmarks/results/locomo.json"))
     ap.add_argument("--md", type=Path, default=Path("BENCHMARKS.md"),
                     help="section to update (--md '' to skip)")
@@ -243,11 +267,13 @@ def main() -> None:
                           f"`make bench-locomo` (`python -m benchmarks.locomo`) on "
                           f"{time.strftime('%Y-%m-%d')}, 2-core machine, all-MiniLM-L6-v2 on "
                           "the CPU, protocol of `shared/data/locomo/README.md`, dev split; "
-                          "evidence recall at turn level, categories 1-4; every mode through "
-                          "`HybridRetriever.search` (see docs/RETRIEVAL.md).\n\n"
-                          + table(result))
+                          "evidence recall at turn level, categories 1-4; every mode is a "
+                          "search recipe asked through "
+                          + ("`POST /v1/search` (the REST API, in-process)" if args.via == "rest"
+                             else "`MemoryManager.search`")
+                          + " (see docs/RETRIEVAL.md).\n\n" + table(result))
 
-    result = run(args.data, args.modes, args.limit, on_mode=save)
+    result = run(args.data, args.modes, args.limit, on_mode=save, via=args.via)
     print(table(result))
     print(f"wrote {args.json}" + (f", updated {args.md}" if args.md is not None else ""))
 

@@ -253,16 +253,25 @@ def search(query: str, namespace: NamespaceOpt = None,
            top_k: int = typer.Option(5, min=1, max=100),
            memory_type: Annotated[list[MemoryType] | None, typer.Option(
                "--type", help="Limit to a memory type (repeatable).")] = None,
+           recipe: Annotated[str, typer.Option(
+               help="Search recipe: hybrid (default) or an ablation, e.g. per-type, "
+               "dense-only, bm25-only.")] = "hybrid",
+           explain: Annotated[bool, typer.Option(
+               "--explain", help="Show each hit's per-view ranks and profile parts.")] = False,
            as_json: JsonOpt = False) -> None:
-    """Search every memory type (or --type ones), best final score first."""
+    """Search every memory type (or --type ones) with the one hybrid search."""
     _, mm = _open()
     with mm:
-        hits = mm.search(query, memory_type or None, top_k, namespace=namespace)
+        hits = mm.search(query, memory_type or None, top_k, namespace=namespace, recipe=recipe)
     if as_json:
-        from hello_memory.memory.manager import item_to_json
+        from hello_memory.memory.manager import hit_to_json
 
-        _print_json([{"id": h.id, "score": h.score, "breakdown": h.breakdown.as_dict(),
-                      "memory": item_to_json(h.item)} for h in hits])
+        _print_json([hit_to_json(h) for h in hits])
+    elif explain:
+        from hello_memory.retrieval.fusion import explain as explain_hit
+
+        for h in hits:
+            console.print(explain_hit(h), markup=False, highlight=False)
     else:
         console.print(_hits_table(f"search: {query}", hits, ids=True))
 

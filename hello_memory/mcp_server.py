@@ -23,7 +23,7 @@ from hello_memory.errors import (
     InvalidInputError,
     PayloadTooLargeError,
 )
-from hello_memory.memory.manager import item_to_json
+from hello_memory.memory.manager import hit_to_json, item_to_json
 from hello_memory.tools.rag_access import build_rag
 from hello_memory.validation import require_namespace
 
@@ -113,12 +113,11 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
 
     @tool
     def recall(namespace: str, query: str, top_k: int = 5) -> dict[str, Any]:
-        """Search memories relevant to a query; best first, with ids and scores."""
+        """Search memories relevant to a query (the one hybrid search); best first, with
+        ids, scores and each view's rank."""
         ns = check(namespace)
         hits = manager.search(query, top_k=top_k, namespace=ns)
-        return {"hits": [{"id": h.id, "score": round(h.score, 4),
-                          "memory_type": h.memory_type.value, "content": h.item.content,
-                          "event_time": h.item.event_time.isoformat()} for h in hits]}
+        return {"hits": [hit_to_json(h) for h in hits]}
 
     @tool
     def forget(namespace: str, memory_ids: list[str]) -> dict[str, Any]:

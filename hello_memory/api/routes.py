@@ -11,14 +11,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.api.app import Namespace, manager_of
 from hello_memory.errors import InvalidInputError
-from hello_memory.memory.manager import MemoryManager, item_to_json
-from hello_memory.memory.scoring import SearchHit
+from hello_memory.memory.manager import MemoryManager, hit_to_json, item_to_json
 
-__all__ = ["hit_json", "router"]
+__all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 Manager = Annotated[MemoryManager, Depends(manager_of)]
 TypeName = Literal["working", "episodic", "semantic", "perceptual"]
+# The recipe names of hello_memory.retrieval.recipes.RECIPES (a test keeps them equal).
+RecipeName = Literal["hybrid", "per-type", "bm25-only", "dense-only", "fused",
+                     "fused+symbolic", "fused+graph", "fused+context"]
 
 
 class _Body(BaseModel):
@@ -51,6 +53,11 @@ class SearchRequest(_Body):
     user_id: str | None = None
     agent_id: str | None = None
     session_id: str | None = None
+    reference_time: datetime | None = Field(
+        None, description="resolves relative times ('last week'); timezone-aware, "
+        "default now")
+    recipe: RecipeName = Field("hybrid", description="search recipe: 'hybrid' (the "
+                               "default) or an ablation (docs/RETRIEVAL.md)")
 
 
 class UpdateMemory(_Body):
@@ -87,11 +94,6 @@ class ContextRequest(_Body):
     max_tokens: int = Field(1500, ge=1, le=100_000)
 
 
-def hit_json(hit: SearchHit) -> dict[str, Any]:
-    return {"id": hit.id, "score": hit.score, "memory_type": hit.memory_type.value,
-            "breakdown": hit.breakdown.as_dict(), "memory": item_to_json(hit.item)}
-
-
 @router.post("/memories", status_code=201)
 def add_memory(body: AddMemory, namespace: Namespace, mm: Manager) -> dict[str, Any]:
     """Store one memory (importance estimated when not given)."""
@@ -109,12 +111,14 @@ def add_memories(body: AddMany, namespace: Namespace, mm: Manager) -> dict[str, 
 
 @router.post("/search")
 def search(body: SearchRequest, namespace: Namespace, mm: Manager) -> dict[str, Any]:
-    """Search the requested memory types (all by default), best final score first."""
+    """The one search (hybrid: plan, views, fusion, profiles) over the requested memory
+    types (all by default), best first; each hit carries its per-view ranks."""
     time_range = (body.since, body.until) if body.since or body.until else None
     hits = mm.search(body.query, body.memory_types, body.top_k, namespace=namespace,
                      min_importance=body.min_importance, time_range=time_range,
-                     user_id=body.user_id, agent_id=body.agent_id, session_id=body.session_id)
-    return {"hits": [hit_json(h) for h in hits]}
+                     user_id=body.user_id, agent_id=body.agent_id, session_id=body.session_id,
+                     reference_time=body.reference_time, recipe=body.recipe)
+    return {"recipe": body.recipe, "hits": [hit_to_json(h) for h in hits]}
 
 
 @router.get("/memories/{memory_id}")

@@ -6,9 +6,10 @@ when configured, perceptual) memory.
 ...     mm.add("Alice prefers green tea", memory_type="semantic", namespace="alice")
 ...     hits = mm.search("what does Alice drink?", namespace="alice")
 
-Every call is scoped to one namespace (``default_namespace`` when omitted). Results are
-ranked by each type's final relevance score (see :mod:`hello_memory.memory.scoring`),
-never by importance alone.
+Every call is scoped to one namespace (``default_namespace`` when omitted). ``search``
+is the project's one search engine, the hybrid retriever (docs/RETRIEVAL.md); results
+are ranked by the fused relevance inside each type's scoring profile
+(:mod:`hello_memory.memory.scoring`), never by importance alone.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ from hello_memory.memory.importance import classify_memory_type, estimate_import
 from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit
 from hello_memory.memory.semantic import SemanticMemory
 from hello_memory.memory.working import WorkingMemory
+from hello_memory.retrieval.hybrid import HybridRetriever
 
 if TYPE_CHECKING:
+    from hello_memory.config import RetrievalSettings
     from hello_memory.llm.base import LLMClient
     from hello_memory.memory.perceptual import PerceptualMemory
+    from hello_memory.retrieval.recipes import SearchRecipe
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import (
@@ -39,6 +43,7 @@ from hello_memory.text.entities import (
     SpacyExtractor,
     default_extractor,
 )
+from hello_memory.text.people import SELF_ENTITY, role_key, role_links, self_names
 from hello_memory.types import (
     Entity,
     MemoryItem,
@@ -52,12 +57,11 @@ from hello_memory.validation import (
     validate_content,
     validate_importance,
     validate_item,
-    validate_top_k,
 )
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MemoryManager", "item_from_json", "item_to_json"]
+__all__ = ["MemoryManager", "hit_to_json", "item_from_json", "item_to_json"]
 
 TimeRange = tuple[datetime | None, datetime | None]
 STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
@@ -84,6 +88,19 @@ def item_to_json(item: MemoryItem) -> dict[str, Any]:
         "last_access": iso(item.last_access), "status": item.status.value,
         "metadata": item.metadata,
     }
+
+
+def hit_to_json(hit: SearchHit) -> dict[str, Any]:
+    """One search hit as JSON, the same for every interface (REST, MCP, the CLI's
+    ``--json``, ``MemoryTool``): the final score, the fused score, each view's rank and
+    raw score, the neighbour context, the profile breakdown and the memory itself."""
+    return {"id": hit.id, "score": round(hit.score, 6), "memory_type": hit.memory_type.value,
+            "content": hit.item.content, "fused": round(hit.fused, 6),
+            "context": round(hit.context, 6),
+            "views": {v: {"rank": vh.rank, "score": round(vh.score, 6)}
+                      for v, vh in sorted(hit.views.items(), key=lambda kv: kv[1].rank)},
+            "breakdown": {k: round(v, 6) for k, v in hit.breakdown.as_dict().items()},
+            "memory": item_to_json(hit.item)}
 
 
 def item_from_json(data: Mapping[str, Any], namespace: str | None = None) -> MemoryItem:
@@ -131,6 +148,7 @@ class MemoryManager:
         max_hops: int = 2,
         clock: Callable[[], datetime] = utcnow,
         llm: LLMClient | None = None,
+        retrieval: RetrievalSettings | None = None,
     ) -> None:
         self.stores = stores
         self.extractor = extractor or default_extractor()
@@ -147,12 +165,18 @@ class MemoryManager:
         # The configured LLM client (None: every LLM step stays off); RAG and the
         # retrievers built from this manager use it unless given their own.
         self.llm = llm
+        # The one search engine (docs/RETRIEVAL.md), built from the ``retrieval``
+        # settings and this manager's LLM; every interface searches through it.
+        self.retriever = HybridRetriever(self, settings=retrieval, clock=clock)
         # Only semantic memories feed the entity graph.
         stores.install_extractor(self._extract)  # runs the replay open() left for it
 
     @classmethod
-    def open(cls, settings: Any = None, **overrides: Any) -> MemoryManager:
-        """Build every store from settings (``load_settings(**overrides)`` when None)."""
+    def open(cls, settings: Any = None, *, embedder: Any = None,
+             **overrides: Any) -> MemoryManager:
+        """The composition root: every store, the LLM client and the search engine
+        built from settings (``load_settings(**overrides)`` when None). ``embedder``
+        injects an already loaded embedder (tests and benchmarks share one)."""
         from hello_memory.config import load_settings
         from hello_memory.factory import open_stores
         from hello_memory.llm.openai_compat import from_settings
@@ -165,16 +189,18 @@ class MemoryManager:
             extractor = SpacyExtractor(sem.spacy_model, require=True)
         else:
             extractor = default_extractor(spacy_model=sem.spacy_model)
-        return cls(open_stores(settings),
+        return cls(open_stores(settings, embedder=embedder),
                    working=WorkingMemory(capacity=w.capacity, ttl_minutes=w.ttl_minutes,
                                          token_budget=w.token_budget),
                    extractor=extractor, default_namespace=settings.default_namespace,
                    default_type=m.default_type, dedup_threshold=m.dedup_threshold,
                    episodic_profile=EPISODIC.model_copy(
                        update={"half_life_days": m.episodic_half_life_days}),
-                   max_hops=sem.max_hops, llm=from_settings(settings.llm))
+                   max_hops=sem.max_hops, llm=from_settings(settings.llm),
+                   retrieval=settings.retrieval)
 
     def close(self) -> None:
+        self.retriever.close()
         self.stores.close()
         close_llm = getattr(self.llm, "close", None)
         if callable(close_llm):
@@ -190,7 +216,29 @@ class MemoryManager:
         if item.memory_type != MemoryType.SEMANTIC:
             return (), ()
         ex = self.extractor.extract(item.content, item.namespace)
-        return ex.entities, ex.relations
+        entities, relations = list(ex.entities), list(ex.relations)
+        # Who the user is and who the people around them are (text/people.py): the
+        # user's names hang off one node, each role link ("The user's husband is Tom
+        # Berg") off a node of its own, so a question can resolve "my husband".
+        known = {e.id for e in entities}
+
+        def node(name: str, kind: str) -> Entity:
+            ent = Entity(item.namespace, name, kind)
+            if ent.id not in known:
+                known.add(ent.id)
+                entities.append(ent)
+            return ent
+
+        names = self_names(item.content)
+        if names:
+            me = node(SELF_ENTITY, "self")
+            relations += [Relation(item.namespace, me.id, node(n, "person").id, "named")
+                          for n in names]
+        for link in role_links(item.content):
+            role = node(role_key(link.owner, link.role), "role")
+            relations.append(Relation(item.namespace, role.id, node(link.person, "person").id,
+                                      "is"))
+        return entities, relations
 
     def _ns(self, namespace: str | None) -> str:
         return require_namespace(self.default_namespace if namespace is None else namespace)
@@ -278,51 +326,47 @@ class MemoryManager:
         agent_id: str | None = None,
         session_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
+        reference_time: datetime | None = None,
+        recipe: str | SearchRecipe | None = None,
+        views: Sequence[str] | None = None,
+        view_weights: Mapping[str, float] | None = None,
+        neighbor_weight: float | None = None,
+        enable_planning: bool | None = None,
+        enable_reflection: bool | None = None,
+        touch: bool = True,
     ) -> list[SearchHit]:
-        """Search the requested memory types (all by default) and merge by final score.
+        """The one search (docs/RETRIEVAL.md): the hybrid engine over the requested
+        memory types (all by default), best first. Every interface calls this.
+
         ``filters`` is the same as the keyword filters in one mapping (``user_id``,
-        ``agent_id``, ``session_id``, ``min_importance``, ``time_range``)."""
+        ``agent_id``, ``session_id``, ``min_importance``, ``time_range``).
+        ``reference_time`` resolves "last week" (default now); ``recipe`` picks a
+        :mod:`~hello_memory.retrieval.recipes` preset (``hybrid`` by default,
+        ``per-type`` and view ablations for comparisons); ``views``,
+        ``view_weights``, ``neighbor_weight`` and the LLM switches override the
+        ``retrieval`` settings for this call; ``touch`` records the access."""
         if filters:
             allowed = {"user_id", "agent_id", "session_id", "min_importance", "time_range"}
             unknown = set(filters) - allowed
             if unknown:
                 raise InvalidInputError(f"unknown search filter(s) {sorted(unknown)}; "
                                         f"use {sorted(allowed)}")
-            return self.search(query, memory_types, top_k, namespace=namespace,
-                               **{"min_importance": min_importance, "time_range": time_range,
-                                  "user_id": user_id, "agent_id": agent_id,
-                                  "session_id": session_id, **filters})
-        ns = self._ns(namespace)
-        validate_content(query)
-        validate_top_k(top_k)
-        types = ([_memory_type(t) for t in memory_types] if memory_types
-                 else [MemoryType.WORKING, *STORED_TYPES])
+            given = {"min_importance": min_importance, "time_range": time_range,
+                     "user_id": user_id, "agent_id": agent_id, "session_id": session_id}
+            merged = {**given, **filters}
+            min_importance, time_range = merged["min_importance"], merged["time_range"]
+            user_id, agent_id = merged["user_id"], merged["agent_id"]
+            session_id = merged["session_id"]
+        types = [_memory_type(t) for t in memory_types] if memory_types else None
         if min_importance is not None:
             min_importance = validate_importance(min_importance)
-        since, until = time_range or (None, None)
-        for bound in (since, until):
-            if bound is not None and (not isinstance(bound, datetime) or bound.tzinfo is None):
-                raise InvalidInputError("time_range bounds must be timezone-aware datetimes")
-        flt = ItemFilter(user_id=user_id, agent_id=agent_id, session_id=session_id, since=since,
-                         until=until, min_importance=min_importance)
-        hits: list[SearchHit] = []
-        if MemoryType.WORKING in types:
-            hits += self.working.search(ns, query, top_k=top_k, min_importance=min_importance,
-                                        time_range=time_range, user_id=user_id,
-                                        session_id=session_id)
-        stored = [t for t in types if t in STORED_TYPES]
-        if stored:
-            qv = self.stores.embedder.embed_query(query)
-            if MemoryType.EPISODIC in stored:
-                hits += self.episodic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
-            if MemoryType.SEMANTIC in stored:
-                hits += self.semantic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
-        if MemoryType.PERCEPTUAL in types and self.perceptual is not None:
-            hits += self.perceptual_search(ns, query, top_k, min_importance, user_id)
-        hits.sort(key=lambda h: -h.score)
-        hits = hits[:top_k]
-        self._touch(ns, hits)
-        return hits
+        return self.retriever.search(
+            query, top_k, namespace=self._ns(namespace), memory_types=types,
+            user_id=user_id, agent_id=agent_id, session_id=session_id,
+            time_range=time_range, min_importance=min_importance,
+            reference_time=reference_time, recipe=recipe, views=views,
+            view_weights=view_weights, neighbor_weight=neighbor_weight,
+            enable_planning=enable_planning, enable_reflection=enable_reflection, touch=touch)
 
     def perceptual_search(self, ns: str, query: str, top_k: int,
                            min_importance: float | None, user_id: str | None) -> list[SearchHit]:
@@ -337,13 +381,6 @@ class MemoryManager:
                 hits += self.perceptual.retrieve(ns, query, target_modality=target, top_k=top_k,
                                                  min_importance=min_importance, user_id=user_id)
         return hits
-
-    def _touch(self, ns: str, hits: Sequence[SearchHit]) -> None:
-        stored = [h.id for h in hits if h.memory_type != MemoryType.WORKING]
-        if stored:
-            self.stores.records.record_access(ns, stored)
-        self.working.record_access(ns, [h.id for h in hits
-                                        if h.memory_type == MemoryType.WORKING])
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryItem:
         ns = self._ns(namespace)

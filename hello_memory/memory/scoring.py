@@ -6,6 +6,7 @@ Every score is a product of a relevance blend and the importance factor::
     recency(age)         = 0.5 ** (age / half_life)               # 1 now, 0.5 after one half-life
     episodic / perceptual: (0.8 * similarity + 0.2 * recency) * importance_factor
     semantic:              (0.7 * similarity + 0.3 * graph)   * importance_factor
+                           (similarity alone when the query has no graph evidence)
     working:               (0.7 * tfidf + 0.3 * keyword) * recency * importance_factor
 
 ``similarity`` is the cosine clipped to [0, 1] (a negative cosine carries no evidence
@@ -17,6 +18,7 @@ query terms found in the memory. Presets are frozen; derive variants with
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -32,6 +34,7 @@ __all__ = [
     "ScoreBreakdown",
     "ScoringProfile",
     "SearchHit",
+    "ViewHit",
     "clip_similarity",
     "importance_factor",
     "recency",
@@ -95,12 +98,37 @@ class ScoreBreakdown:
 
 
 @dataclass(frozen=True)
+class ViewHit:
+    """Where one retrieval view put a memory: 1-based rank and the view's raw score."""
+
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
 class SearchHit:
-    """One result: the memory, its final score, and the parts the score came from."""
+    """One search result, the same type for every caller (docs/RETRIEVAL.md).
+
+    Attributes:
+        item: the memory record.
+        score: the final score (fusion, neighbour context, then the memory type's
+            scoring profile); results are sorted by it.
+        breakdown: the scoring profile's parts; with the hybrid engine ``similarity``
+            is the fused relevance normalised to the query's best hit (1.0).
+        fused: the weighted reciprocal-rank fusion score alone (0 for the per-type
+            recipe, which does not fuse).
+        views: view name -> :class:`ViewHit` for every view that found the memory.
+        context: score received from neighbouring memories of the same session.
+        queries: the (sub-)queries that found it.
+    """
 
     item: MemoryItem
     score: float
     breakdown: ScoreBreakdown = field(default_factory=ScoreBreakdown)
+    fused: float = 0.0
+    views: Mapping[str, ViewHit] = field(default_factory=dict)
+    context: float = 0.0
+    queries: tuple[str, ...] = ()
 
     @property
     def memory_type(self) -> MemoryType:
@@ -117,12 +145,19 @@ def score(
     now: datetime,
     *,
     similarity: float,
-    graph: float = 0.0,
+    graph: float | None = 0.0,
     keyword: float = 0.0,
 ) -> SearchHit:
-    """Apply ``profile`` to one candidate (similarity already clipped to [0, 1])."""
+    """Apply ``profile`` to one candidate (similarity already clipped to [0, 1]).
+
+    ``graph=None`` means the query gave no graph evidence at all (no entity of the
+    question is in the graph): the graph weight then goes to similarity, so a
+    semantic memory is scored on the same scale as the other types instead of losing
+    its 0.3 share for evidence nobody had (docs/RETRIEVAL.md, "one scale")."""
     rec = recency(item.event_time, now, profile.half_life_days)
-    relevance = (profile.similarity_weight * similarity + profile.graph_weight * graph
+    sim_weight = profile.similarity_weight + (profile.graph_weight if graph is None else 0.0)
+    graph = 0.0 if graph is None else graph
+    relevance = (sim_weight * similarity + profile.graph_weight * graph
                  + profile.keyword_weight * keyword)
     if profile.recency_multiplies:
         relevance *= rec

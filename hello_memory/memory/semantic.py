@@ -93,8 +93,10 @@ class SemanticMemory:
                                           ids=missing))
         items = self.stores.records.get_items(namespace, list(vec))
         now = self._clock()
+        # No graph evidence for the query at all: similarity alone (one scale with the
+        # other types, see scoring.score).
         hits = [score(self.profile, item, now, similarity=clip_similarity(vec[item.id]),
-                      graph=graph.get(item.id, 0.0))
+                      graph=graph.get(item.id, 0.0) if graph else None)
                 for item in items if matches(item, scoped)
                 and (vec[item.id] > 0 or graph.get(item.id, 0.0) > 0)]
         return best_first(hits, top_k)

@@ -33,23 +33,18 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.
 def _pipeline(ctx: typer.Context, config: Path | None) -> Iterator[tuple[Any, Any, str]]:
     """(pipeline, settings, default namespace), with everything closed afterwards."""
     from hello_memory.config import load_settings
-    from hello_memory.llm import from_settings
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.rag.pipeline import RAGPipeline
 
     root = ctx.find_root().params if ctx is not None else {}
     overrides = {"data_dir": root["data_dir"]} if root.get("data_dir") else {}
     settings = load_settings(config or root.get("config"), **overrides)
-    llm = from_settings(settings.llm)
-    try:
-        with err_console.status("Opening stores and loading the embedding model..."):
-            mm = MemoryManager.open(settings)
-        with mm:
-            yield (RAGPipeline.from_manager(mm, llm=llm, settings=settings.rag), settings,
-                   settings.default_namespace)
-    finally:
-        if llm is not None:
-            llm.close()
+    with err_console.status("Opening stores and loading the embedding model..."):
+        mm = MemoryManager.open(settings)
+    # The manager owns the one LLM client (built from settings.llm) and closes it.
+    with mm:
+        yield (RAGPipeline.from_manager(mm, settings=settings.rag), settings,
+               settings.default_namespace)
 
 
 def _summary(report: Any, namespace: str) -> Table:

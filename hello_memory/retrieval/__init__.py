@@ -12,15 +12,16 @@ from typing import Any
 
 _LAZY = {
     "BM25_VECTOR": "hello_memory.retrieval.lexical",
-    "FusedHit": "hello_memory.retrieval.fusion",
     "HybridRetriever": "hello_memory.retrieval.hybrid",
     "QueryAnalysis": "hello_memory.retrieval.planning",
+    "RECIPES": "hello_memory.retrieval.recipes",
+    "SearchRecipe": "hello_memory.retrieval.recipes",
     "QueryPlanner": "hello_memory.retrieval.planning",
     "RetrievalPlan": "hello_memory.retrieval.hybrid",
     "TASK_SIGNALS": "hello_memory.retrieval.task_aware",
     "TASK_STRATEGIES": "hello_memory.retrieval.task_aware",
     "TaskAwareRetriever": "hello_memory.retrieval.task_aware",
-    "ViewHit": "hello_memory.retrieval.fusion",
+    "ViewHit": "hello_memory.memory.scoring",
     "analyze_query": "hello_memory.retrieval.planning",
     "decompose": "hello_memory.retrieval.planning",
     "detect_task_type": "hello_memory.retrieval.task_aware",

@@ -12,58 +12,16 @@ view, so :func:`explain` can show why it ranked where it did.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import math
+from collections.abc import Collection, Mapping, Sequence
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.memory.scoring import ScoreBreakdown
-from hello_memory.types import MemoryItem, MemoryType
+from hello_memory.memory.scoring import SearchHit, ViewHit
 
-__all__ = ["FusedHit", "ViewHit", "ViewResult", "explain", "weighted_rrf"]
+__all__ = ["ViewHit", "ViewResult", "explain", "weighted_rrf"]
 
 # One view's ranked output: memory id and the view's own score, best first.
 ViewResult = Sequence[tuple[str, float]]
-
-
-@dataclass(frozen=True)
-class ViewHit:
-    """Where one view put a memory: 1-based rank and the view's raw score."""
-
-    rank: int
-    score: float
-
-
-@dataclass(frozen=True)
-class FusedHit:
-    """One retrieval result.
-
-    Attributes:
-        item: the memory record.
-        score: the final score (fusion, neighbour context, then the memory type's
-            scoring profile); results are sorted by it.
-        fused: the weighted reciprocal-rank fusion score alone.
-        views: view name -> :class:`ViewHit` for every view that found the memory.
-        context: score received from neighbouring memories of the same session.
-        breakdown: the scoring profile's parts (similarity here is the normalised
-            fusion score; see :mod:`hello_memory.memory.scoring`).
-        queries: the (sub-)queries that found it.
-    """
-
-    item: MemoryItem
-    score: float
-    fused: float
-    views: Mapping[str, ViewHit] = field(default_factory=dict)
-    context: float = 0.0
-    breakdown: ScoreBreakdown = field(default_factory=ScoreBreakdown)
-    queries: tuple[str, ...] = ()
-
-    @property
-    def id(self) -> str:
-        return self.item.id
-
-    @property
-    def memory_type(self) -> MemoryType:
-        return self.item.memory_type
 
 
 def weighted_rrf(
@@ -71,10 +29,15 @@ def weighted_rrf(
     weights: Mapping[str, float],
     *,
     k: float = 60.0,
+    shared_ranks: Collection[str] = (),
 ) -> dict[str, tuple[float, dict[str, ViewHit]]]:
     """Memory id -> (fused score, per-view hits). A view missing from ``weights``
     counts with weight 1; a weight of 0 keeps the view's evidence but not its vote.
-    Duplicate ids inside one view keep their first (best) position."""
+    Duplicate ids inside one view keep their first (best) position. In the views named
+    by ``shared_ranks`` equal scores share a rank ("1, 2, 2, 4"): two memories with the
+    same evidence (a consolidated copy and its original) get the same vote, so the
+    order between them is left to their scoring profiles, not to the backend's order
+    of ties."""
     if k <= 0:
         raise InvalidInputError(f"rrf k must be positive, got {k!r}")
     out: dict[str, tuple[float, dict[str, ViewHit]]] = {}
@@ -82,20 +45,25 @@ def weighted_rrf(
         weight = float(weights.get(view, 1.0))
         if weight < 0:
             raise InvalidInputError(f"view weight of {view!r} must be >= 0, got {weight!r}")
-        rank = 0
+        share = view in shared_ranks
         seen: set[str] = set()
+        rank = 0
+        previous: float | None = None
         for memory_id, score in ranked:
             if memory_id in seen:
                 continue
             seen.add(memory_id)
-            rank += 1
+            if not (share and previous is not None and math.isclose(
+                    score, previous, rel_tol=1e-6, abs_tol=1e-9)):
+                rank = len(seen)
+            previous = float(score)
             fused, hits = out.get(memory_id, (0.0, {}))
             hits[view] = ViewHit(rank, float(score))
             out[memory_id] = (fused + weight / (k + rank), hits)
     return out
 
 
-def explain(hit: FusedHit) -> str:
+def explain(hit: SearchHit) -> str:
     """A few lines saying why ``hit`` ranked where it did."""
     text = hit.item.content.replace("\n", " ")
     if len(text) > 80:

@@ -39,8 +39,8 @@ from hello_memory.config import RetrievalSettings
 from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
 from hello_memory.memory.episodic import matches, payload_filters
-from hello_memory.memory.scoring import PROFILES, ScoringProfile, score
-from hello_memory.retrieval.fusion import FusedHit, ViewResult, explain, weighted_rrf
+from hello_memory.memory.scoring import PROFILES, ScoringProfile, SearchHit, score
+from hello_memory.retrieval.fusion import ViewResult, explain, weighted_rrf
 from hello_memory.retrieval.planning import (
     InformationPlan,
     QueryAnalysis,
@@ -48,6 +48,7 @@ from hello_memory.retrieval.planning import (
     analyze_query,
     decompose,
 )
+from hello_memory.retrieval.recipes import SearchRecipe, recipe_named
 from hello_memory.retrieval.views import (
     VIEW_NAMES,
     ViewRequest,
@@ -59,7 +60,9 @@ from hello_memory.retrieval.views import (
 )
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
+from hello_memory.text import tokenize
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
+from hello_memory.text.people import SELF_ENTITY, asked_roles, canonical_role, role_key
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import require_namespace, validate_content, validate_top_k
 
@@ -76,6 +79,13 @@ SEARCHED_TYPES = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
 # perceptual memory vote through views of their own.
 TEXT_COLLECTION_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
 OWN_VIEWS = ("working", "perceptual")
+# Views whose scores are graded evidence: equal scores share a rank in the fusion. The
+# symbolic view's score is a count of constraints met, ordered within a count by the
+# pool's relevance, so its order is kept as it is.
+SHARED_RANK_VIEWS = ("semantic", "lexical", "graph", "working", "perceptual")
+# What an event outside the time range a question names keeps of its score (once the
+# range holds anything): "what did Tom do in June?" is answered by June's events.
+TIME_MISS_FACTOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -92,9 +102,25 @@ class RetrievalPlan:
 class _Round:
     """Mutable state of one search across reflection rounds."""
 
+    flt: ItemFilter = field(default_factory=ItemFilter)
+    # Memories inside a time range the question names (None: it names none).
+    in_time: set[str] | None = None
+    asked_until: datetime | None = None  # end of the latest time range asked about
     results: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     found_by: dict[str, list[str]] = field(default_factory=dict)
     items: dict[str, MemoryItem] = field(default_factory=dict)
+
+
+# Words that ask for a person without asking anything about them.
+_ONLY_ASKING = frozenset(["who", "whom", "whose", "what", "whats", "name", "names", "called", "call", "tell", "谁", "叫", "什么", "名字", "是"])
+
+
+def _asks_about(question: str, names: Sequence[str]) -> bool:
+    """Whether ``question`` (with ``names`` put in) asks something about them beyond
+    who they are."""
+    name_words = {t for n in names for t in tokenize(n)}
+    return any(t not in _ONLY_ASKING and t not in name_words
+               for t in tokenize(question, remove_stopwords=True))
 
 
 class HybridRetriever:
@@ -140,7 +166,9 @@ class HybridRetriever:
         self.use_embeddings = use_embeddings and getattr(self.stores, "embedder", None) is not None
         self.profiles = dict(profiles or PROFILES)
         self._clock = clock or utcnow
-        self.planner = QueryPlanner(llm, max_queries=self.settings.max_sub_queries)
+        # The planner uses the same LLM as every other step: the caller's, else the
+        # manager's (a configured LLM plans; docs/RETRIEVAL.md).
+        self.planner = QueryPlanner(self.llm, max_queries=self.settings.max_sub_queries)
         self._pool: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
@@ -159,6 +187,9 @@ class HybridRetriever:
              enable_planning: bool | None = None) -> RetrievalPlan:
         """Analyse ``query`` and choose the queries to run (see the module docstring)."""
         validate_content(query)
+        if reference_time is not None and (not isinstance(reference_time, datetime)
+                                           or reference_time.tzinfo is None):
+            raise InvalidInputError("reference_time must be a timezone-aware datetime")
         reference = reference_time or self._clock()
         analysis = analyze_query(query, reference, extractor=self.extractor)
         planning = self.settings.enable_planning if enable_planning is None else enable_planning
@@ -190,11 +221,14 @@ class HybridRetriever:
         views: Iterable[str] | None = None,
         view_weights: Mapping[str, float] | None = None,
         neighbor_weight: float | None = None,
+        recipe: str | SearchRecipe | None = None,
         touch: bool = True,
-    ) -> list[FusedHit]:
+    ) -> list[SearchHit]:
         """The ``top_k`` best memories of ``namespace`` for ``query``, best first.
 
-        ``views`` restricts the views run (default: all; ablations use it);
+        ``recipe`` names a :mod:`~hello_memory.retrieval.recipes` preset (default
+        ``hybrid``; ``per-type`` and the view ablations are for comparisons);
+        ``views`` restricts the views run (default: the recipe's, all for hybrid);
         ``view_weights`` and ``neighbor_weight`` override the settings for this call;
         ``reference_time`` resolves relative time expressions ("last week"; default
         now); ``enable_planning`` / ``enable_reflection`` override the settings for
@@ -204,16 +238,43 @@ class HybridRetriever:
         ns = require_namespace(namespace)
         validate_content(query)
         validate_top_k(top_k)
+        chosen = recipe_named(recipe)
         types = self._types(memory_types)
-        active = self._views(views)
+        active = self._views(views if views is not None else chosen.views)
         weights = {**self.settings.view_weights, **(view_weights or {})}
+        if neighbor_weight is None:
+            neighbor_weight = chosen.neighbor_weight
         context_weight = (self.settings.neighbor_weight if neighbor_weight is None
                           else float(neighbor_weight))
         if not 0 <= context_weight <= 1:
             raise InvalidInputError(f"neighbor_weight must be in [0, 1], got {neighbor_weight!r}")
         flt = self._filter(types, user_id, agent_id, session_id, time_range, min_importance)
+        if chosen.engine == "per_type":
+            hits = self._per_type(ns, query, types, top_k, flt, time_range)
+        else:
+            hits = self._hybrid(ns, query, types, top_k, flt, time_range, active, weights,
+                                context_weight, reference_time, enable_planning,
+                                enable_reflection)
+        if touch:
+            self._touch(ns, hits)
+        return hits
+
+    retrieve = search  # the seed's name for the same call
+
+    def explain(self, hit: SearchHit) -> str:
+        """Why ``hit`` ranked where it did: each view's rank and score, the neighbour
+        context and the scoring profile's parts."""
+        return explain(hit)
+
+    # --- the two engines ----------------------------------------------------------------
+    def _hybrid(self, ns: str, query: str, types: Sequence[MemoryType], top_k: int,
+                flt: ItemFilter, time_range: TimeRange | None, active: Sequence[str],
+                weights: Mapping[str, float], context_weight: float,
+                reference_time: datetime | None, enable_planning: bool | None,
+                enable_reflection: bool | None) -> list[SearchHit]:
         plan = self.plan(query, reference_time=reference_time, enable_planning=enable_planning)
-        state = _Round()
+        plan = self._about_whom(ns, plan)
+        state = _Round(flt=flt)
         stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
         filters = payload_filters(flt) if stored else {}
         if stored:
@@ -231,19 +292,97 @@ class HybridRetriever:
             else enable_reflection
         if reflection and self.llm is not None and stored and "semantic" in active:
             fused = self._reflect(ns, query, plan, filters, state, weights, fused, top_k)
-        hits = self._final(ns, state, fused, context_weight, flt)[:top_k]
-        if touch:
-            ids = [h.id for h in hits if h.memory_type != MemoryType.WORKING]
-            if ids:
-                self.stores.records.record_access(ns, ids)
-        return hits
+        return self._final(ns, state, fused, context_weight, flt)[:top_k]
 
-    retrieve = search  # the seed's name for the same call
+    def _linked_people(self, ns: str, node_names: Sequence[str]) -> list[str]:
+        """The people one hop from the graph nodes named ``node_names``."""
+        start = self.stores.graph.find_entities(ns, list(node_names))
+        if not start:
+            return []
+        reached = self.stores.graph.neighbors(ns, [e.id for e in start], max_hops=1, limit=50)
+        return list(dict.fromkeys(h.name for h in reached
+                                  if h.hops == 1 and h.type in ("person", "name")))
 
-    def explain(self, hit: FusedHit) -> str:
-        """Why ``hit`` ranked where it did: each view's rank and score, the neighbour
-        context and the scoring profile's parts."""
-        return explain(hit)
+    def _about_whom(self, ns: str, plan: RetrievalPlan) -> RetrievalPlan:
+        """Who the question is about (text/people.py): the user's names for a
+        first-person question, and the people its role words refer to ("my husband's
+        birthday" -> Tom Berg). A question whose role words resolve is also asked with
+        the names in their place ("When is Tom Berg's birthday?")."""
+        analysis = plan.analysis
+        update: dict[str, Any] = {}
+        if analysis.first_person:
+            update["self_names"] = self._linked_people(ns, [SELF_ENTITY])
+        resolved: list[str] = []
+        rewritten = plan.queries[0]
+        taken = len(rewritten) + 1
+        for asked in sorted(asked_roles(analysis.query), key=lambda a: -a.span[0]):
+            owners = [asked.owner]
+            for role in asked.chain:
+                keys = [role_key(o, role) for o in owners]
+                keys += [role_key(o.split(" ", 1)[0], role) for o in owners if " " in o]
+                owners = self._linked_people(ns, keys)
+                if not owners:
+                    break
+            if owners:
+                resolved += owners
+                start, end = asked.span
+                if end <= taken:  # spans do not overlap an earlier replacement
+                    rewritten = rewritten[:start] + " and ".join(owners) + rewritten[end:]
+                    taken = start
+        if resolved:
+            update["resolved"] = list(dict.fromkeys(resolved))
+            roles = list(dict.fromkeys(r for a in asked_roles(analysis.query) for r in a.chain))
+            update["resolved_roles"] = roles
+            # A role word that found its person is that person, not a thing to look up.
+            update["entities"] = [e for e in analysis.entities if canonical_role(e) not in roles]
+        if not update:
+            return plan
+        queries = plan.queries
+        # "Who is my manager?" asks for the link itself: only a question that asks
+        # something about the person ("my husband's birthday") is asked again by name.
+        if (resolved and rewritten not in queries and plan.queries[0] == analysis.query
+                and _asks_about(rewritten, update["resolved"])):
+            queries = (*queries, rewritten)
+        return replace(plan, analysis=analysis.model_copy(update=update), queries=queries)
+
+    def _per_type(self, ns: str, query: str, types: Sequence[MemoryType], top_k: int,
+                  flt: ItemFilter, time_range: TimeRange | None) -> list[SearchHit]:
+        """The ``per-type`` recipe: each memory type ranks its own candidates with its
+        scoring profile on the raw cosine (working memory: TF-IDF), merged by final
+        score. Kept for ablations; the hybrid engine replaced it everywhere."""
+        manager = self.manager
+        if manager is None:
+            raise InvalidInputError("the per-type recipe needs a MemoryManager, not bare stores")
+        hits: list[SearchHit] = []
+        if MemoryType.WORKING in types:
+            hits += manager.working.search(ns, query, top_k=top_k,
+                                           min_importance=flt.min_importance,
+                                           time_range=time_range, user_id=flt.user_id,
+                                           session_id=flt.session_id)
+        stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
+        if stored and self.use_embeddings:
+            qv = self.stores.embedder.embed_query(query)
+            if MemoryType.EPISODIC in stored:
+                hits += manager.episodic.retrieve(ns, query, top_k=top_k, flt=flt,
+                                                  query_vector=qv)
+            if MemoryType.SEMANTIC in stored:
+                hits += manager.semantic.retrieve(ns, query, top_k=top_k, flt=flt,
+                                                  query_vector=qv)
+        if MemoryType.PERCEPTUAL in types and manager.perceptual is not None:
+            hits += [h for h in manager.perceptual_search(ns, query, top_k, flt.min_importance,
+                                                          flt.user_id)
+                     if matches(h.item, replace(flt, memory_types=None))]
+        hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
+        return hits[:top_k]
+
+    def _touch(self, ns: str, hits: Sequence[SearchHit]) -> None:
+        """Record the access on the returned memories (working memory's own too)."""
+        stored = [h.id for h in hits if h.memory_type != MemoryType.WORKING]
+        if stored:
+            self.stores.records.record_access(ns, stored)
+        if self.manager is not None:
+            self.manager.working.record_access(ns, [h.id for h in hits
+                                                    if h.memory_type == MemoryType.WORKING])
 
     # --- internals --------------------------------------------------------------------
     def _types(self, memory_types: Sequence[MemoryType | str] | None) -> list[MemoryType]:
@@ -303,7 +442,7 @@ class HybridRetriever:
         if self.use_embeddings and ("semantic" in active or "symbolic" in active):
             vectors = [self.stores.embedder.embed_query(q) for q in queries]
         req = ViewRequest(ns, list(queries), vectors, analysis, filters,
-                          self.settings.candidates)
+                          self.settings.candidates, self.settings.min_similarity)
         jobs: dict[str, Callable[[], ViewResult]] = {}
         calls: dict[str, Callable[[], ViewResult]] = {
             "semantic": lambda: semantic_view(self.stores, req),
@@ -314,7 +453,8 @@ class HybridRetriever:
         runnable = [v for v in active if v != "semantic" or vectors]
         # The symbolic soft constraints are checked on a candidate pool; run alone, the
         # symbolic view still needs one, from views that then get no vote.
-        soft = bool(analysis.persons or analysis.entities or analysis.locations)
+        soft = bool(analysis.persons or analysis.first_person or analysis.resolved
+                    or analysis.entities or analysis.locations)
         helpers = [v for v in ("semantic", "lexical") if "symbolic" in active and soft
                    and not {"semantic", "lexical"} & set(active) and (v != "semantic" or vectors)]
         parallel = self.settings.parallel and len(runnable) + len(helpers) > 1
@@ -326,6 +466,9 @@ class HybridRetriever:
                 state.found_by.setdefault(memory_id, list(queries[:1]))
         self._load_items(ns, state)
         if "symbolic" in active:
+            if analysis.time_ranges:
+                state.in_time = {m for m, _ in state.results.get("symbolic", [])}
+                state.asked_until = max(end for _, end in analysis.time_ranges)
             state.results["symbolic"] = self._symbolic(state, analysis)
         for view in helpers:
             del state.results[view]
@@ -335,7 +478,11 @@ class HybridRetriever:
         missing = list(dict.fromkeys(missing))
         if missing:
             for item in self.stores.records.get_items(ns, missing):
-                state.items[item.id] = item
+                # The caller's filters (status, types, user, time...) checked on the
+                # record: the graph view reads links that know no status, and a payload
+                # may lag behind its record.
+                if matches(item, state.flt):
+                    state.items[item.id] = item
         # A vector whose record is gone (or lags behind a filter) is never returned.
         for view, ranked in state.results.items():
             state.results[view] = [(m, s) for m, s in ranked if m in state.items]
@@ -379,7 +526,8 @@ class HybridRetriever:
 
     def _fuse(self, state: _Round, weights: Mapping[str, float]
               ) -> dict[str, tuple[float, dict[str, Any]]]:
-        fused = weighted_rrf(state.results, weights, k=self.settings.rrf_k)
+        fused = weighted_rrf(state.results, weights, k=self.settings.rrf_k,
+                             shared_ranks=SHARED_RANK_VIEWS)
         return {m: v for m, v in fused.items() if m in state.items}
 
     def _reflect(self, ns: str, query: str, plan: RetrievalPlan, filters: Mapping[str, Any],
@@ -400,7 +548,8 @@ class HybridRetriever:
                 break
             asked.update(gaps)
             req = ViewRequest(ns, gaps, [self.stores.embedder.embed_query(q) for q in gaps],
-                              plan.analysis, filters, self.settings.candidates)
+                              plan.analysis, filters, self.settings.candidates,
+                              self.settings.min_similarity)
             new = list(semantic_view(self.stores, req))
             for memory_id, _ in new:
                 state.found_by.setdefault(memory_id, []).extend(
@@ -447,7 +596,7 @@ class HybridRetriever:
                 and (m in fused or matches(state.items[m], flt))}
 
     def _final(self, ns: str, state: _Round, fused: dict[str, tuple[float, dict[str, Any]]],
-               context_weight: float, flt: ItemFilter) -> list[FusedHit]:
+               context_weight: float, flt: ItemFilter) -> list[SearchHit]:
         context = self._neighbours(ns, state, fused, context_weight, flt)
         totals = {m: fused.get(m, (0.0, {}))[0] + context.get(m, 0.0)
                   for m in set(fused) | set(context) if m in state.items}
@@ -456,16 +605,31 @@ class HybridRetriever:
         top = max(totals.values()) or 1.0
         graph = dict(state.results.get("graph", []))
         gmax = max(graph.values(), default=0.0) or 1.0
+        # No graph evidence for this query: the profiles score on similarity alone
+        # rather than giving every semantic memory a zero for its graph share.
+        has_graph = bool(graph)
+        # Recency is measured from now (``reference_time`` only anchors the question's
+        # time expressions: on the LoCoMo dev split, recency from the question's own
+        # date cost 0.02 recall@10), or from the end of the period the question names
+        # ("what did I do in December 2024?" asks about December as if it were now).
         now = self._clock()
+        if state.in_time and state.asked_until is not None:
+            now = min(now, state.asked_until)
+        # A question that names a time asks about that time: once something is found
+        # inside it, memories outside it count TIME_MISS_FACTOR of their score.
+        timed = state.in_time or set()
         hits = []
         for m, total in totals.items():
             item = state.items[m]
             profile = self.profiles.get(item.memory_type, self.profiles[MemoryType.EPISODIC])
             # The profile's similarity slot takes the normalised fused relevance.
             scored = score(profile, item, now, similarity=total / top,
-                           graph=graph.get(m, 0.0) / gmax)
+                           graph=graph.get(m, 0.0) / gmax if has_graph else None)
             views = fused.get(m, (0.0, {}))[1]
-            hits.append(FusedHit(item=item, score=scored.score, fused=fused.get(m, (0.0, {}))[0],
+            final = scored.score
+            if timed and m not in timed:
+                final *= TIME_MISS_FACTOR
+            hits.append(SearchHit(item=item, score=final, fused=fused.get(m, (0.0, {}))[0],
                                  views=dict(views), context=context.get(m, 0.0),
                                  breakdown=scored.breakdown,
                                  queries=tuple(state.found_by.get(m, ()))))

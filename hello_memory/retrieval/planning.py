@@ -38,6 +38,7 @@ __all__ = [
     "TargetedQueries",
     "analyze_query",
     "decompose",
+    "is_first_person",
     "question_type",
 ]
 
@@ -56,6 +57,16 @@ _YESNO_EN = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|will|would
                        r"had|should)\b", re.I)
 _PERSON_TYPES = {"person", "name"}
 _PLACE_TYPES = {"place", "location", "gpe", "loc"}
+_FIRST_PERSON_EN = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.I)
+# 我 but not 我们 (we): a question about "us" is not about the user alone.
+_FIRST_PERSON_ZH = re.compile("我(?!们)")
+
+
+def is_first_person(query: str) -> bool:
+    """Whether the question is asked about the speaker (I / my / me / 我)."""
+    return bool(_FIRST_PERSON_EN.search(query) or _FIRST_PERSON_ZH.search(query))
+
+
 _NOT_NAMES = {"what", "when", "where", "who", "why", "how", "which", "did", "does", "do",
               "is", "are", "was", "were", "would", "could", "has", "have", "the", "a", "an"}
 
@@ -71,6 +82,15 @@ class QueryAnalysis(BaseModel):
     locations: list[str] = Field(default_factory=list)
     time_expressions: list[str] = Field(default_factory=list)
     time_ranges: list[tuple[datetime, datetime]] = Field(default_factory=list)
+    # "my manager", "我的老板": the question is about the user; ``self_names`` are the
+    # names the namespace gave the user ("The user's name is Sofia Chen"), filled in
+    # by the retriever from the graph.
+    first_person: bool = False
+    self_names: list[str] = Field(default_factory=list)
+    # People the question's role words refer to ("my husband" -> "Tom Berg"), resolved
+    # by the retriever from the namespace's role links (text/people.py).
+    resolved: list[str] = Field(default_factory=list)
+    resolved_roles: list[str] = Field(default_factory=list)  # canonical roles resolved
 
     @property
     def has_constraints(self) -> bool:
@@ -133,7 +153,8 @@ def analyze_query(
         persons=list(dict.fromkeys(persons)), entities=list(dict.fromkeys(entities)),
         locations=list(dict.fromkeys(locations)),
         time_expressions=[r.text for r in ranges],
-        time_ranges=[(r.start, r.end) for r in ranges])
+        time_ranges=[(r.start, r.end) for r in ranges],
+        first_person=is_first_person(query))
 
 
 # A conjunction joins two clauses when a question word or an auxiliary follows it.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from hello_memory.config import RetrievalSettings
 from hello_memory.errors import InvalidInputError, NotFoundError
-from hello_memory.retrieval.fusion import FusedHit
+from hello_memory.memory.scoring import SearchHit
 from hello_memory.retrieval.hybrid import HybridRetriever
 from hello_memory.retrieval.progressive import optimize_context, topic_key
 from hello_memory.stores.records import ItemFilter
@@ -170,6 +170,10 @@ class TaskAwareRetriever:
         token_counter: TokenCounter | None = None,
     ) -> None:
         self.manager = manager
+        # The manager's own engine unless told otherwise: task-aware retrieval re-weights
+        # the one search's results, it does not rank on its own (docs/RETRIEVAL.md).
+        if retriever is None and settings is None and use_embeddings:
+            retriever = manager.retriever
         self.settings = settings or (retriever.settings if retriever else RetrievalSettings())
         self.retriever = retriever or HybridRetriever(manager, settings=self.settings,
                                                       use_embeddings=use_embeddings)
@@ -224,7 +228,7 @@ class TaskAwareRetriever:
         kept = {id(x) for x in plan.included}
         return [r for r in rows if id(r) in kept], plan.tokens
 
-    def _row(self, hit: FusedHit, weights: Mapping[str, float]) -> dict[str, Any]:
+    def _row(self, hit: SearchHit, weights: Mapping[str, float]) -> dict[str, Any]:
         cat = category_of(hit.item, self.categories)
         return {"id": hit.id, "content": hit.item.content,
                 "memory_type": hit.memory_type.value, "event_time": hit.item.event_time,

@@ -5,14 +5,16 @@ Each view turns a :class:`ViewRequest` into a ranked list of ``(memory_id, score
 * **semantic** - dense cosine search for every (sub-)query; a memory keeps its best
   cosine over the queries.
 * **lexical** - BM25 (the sparse vector in Qdrant, en + zh tokenisation) for every
-  (sub-)query; a memory keeps its best BM25 score.
+  (sub-)query; a memory keeps its best BM25 score. Person names weigh less and never
+  match alone (see :func:`lexical_query`).
 * **symbolic** - the question's constraints. Time ranges and a session are hard filters
   run as a filtered dense search; persons, entities and locations are matched against
   the records of the candidate pool (speaker / persons / participants metadata, the
   user id, words of the content), because the vector payload does not carry them.
   Matches are ranked by how many constraints they meet, then by their cosine.
-* **graph** - the entity neighbourhood of the question's entities in the graph store,
-  scored 1 / (1 + hops) per mention.
+* **graph** - the entity neighbourhood of the question's names in the graph store:
+  memories that link two of them or are about a neighbour of one, weighted by how
+  specific each name is (see :func:`graph_view`).
 
 A view with no constraint to work on (no time range, person, entity or location for
 the symbolic view; no known entity for the graph view) returns nothing rather than
@@ -22,6 +24,7 @@ importance) apply to every view.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,14 +35,17 @@ import numpy as np
 import numpy.typing as npt
 
 from hello_memory.retrieval.fusion import ViewResult
-from hello_memory.retrieval.lexical import BM25_VECTOR
+from hello_memory.retrieval.lexical import BM25_VECTOR, term_index
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.vector.base import Range
-from hello_memory.types import MemoryItem
+from hello_memory.text import contains_cjk
+from hello_memory.text.people import ROLE_WORDS
+from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
 
 __all__ = [
-    "VIEW_NAMES", "ViewRequest", "graph_view", "lexical_view", "person_matches",
+    "NAME_TERM_WEIGHT", "VIEW_NAMES", "ViewRequest", "graph_view", "lexical_query",
+    "about_subject", "lexical_view", "person_matches",
     "semantic_view", "symbolic_constraint_view", "symbolic_pool_view",
 ]
 
@@ -60,6 +66,7 @@ class ViewRequest:
     analysis: QueryAnalysis
     filters: Mapping[str, Any] = field(default_factory=dict)
     limit: int = 50
+    min_similarity: float = 0.0  # the semantic view's cosine floor
 
 
 def _best(lists: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
@@ -73,30 +80,68 @@ def _best(lists: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float
 
 def _dense(stores: Stores, req: ViewRequest, vector: npt.NDArray[np.float32],
            filters: Mapping[str, Any], limit: int,
-           ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+           ids: Sequence[str] | None = None, *, positive: bool = True
+           ) -> list[tuple[str, float]]:
     hits = stores.vectors.search(MEMORY_COLLECTION, vector.tolist(), namespace=req.namespace,
                                  using=DENSE, limit=limit, filters=dict(filters), ids=ids)
-    # A non-positive cosine is no evidence of relevance (as in the memory types).
-    return [(h.id, h.score) for h in hits if h.score > 0]
+    # A non-positive cosine is no evidence of relevance (as in the memory types), unless
+    # another constraint (a time range) is the evidence and the cosine only orders.
+    return [(h.id, h.score) for h in hits if h.score > 0 or not positive]
 
 
 def semantic_view(stores: Stores, req: ViewRequest) -> ViewResult:
     if not req.vectors:
         return []
-    return _best([_dense(stores, req, v, req.filters, req.limit) for v in req.vectors])[
-        : req.limit]
+    best = _best([_dense(stores, req, v, req.filters, req.limit) for v in req.vectors])
+    return [(m, s) for m, s in best if s >= req.min_similarity][: req.limit]
+
+
+# How much a query term that is (part of) a person's name counts in the lexical view,
+# against 1 for every other term: a name or possessive alone ("Anna's") must not win,
+# but among memories that match the question's other words, naming the person helps.
+NAME_TERM_WEIGHT = 0.5
+
+
+def _sparse_search(stores: Stores, req: ViewRequest, terms: Mapping[int, float],
+                   filters: Mapping[str, Any], limit: int,
+                   ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+    indices = sorted(terms)
+    sparse = SparseVector(tuple(indices), tuple(terms[i] for i in indices))
+    hits = stores.vectors.search(MEMORY_COLLECTION, sparse, namespace=req.namespace,
+                                 using=BM25_VECTOR, limit=limit, filters=dict(filters), ids=ids)
+    return [(h.id, h.score) for h in hits if h.score > 0]
+
+
+def name_terms(stores: Stores, persons: Sequence[str]) -> set[int]:
+    """Lexical term indices of the words of the question's person names."""
+    return {term_index(t) for p in persons for t in stores.lexical.terms(p)}
+
+
+def lexical_query(stores: Stores, req: ViewRequest, query: str,
+                  filters: Mapping[str, Any], limit: int) -> list[tuple[str, float]]:
+    """BM25 for one query in which the words of person names weigh
+    :data:`NAME_TERM_WEIGHT` and cannot match alone: candidates come from the other
+    words, then are scored with the names too. A query of names only is plain BM25."""
+    terms = {term_index(t) for t in stores.lexical.terms(query)}
+    if not terms:
+        return []
+    # The people the question's role words refer to join as name terms ("my
+    # husband" also looks for "Tom Berg", at the names' weight).
+    names = (terms & name_terms(stores, req.analysis.persons)) | name_terms(
+        stores, req.analysis.resolved)
+    content = terms - names
+    terms |= names
+    if not names or not content:
+        return _sparse_search(stores, req, dict.fromkeys(terms, 1.0), filters, limit)
+    found = _sparse_search(stores, req, dict.fromkeys(content, 1.0), filters, limit)
+    if not found:
+        return []
+    weights = {**dict.fromkeys(content, 1.0), **dict.fromkeys(names, NAME_TERM_WEIGHT)}
+    return _sparse_search(stores, req, weights, filters, len(found), ids=[m for m, _ in found])
 
 
 def lexical_view(stores: Stores, req: ViewRequest) -> ViewResult:
-    lists = []
-    for query in req.queries:
-        sparse = stores.lexical.query(query)
-        if sparse is None:
-            continue
-        hits = stores.vectors.search(MEMORY_COLLECTION, sparse, namespace=req.namespace,
-                                     using=BM25_VECTOR, limit=req.limit,
-                                     filters=dict(req.filters))
-        lists.append([(h.id, h.score) for h in hits])
+    lists = [lexical_query(stores, req, q, req.filters, req.limit) for q in req.queries]
     return _best(lists)[: req.limit]
 
 
@@ -121,22 +166,30 @@ def symbolic_constraint_view(stores: Stores, req: ViewRequest) -> ViewResult:
             continue
         filters = {**req.filters, "event_time": rng}
         if req.vectors:
-            lists.append(_dense(stores, req, req.vectors[0], filters, req.limit))
+            lists.append(_dense(stores, req, req.vectors[0], filters, req.limit,
+                                positive=False))
         else:
-            sparse = stores.lexical.query(req.queries[0])
-            if sparse is not None:
-                hits = stores.vectors.search(MEMORY_COLLECTION, sparse, namespace=req.namespace,
-                                             using=BM25_VECTOR, limit=req.limit, filters=filters)
-                lists.append([(h.id, h.score) for h in hits])
+            lists.append(lexical_query(stores, req, req.queries[0], filters, req.limit))
     return _best(lists)[: req.limit]
+
+
+def _same_person(a: str, b: str) -> bool:
+    """Equal names, or a one-word name that is the other's first name ("Tom" and
+    "Tom Berg"): person aliases within a namespace (docs/RETRIEVAL.md)."""
+    a, b = normalize_entity_name(a), normalize_entity_name(b)
+    if a == b:
+        return True
+    if (" " in a) == (" " in b):
+        return False
+    return a.split(" ", 1)[0] == b.split(" ", 1)[0]
 
 
 def person_matches(item: MemoryItem, persons: Sequence[str]) -> bool:
     """Whether ``item`` is about one of ``persons``: its speaker / persons /
-    participants metadata or user id names them (the content alone does not count:
-    a person merely mentioned is the lexical view's business)."""
-    wanted = {p.lower() for p in persons}
-    if item.user_id and item.user_id.lower() in wanted:
+    participants metadata or user id names them, a first name matching a full name
+    (the content alone does not count: a person merely mentioned is the lexical
+    view's business)."""
+    if item.user_id and any(_same_person(item.user_id, p) for p in persons):
         return True
     for key in _PERSON_KEYS:
         value = item.metadata.get(key)
@@ -144,27 +197,89 @@ def person_matches(item: MemoryItem, persons: Sequence[str]) -> bool:
         # A memory listing everyone (e.g. all participants of a chat) singles out no one.
         if key != "speaker" and len(values) > 1:
             continue
-        if any(isinstance(v, str) and v.lower() in wanted for v in values):
+        if any(isinstance(v, str) and any(_same_person(v, p) for p in persons)
+               for v in values):
             return True
     return False
 
 
 def _mentions(item: MemoryItem, names: Sequence[str]) -> int:
+    """How many of ``names`` the content mentions: as whole words, or for Chinese
+    (written without spaces) anywhere."""
     low = item.content.lower()
-    return sum(1 for n in names if re.search(rf"(?<!\w){re.escape(n.lower())}(?!\w)", low))
+    return sum(1 for n in names if (n in item.content if contains_cjk(n) else re.search(
+        rf"(?<!\w){re.escape(n.lower())}(?!\w)", low)))
+
+
+# The user, named without a name: "The user ...", "the user's", "I", "my", "我".
+_SELF_REFERENCE = re.compile(r"\b(?:the user|user's|i|i'm|i've|my|me|mine|myself)\b|我(?!们)",
+                             re.I)
+
+
+def _has_person_metadata(item: MemoryItem) -> bool:
+    return bool(item.user_id) or any(item.metadata.get(k) for k in _PERSON_KEYS)
+
+
+def _names_in(item: MemoryItem, persons: Sequence[str]) -> bool:
+    """The content names one of ``persons``, a full name also by its first name."""
+    names = {n for p in persons for n in (p, normalize_entity_name(p).split(" ", 1)[0])}
+    return _mentions(item, sorted(names)) > 0
+
+
+def _names_role(item: MemoryItem, roles: Sequence[str]) -> bool:
+    """The content calls someone by one of ``roles`` as the user's ("妈妈", "her
+    mother", "the user's husband"; not "Tom's boss" or "李伟的老婆"): for a resolved
+    role, a memory that says "妈妈" is about the person resolved."""
+    words = [w for w, r in ROLE_WORDS.items() if r in roles]
+    if not words:
+        return False
+    en = [w for w in words if w.isascii()]
+    if en and re.search(r"\b(?:my|her|his|our|the user's)\s+(?:" + "|".join(en) + r")\b",
+                        item.content, re.I):
+        return True
+    for word in (w for w in words if not w.isascii()):
+        for m in re.finditer(re.escape(word), item.content):
+            owner = re.search("([\u4e00-\u9fff]{1,3})的$", item.content[:m.start()])
+            if owner is None or owner.group(1).endswith(("我", "用户", "我们")):
+                return True
+    return False
+
+
+def _about(item: MemoryItem, persons: Sequence[str]) -> bool:
+    if not persons:
+        return False
+    if person_matches(item, persons):
+        return True
+    return not _has_person_metadata(item) and _names_in(item, persons)
+
+
+def about_subject(item: MemoryItem, analysis: QueryAnalysis) -> int:
+    """How many of the question's subjects ``item`` is about (0-3): the persons it
+    names (person metadata, or for a memory without any, its content naming them),
+    the people its role words refer to ("my husband" -> Tom Berg), and for a
+    first-person question the user (a self-reference, or a name the namespace gave the
+    user). "Who is my manager?" then prefers "The user reports to Raj" (the user and
+    Raj) over "Tom's manager is Lena", and "What does Mia refuse to eat?" Mia's."""
+    met = 1 if _about(item, analysis.persons) else 0
+    met += 1 if (_about(item, analysis.resolved)
+                 or _names_role(item, analysis.resolved_roles)) else 0
+    if analysis.first_person and (_SELF_REFERENCE.search(item.content)
+                                  or _about(item, analysis.self_names)):
+        met += 1
+    return met
 
 
 def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],
                        analysis: QueryAnalysis) -> ViewResult:
-    """Soft constraints (persons, entities, locations) checked on the records of the
-    candidate pool. ``order`` is the pool's relevance so far (higher first), used to
-    rank memories that meet the same number of constraints."""
+    """Soft constraints (the subject person, entities, locations) checked on the
+    records of the candidate pool. ``order`` is the pool's relevance so far (higher
+    first), used to rank memories that meet the same number of constraints."""
     names = [*analysis.entities, *analysis.locations]
-    if not (analysis.persons or names):
+    if not (analysis.persons or analysis.first_person or analysis.resolved or names):
         return []
     scored = []
     for item in items:
-        met = (1 if analysis.persons and person_matches(item, analysis.persons) else 0)
+        met = about_subject(item, analysis)
         met += _mentions(item, names)
         if met:
             scored.append((item.id, float(met), order.get(item.id, 0.0)))
@@ -172,20 +287,63 @@ def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],
     return [(memory_id, met) for memory_id, met, _ in scored]
 
 
-def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewResult:
-    """Memories mentioning the question's entities or their neighbours."""
-    names = list(dict.fromkeys([*req.analysis.persons, *req.analysis.entities,
-                                *req.analysis.locations]))
-    if not names:
-        return []
-    seeds = stores.graph.find_entities(req.namespace, names)
-    if not seeds:
-        return []
-    reached = stores.graph.neighbors(req.namespace, [e.id for e in seeds], max_hops=max_hops,
-                                     limit=500)
-    totals: dict[str, float] = {}
-    for hit in reached:
-        for memory_id in hit.memory_ids:
-            totals[memory_id] = totals.get(memory_id, 0.0) + 1.0 / (1 + hit.hops)
-    return sorted(totals.items(), key=lambda kv: -kv[1])[: req.limit]
+# A name linked to at most this many memories singles them out: naming it is evidence
+# enough ("tell me about Pixel"). A name more memories mention (the user, a partner)
+# says only who a memory is about, which the lexical and symbolic views already see.
+SPECIFIC_MENTIONS = 3
 
+
+def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewResult:
+    """Relational evidence from the entity graph (only semantic memories feed it).
+
+    Each name of the question (person, entity or location; a first name also finds
+    the full name and back) is one *group* of start entities. Within a group a memory
+    scores ``1 / (1 + hops)`` of its nearest linked entity; the groups add up, each
+    weighted by its specificity, an IDF over the memories the search reached
+    (``ln(1 + reached / mentioning)``, scaled so the rarest group counts 1): a name
+    that every memory mentions says little. A memory whose only evidence is naming one
+    of the question's names directly gets nothing here when more than
+    :data:`SPECIFIC_MENTIONS` memories name it: "mentions Anna" is no answer to "who
+    is Anna's manager?" (the lexical and symbolic views see mentions), so the graph
+    then votes only for memories that link two of the question's names, or that are
+    about a neighbour of one (multi-hop: "Anna's husband" -> his employer).
+    """
+    # One group per person or thing; the user's names are one person.
+    wanted: list[list[str]] = [[n] for n in dict.fromkeys(
+        [*req.analysis.persons, *req.analysis.entities, *req.analysis.locations])]
+    selfish = (req.analysis.first_person and not req.analysis.persons
+               and bool(req.analysis.self_names))
+    if selfish:
+        wanted.append(list(req.analysis.self_names))
+    if not wanted:
+        return []
+    groups: list[dict[str, float]] = []
+    direct: list[set[str]] = []
+    for aliases in wanted:
+        seeds = stores.graph.find_entities(req.namespace, aliases, aliases=True)
+        if not seeds:
+            continue
+        reached = stores.graph.neighbors(req.namespace, [e.id for e in seeds],
+                                         max_hops=max_hops, limit=500)
+        best: dict[str, float] = {}
+        for hit in reached:
+            for memory_id in hit.memory_ids:
+                best[memory_id] = max(best.get(memory_id, 0.0), 1.0 / (1 + hit.hops))
+        groups.append(best)
+        direct.append({m for h in reached if h.hops == 0 for m in h.memory_ids})
+    if not groups:
+        return []
+    total = len(set().union(*groups))
+    idf = [math.log(1 + total / max(1, len(d))) for d in direct]
+    top = max(idf) or 1.0
+    totals: dict[str, float] = {}
+    for best, weight in zip(groups, idf, strict=True):
+        for memory_id, value in best.items():
+            totals[memory_id] = totals.get(memory_id, 0.0) + weight / top * value
+    evidence = {m: sum(1 for g in groups if m in g) for m in totals}
+    # Naming the user is never news in a first-person question: it is the last group.
+    common = [d for n, d in enumerate(direct) if len(d) > SPECIFIC_MENTIONS
+              or (selfish and n == len(direct) - 1)]
+    only_direct = {m for m in totals if evidence[m] == 1 and any(m in d for d in common)}
+    ranked = [(m, s) for m, s in totals.items() if m not in only_direct]
+    return sorted(ranked, key=lambda kv: -kv[1])[: req.limit]

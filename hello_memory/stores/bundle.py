@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -24,12 +23,12 @@ from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records import OutboxEntry, RecordStore
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore
 from hello_memory.types import Entity, MemoryItem, MemoryType, Relation, VectorPoint
-from hello_memory.validation import require_namespace, validate_content, validate_item
+from hello_memory.validation import validate_item
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "MEMORY_COLLECTION", "Extractor", "Indexer", "StoredHit", "Stores", "memory_payload",
+    "MEMORY_COLLECTION", "Extractor", "Indexer", "Stores", "memory_payload",
 ]
 
 MEMORY_COLLECTION = "memories"
@@ -76,12 +75,6 @@ def memory_payload(item: MemoryItem) -> dict[str, Any]:
         "event_time": item.event_time.isoformat(),
         "importance": item.importance,
     }
-
-
-@dataclass(frozen=True)
-class StoredHit:
-    item: MemoryItem
-    similarity: float
 
 
 class Stores:
@@ -277,43 +270,3 @@ class Stores:
                     self.vectors.set_payload(MEMORY_COLLECTION, [item.id], memory_payload(item),
                                              namespace=namespace)
 
-    # reads -------------------------------------------------------------------------
-    def search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        limit: int = 10,
-        filters: Mapping[str, Any] | None = None,
-    ) -> list[StoredHit]:
-        """Dense search in one namespace; hits are joined to their records (a vector
-        without a record is never returned)."""
-        require_namespace(namespace)
-        self._ensure_replayed()
-        validate_content(query)
-        qv = self.embedder.embed_query(query)
-        hits = self.vectors.search(MEMORY_COLLECTION, qv.tolist(), namespace=namespace,
-                                   using=DENSE, limit=limit, filters=filters)
-        items = {i.id: i for i in self.records.get_items(namespace, [h.id for h in hits])}
-        return [StoredHit(items[h.id], h.score) for h in hits if h.id in items]
-
-    def lexical_search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        limit: int = 10,
-        filters: Mapping[str, Any] | None = None,
-    ) -> list[StoredHit]:
-        """BM25 search in one namespace (term overlap, IDF-weighted by Qdrant); hits
-        are joined to their records. A query with no terms finds nothing."""
-        require_namespace(namespace)
-        self._ensure_replayed()
-        validate_content(query)
-        sparse = self.lexical.query(query)
-        if sparse is None:
-            return []
-        hits = self.vectors.search(MEMORY_COLLECTION, sparse, namespace=namespace,
-                                   using=BM25_VECTOR, limit=limit, filters=filters)
-        items = {i.id: i for i in self.records.get_items(namespace, [h.id for h in hits])}
-        return [StoredHit(items[h.id], h.score) for h in hits if h.id in items]

@@ -558,3 +558,4 @@ def default_extractor(
     else:
         logger.info("entity extraction: rules (spaCy not preferred)")
     return RuleExtractor()
+

@@ -2,7 +2,8 @@
 
 Chinese has no spaces, so runs of Han characters are segmented with jieba (precise
 mode); everything else is split by a word regex that keeps identifiers such as
-``984233``, ``gpt-4o``, ``o'brien`` and ``v1.2.3`` whole. Punctuation is dropped.
+``984233``, ``gpt-4o``, ``o'brien`` and ``v1.2.3`` whole, with an English possessive
+``'s`` taken off (``anna's`` -> ``anna``). Punctuation is dropped.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ _HAN_RUN_RE = re.compile(f"[{_HAN}]+")
 # names like "c++" and "c#".
 _WORD_RE = re.compile(r"\w+(?:[-'’.]\w+)*(?:\+\+|#(?!\w))?")
 _LATIN_RE = re.compile(r"[A-Za-z]")
+# An English possessive or "is"/"has" contraction at the end of a word: "anna's" is
+# the token "anna", so a possessive matches the name (Lucene's possessive filter does
+# the same); "o'brien" keeps its apostrophe.
+_POSSESSIVE_RE = re.compile(r"['’]s$")
 
 # Kept as whitespace-separated strings (not list literals) so the sets stay readable.
 EN_STOPWORDS: frozenset[str] = frozenset(
@@ -119,6 +124,8 @@ def tokenize(text: str, *, lowercase: bool = True, remove_stopwords: bool = Fals
         tokens.extend(_segment_han(match.group()))
         pos = match.end()
     tokens.extend(_WORD_RE.findall(text, pos))
+    tokens = [_POSSESSIVE_RE.sub("", t) if t[-1:] in "sS" else t for t in tokens]
+    tokens = [t for t in tokens if t]
     if remove_stopwords:
         # Compare lowercased so stopwords are removed even with lowercase=False.
         tokens = [t for t in tokens if t.lower() not in EN_STOPWORDS and t not in ZH_STOPWORDS]

@@ -15,18 +15,15 @@ __all__ = ["build_rag"]
 
 
 def build_rag(manager: MemoryManager, settings: Settings | None = None) -> Any:
-    """``RAGPipeline.from_manager(manager, llm=...)`` with the LLM the settings name
-    (none: answers are extractive). Raises ConfigError naming the missing extra."""
+    """``RAGPipeline.from_manager`` with the manager's LLM client (none: answers are
+    extractive) and the settings' ``rag`` section. Raises ConfigError naming the
+    missing extra."""
     try:
         from hello_memory.rag import RAGPipeline
     except ImportError as exc:
         raise ConfigError("documents need the rag extra: pip install 'hello-memory[rag]' "
                           f"({exc})") from exc
-    if settings is None:
-        return RAGPipeline.from_manager(manager)
-    from hello_memory.llm.openai_compat import from_settings
-
-    # The rag section arrives with the rag pipeline; older settings lack it.
-    rag_settings = getattr(settings, "rag", None)
-    return RAGPipeline.from_manager(manager, llm=from_settings(settings.llm),
-                                    settings=rag_settings)
+    # One LLM client per process: the manager's (MemoryManager.open built it from
+    # ``settings.llm``); the manager closes it.
+    rag_settings = getattr(settings, "rag", None) if settings is not None else None
+    return RAGPipeline.from_manager(manager, llm=manager.llm, settings=rag_settings)

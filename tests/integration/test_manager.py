@@ -72,7 +72,7 @@ def test_episodic_score_matches_hand_computation(mm: MemoryManager, embedder) ->
     query = "birthday party at the lake"
     item = mm.add(text, "episodic", importance=0.6, namespace="u",
                   event_time=NOW - timedelta(days=15))
-    [hit] = mm.search(query, ["episodic"], top_k=1, namespace="u")
+    [hit] = mm.search(query, ["episodic"], top_k=1, namespace="u", recipe="per-type")
     sim = cos(embedder, query, text)
     expected = (0.8 * sim + 0.2 * 0.5 ** (15 / 30)) * (0.8 + 0.4 * 0.6)
     assert hit.id == item.id and hit.memory_type == MemoryType.EPISODIC
@@ -86,7 +86,7 @@ def test_semantic_score_blends_graph(mm: MemoryManager, embedder) -> None:
     text = "Alice works at Acme Robotics in Berlin."
     mm.add(text, "semantic", importance=0.5, namespace="u")
     query = "What do we know about Alice?"
-    [hit] = mm.search(query, ["semantic"], top_k=1, namespace="u")
+    [hit] = mm.search(query, ["semantic"], top_k=1, namespace="u", recipe="per-type")
     sim = cos(embedder, query, text)
     # the query mentions one entity (Alice) that the memory mentions directly: graph = 1
     assert hit.breakdown.graph == pytest.approx(1.0)

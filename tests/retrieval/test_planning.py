@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 import pytest
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.memory.scoring import ScoreBreakdown
-from hello_memory.retrieval.fusion import FusedHit, ViewHit, explain, weighted_rrf
+from hello_memory.memory.scoring import ScoreBreakdown, SearchHit, ViewHit
+from hello_memory.retrieval.fusion import explain, weighted_rrf
 from hello_memory.retrieval.planning import (
     QueryPlanner,
     analyze_query,
@@ -106,7 +106,7 @@ def test_weighted_rrf_keeps_each_views_rank_and_score() -> None:
 
 def test_explain_names_every_view() -> None:
     item = MemoryItem(content="Alice bought a red bike", namespace="ns")
-    hit = FusedHit(item=item, score=0.5, fused=0.03,
+    hit = SearchHit(item=item, score=0.5, fused=0.03,
                    views={"lexical": ViewHit(1, 4.2), "semantic": ViewHit(3, 0.61)},
                    context=0.001, breakdown=ScoreBreakdown(similarity=1.0, importance=0.5),
                    queries=("what did Alice buy",))

@@ -40,8 +40,12 @@ class GraphStore(Protocol):
         relation must carry ``namespace``.
         """
 
-    def find_entities(self, namespace: str, names: Sequence[str]) -> list[Entity]:
-        """Entities whose normalised name equals one of ``names`` (any type)."""
+    def find_entities(self, namespace: str, names: Sequence[str], *,
+                      aliases: bool = False) -> list[Entity]:
+        """Entities whose normalised name equals one of ``names`` (any type). With
+        ``aliases``, person-like entities (types ``person`` and ``name``) that share a
+        first name count too: "tom" also finds "Tom Berg", and "tom berg" finds "Tom"
+        (docs/RETRIEVAL.md, person aliases)."""
 
     def neighbors(
         self,

@@ -107,6 +107,13 @@ MATCH (e:Entity) WHERE e.namespace = $ns AND e.normalized_name IN $names
 RETURN e.name AS name, e.type AS type, e.properties AS properties
 ORDER BY e.normalized_name, e.type
 """
+_FIND_ALIASES = """
+MATCH (e:Entity) WHERE e.namespace = $ns AND (e.normalized_name IN $names
+  OR (e.type IN $person_types AND (e.normalized_name IN $firsts
+      OR any(p IN $prefixes WHERE e.normalized_name STARTS WITH p))))
+RETURN e.name AS name, e.type AS type, e.properties AS properties
+ORDER BY e.normalized_name, e.type
+"""
 _NEIGHBORS_TEMPLATE = """
 MATCH (s:Entity) WHERE s.namespace = $ns AND s.id IN $ids
 MATCH p = (s)-[:RELATES*0..{max_hops}]-(e:Entity)
@@ -269,14 +276,21 @@ class Neo4jGraphStore:
                     pass
 
     # --- reads -----------------------------------------------------------------------
-    def find_entities(self, namespace: str, names: Sequence[str]) -> list[Entity]:
-        """Entities whose normalised name equals one of ``names`` (any type)."""
+    def find_entities(self, namespace: str, names: Sequence[str], *,
+                      aliases: bool = False) -> list[Entity]:
+        """Entities whose normalised name equals one of ``names`` (any type); with
+        ``aliases``, person-like entities sharing a first name (see GraphStore)."""
         ns = common.validate_namespace(namespace)
         wanted = common.normalized_names(names)
         if not wanted:
             return []
         with self._errors("find_entities"):
-            rows = self._read(_FIND, ns=ns, names=wanted)
+            if aliases:
+                firsts, prefixes = common.alias_keys(wanted)
+                rows = self._read(_FIND_ALIASES, ns=ns, names=wanted, firsts=firsts,
+                                  prefixes=prefixes, person_types=list(common.PERSON_TYPES))
+            else:
+                rows = self._read(_FIND, ns=ns, names=wanted)
         return [Entity(ns, r["name"], r["type"], _load_properties(r["properties"])) for r in rows]
 
     def neighbors(

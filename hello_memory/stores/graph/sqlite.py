@@ -19,6 +19,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.sql.elements import ColumnElement
 
 from hello_memory.errors import (
     BackendUnavailableError,
@@ -116,6 +117,17 @@ def normalized_names(names: Sequence[str]) -> list[str]:
         raise InvalidInputError("names must be a sequence of strings, not a string")
     out = (normalize_entity_name(n) for n in names if isinstance(n, str))
     return list(dict.fromkeys(n for n in out if n))
+
+
+PERSON_TYPES = ("person", "name")
+
+
+def alias_keys(wanted: Sequence[str]) -> tuple[list[str], list[str]]:
+    """For normalised names: the first words of multi-word names (``tom berg`` ->
+    ``tom``) and the prefixes a full name of a one-word name starts with (``tom ``)."""
+    firsts = [n.split(" ", 1)[0] for n in wanted if " " in n]
+    prefixes = [n + " " for n in wanted if " " not in n]
+    return list(dict.fromkeys(firsts)), prefixes
 
 
 def sort_hits(hits: Iterable[GraphHit]) -> list[GraphHit]:
@@ -228,15 +240,25 @@ class SQLiteGraphStore:
             raise GraphStoreError(f"clear failed for namespace {namespace!r}: {exc}") from exc
 
     # --- reads -----------------------------------------------------------------------
-    def find_entities(self, namespace: str, names: Sequence[str]) -> list[Entity]:
-        """Entities whose normalised name equals one of ``names`` (any type)."""
+    def find_entities(self, namespace: str, names: Sequence[str], *,
+                      aliases: bool = False) -> list[Entity]:
+        """Entities whose normalised name equals one of ``names`` (any type); with
+        ``aliases``, person-like entities sharing a first name (see GraphStore)."""
         validate_namespace(namespace)
         wanted = normalized_names(names)
         if not wanted:
             return []
+        match: ColumnElement[bool] = _E.c.normalized_name.in_(wanted)
+        if aliases:
+            firsts, prefixes = alias_keys(wanted)
+            person = _E.c.type.in_(PERSON_TYPES)
+            alias = [_E.c.normalized_name.startswith(p, autoescape=True) for p in prefixes]
+            if firsts:
+                alias.append(_E.c.normalized_name.in_(firsts))
+            match = or_(match, and_(person, or_(*alias))) if alias else match
         query = (
             select(_E.c.name, _E.c.type, _E.c.properties)
-            .where(_E.c.namespace == namespace, _E.c.normalized_name.in_(wanted))
+            .where(_E.c.namespace == namespace, match)
             .order_by(_E.c.normalized_name, _E.c.type)
         )
         rows = self._read(query, "find_entities")
