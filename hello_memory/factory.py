@@ -75,6 +75,11 @@ def build_graph_store(settings: Settings, records: RecordStore) -> GraphStore:
 
 
 def build_embedder(cfg: EmbeddingSettings) -> Embedder:
+    if cfg.provider != "sentence_transformers":  # a packaged engine (embedding.preset)
+        from hello_memory.embedding.packaged import build_packaged_embedder
+
+        return build_packaged_embedder(cfg.provider, batch_size=cfg.batch_size,
+                                       threads=cfg.engine_threads)
     from hello_memory.embedding import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(cfg.model, device=cfg.device, batch_size=cfg.batch_size,
@@ -107,19 +112,29 @@ def open_stores(
     extractor: Extractor | None = None,
 ) -> Stores:
     """Build and open every store named by ``settings``. Close with ``.close()``."""
+    from hello_memory.embedding.identity import check_embedder, record_embedder
     from hello_memory.stores.bundle import Stores
     from hello_memory.stores.records import RecordStore
 
     records = RecordStore(settings.records_url(), echo=settings.records.echo)
     records.open()
     try:
+        text_embedder = embedder or build_embedder(settings.embedding)
+        # Same-size models would mix silently: the data names its model (no model load).
+        known = check_embedder(records, text_embedder)
         stores = Stores(records, build_vector_store(settings), build_graph_store(settings, records),
-                        embedder or build_embedder(settings.embedding), extractor=extractor)
+                        text_embedder, extractor=extractor)
         if settings.perceptual.enabled:
             from hello_memory.types import MemoryType
 
             stores.register_indexer(MemoryType.PERCEPTUAL, build_perceptual(settings, stores))
         stores.open()
+        if not known:  # only once the collections accepted this embedder's dimension
+            try:
+                record_embedder(records, text_embedder)
+            except BaseException:
+                stores.close()
+                raise
     except BaseException:
         records.close()
         raise
