@@ -11,6 +11,16 @@ A memory's topic is ``metadata["topic"]`` when set, else its ``session_id``, els
 own id. The budget is never exceeded: every text handed out (the index included) is
 counted, and items are added whole or not at all.
 
+With ``standing_share`` > 0 a small part of the budget goes to **standing facts**: the
+namespace's most important semantic memories (allergies, preferences, who the user
+is), whatever the query, because a question rarely names the fact that should shape
+its answer ("suggest a snack" vs. "allergic to peanuts").
+
+Every read of one call is bounded by its limits, not by the namespace's size: one
+search (top ``limit``), one indexed ``LIMIT`` query per relevant topic for its timeline,
+one for the standing facts, and the savings baseline from the record store's running
+token total (``RecordStore.namespace_totals``) plus working memory (capped).
+
 >>> loader = ProgressiveLoader(manager)                               # doctest: +SKIP
 >>> memories, metrics = loader.load_relevant_context("how did we fix the db pool?")
 """
@@ -18,15 +28,19 @@ counted, and items are added whole or not at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.memory.scoring import SearchHit
+from hello_memory.stores.records import ItemFilter
+from hello_memory.stores.records.store import item_topic
+from hello_memory.text.tokenize import tokenize
 from hello_memory.text.tokens import TokenCounter, default_token_counter, truncate_to_tokens
-from hello_memory.types import MemoryItem
+from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
@@ -34,8 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DETAIL_KEYWORDS_EN", "DETAIL_KEYWORDS_ZH", "ContextPlan", "IndexLayer",
-    "ProgressiveLoader", "TimelineLayer", "TokenMetrics", "Topic", "hit_relevance",
-    "is_detail_seeking", "optimize_context", "topic_key",
+    "ProgressiveLoader", "TimelineLayer", "TokenMetrics", "Topic", "available_tokens",
+    "hit_relevance", "is_detail_seeking", "optimize_context", "term_share", "topic_key",
 ]
 
 DETAIL_KEYWORDS_EN = ("exactly", "specifically", "details", "detail", "detailed",
@@ -44,6 +58,7 @@ DETAIL_KEYWORDS_ZH = ("具体", "详细", "原文", "准确", "确切", "完整"
 _DETAIL_EN_RE = re.compile(r"\b(?:" + "|".join(map(re.escape, DETAIL_KEYWORDS_EN)) + r")\b",
                            re.IGNORECASE)
 ContextItem = Mapping[str, Any] | SearchHit | str
+Render = Callable[[Mapping[str, Any]], str]
 
 
 def _check_tokens(value: object, name: str) -> int:
@@ -76,23 +91,51 @@ class TokenMetrics:
 
 
 def topic_key(item: MemoryItem) -> str:
-    """``metadata["topic"]``, else ``session_id``, else the memory's own id."""
-    topic = item.metadata.get("topic")
-    if topic is not None and str(topic).strip():
-        return _one_line(str(topic))  # keys are printed in one-line index entries
-    return item.session_id or item.id
+    """``metadata["topic"]``, else ``session_id``, else the memory's own id (the same
+    key the record store keeps in its indexed ``topic`` column)."""
+    return item_topic(item)
 
 
-def hit_relevance(hit: SearchHit) -> float:
-    """How well one hit matches the query, in [0, 1].
+@lru_cache(maxsize=256)
+def _query_terms(query: str) -> frozenset[str]:
+    return frozenset(tokenize(query, remove_stopwords=True) or tokenize(query))
+
+
+def term_share(query: str, content: str) -> float:
+    """Share of the query's terms (stopwords out, unless that leaves none) found in
+    ``content``: lexical evidence on the same [0, 1] scale as a cosine."""
+    terms = _query_terms(query)
+    return len(terms & set(tokenize(content))) / len(terms) if terms else 0.0
+
+
+# Views whose raw score is already an absolute [0, 1] match: the dense cosine, and
+# working memory's own blend of TF-IDF cosine and keyword share.
+_ABSOLUTE_VIEWS = ("semantic", "working", "perceptual")
+
+
+def hit_relevance(hit: SearchHit, query: str | None = None) -> float:
+    """How well one hit matches the query, in [0, 1]: its strongest absolute evidence.
 
     Final scores blend in recency and importance and use different weights per memory
-    type, so they are not comparable across types and never reach 1. The evidence parts
-    (cosine similarity, graph score, keyword share) are each in [0, 1] and mean the same
-    thing for every type; the strongest one is the hit's relevance.
+    type, so they are not comparable across types and never reach 1. A per-type search
+    hit's evidence parts (cosine similarity, graph score, keyword share) are each in
+    [0, 1] and mean the same thing for every type. A hybrid hit's
+    ``breakdown.similarity`` is the fused relevance normalised to the query's best hit:
+    the top hit gets 1.0 however poorly it matches, so it cannot gate. Its evidence is
+    read from the views instead: the semantic (or perceptual) view's cosine, the
+    working view's score, the graph view's score (1 for a memory that names an entity of
+    the query, 1/(1 + hops) for a neighbour's), and, with ``query``, the share of the
+    query's terms the memory contains (:func:`term_share`; BM25 scores are unbounded).
     """
     b = hit.breakdown
-    return min(1.0, max(0.0, b.similarity, b.graph, b.keyword))
+    if not (hit.views or hit.fused or hit.context):  # the per-type recipe
+        return min(1.0, max(0.0, b.similarity, b.graph, b.keyword))
+    parts = [b.keyword] + [hit.views[v].score for v in _ABSOLUTE_VIEWS if v in hit.views]
+    if "graph" in hit.views:
+        parts.append(hit.views["graph"].score)
+    if query is not None:
+        parts.append(term_share(query, hit.item.content))
+    return min(1.0, max(0.0, *parts))
 
 
 @dataclass(frozen=True)
@@ -117,18 +160,23 @@ class IndexLayer:
         self.label_tokens = label_tokens
 
     def find_relevant_topics(self, query: str, *, namespace: str | None = None,
-                             threshold: float = 0.5, limit: int = 20) -> list[Topic]:
-        """Topics of the top ``limit`` hits with relevance >= ``threshold``, best first."""
-        groups: dict[str, list[SearchHit]] = {}
+                             threshold: float = 0.5, limit: int = 20,
+                             exclude: Collection[str] = ()) -> list[Topic]:
+        """Topics of the top ``limit`` hits with relevance >= ``threshold``, best first;
+        hits whose id is in ``exclude`` are dropped before grouping."""
+        groups: dict[str, list[tuple[float, SearchHit]]] = {}
         for hit in self.manager.search(query, top_k=limit, namespace=namespace):
-            groups.setdefault(topic_key(hit.item), []).append(hit)
+            if hit.id not in exclude:
+                groups.setdefault(topic_key(hit.item), []).append(
+                    (hit_relevance(hit, query), hit))
         topics = []
-        for key, hits in groups.items():
-            hits.sort(key=lambda h: -hit_relevance(h))
+        for key, scored in groups.items():
+            scored.sort(key=lambda p: -p[0])
+            hits = [h for _, h in scored]
             best = _one_line(hits[0].item.content)
             label = truncate_to_tokens(best, self.label_tokens, self.counter)
             topics.append(Topic(key, label + ("…" if label != best else ""),
-                                hit_relevance(hits[0]), tuple(hits),
+                                scored[0][0], tuple(hits),
                                 max(h.item.event_time for h in hits)))
         topics.sort(key=lambda t: (-t.relevance, -t.latest_time.timestamp()))
         return [t for t in topics if t.relevance >= threshold]
@@ -161,29 +209,77 @@ class TimelineLayer:
         self.entries = entries
         self.content_tokens = content_tokens
 
+    @staticmethod
+    def prefix(item: MemoryItem) -> str:
+        """``"<date> <type>: "``, the head of every timeline line."""
+        return f"{item.event_time.date().isoformat()} {item.memory_type.value}: "
+
     def render(self, item: MemoryItem) -> str:
         text = _one_line(item.content)
         short = truncate_to_tokens(text, self.content_tokens, self.counter)
-        return (f"{item.event_time.date().isoformat()} {item.memory_type.value}: {short}"
-                + ("…" if short != text else ""))
+        return self.prefix(item) + short + ("…" if short != text else "")
 
     def recent(self, topic: Topic, *, namespace: str | None = None,
                pool: Sequence[MemoryItem] | None = None, limit: int | None = None
                ) -> list[MemoryItem]:
-        """Newest first. ``pool`` is every memory of the namespace (read when None):
-        a topic's timeline covers all of its memories, not just the ones that matched."""
+        """Newest first: a topic's timeline covers all of its memories, not just the
+        ones that matched. Read from the record store's topic index (bounded by the
+        limit) plus working memory, unless ``pool`` gives the memories to choose from."""
+        return self.recent_many([topic], namespace=namespace, pool=pool, limit=limit)[topic.key]
+
+    def recent_many(self, topics: Sequence[Topic], *, namespace: str | None = None,
+                    pool: Sequence[MemoryItem] | None = None, limit: int | None = None,
+                    exclude: Collection[str] = ()) -> dict[str, list[MemoryItem]]:
+        """:meth:`recent` of several topics in one record-store transaction (one
+        indexed LIMIT query per topic); memories whose id is in ``exclude`` left out."""
+        k = self.entries if limit is None else limit
+        ns = require_namespace(self.manager.default_namespace if namespace is None
+                               else namespace)
+        keys = [t.key for t in topics]
+        members: dict[str, dict[str, MemoryItem]] = {key: {} for key in keys}
         if pool is None:
-            pool = namespace_items(self.manager, namespace)
-        members = {i.id: i for i in pool if topic_key(i) == topic.key}
-        members.update((h.id, h.item) for h in topic.hits if h.id not in members)
-        ordered = sorted(members.values(), key=lambda i: (-i.event_time.timestamp(), i.id))
-        return ordered[:self.entries if limit is None else limit]
+            # Excluded ids may take LIMIT slots: ask for that many more.
+            stored = self.manager.stores.records.recent_by_topic(ns, keys, k + len(exclude))
+            for key, items in stored.items():
+                members[key].update((i.id, i) for i in items)
+            pool = self.manager.working.list(ns)  # capped by working-memory capacity
+        for item in pool:
+            key = topic_key(item)
+            if key in members:
+                members[key][item.id] = item
+        out: dict[str, list[MemoryItem]] = {}
+        for topic in topics:
+            found = members[topic.key]
+            found.update((h.id, h.item) for h in topic.hits if h.id not in found)
+            ordered = sorted((i for i in found.values() if i.id not in exclude),
+                             key=lambda i: (-i.event_time.timestamp(), i.id))
+            out[topic.key] = ordered[:k]
+        return out
 
 
-def namespace_items(manager: MemoryManager, namespace: str | None) -> list[MemoryItem]:
-    """Every live memory of a namespace: active records plus working memory."""
+def available_tokens(manager: MemoryManager, namespace: str | None) -> int:
+    """Tokens of every live memory of a namespace (the savings baseline): the record
+    store's running total of its active memories plus working memory's, O(1)."""
     ns = require_namespace(manager.default_namespace if namespace is None else namespace)
-    return manager.stores.records.list_items(ns) + manager.working.list(ns)
+    return manager.stores.records.namespace_totals(ns)[1] + manager.working.tokens(ns)
+
+
+def _pack(entries: list[dict[str, Any]], room: int, cost: Callable[[Mapping[str, Any]], int]
+          ) -> tuple[list[dict[str, Any]], int]:
+    """Greedy, in order, whole entries only (a later, smaller one may still fit):
+    the entries kept and the tokens they cost."""
+    kept, spent = [], 0
+    for entry in entries:
+        c = cost(entry)
+        if spent + c <= room:
+            kept.append(entry)
+            spent += c
+    return kept, spent
+
+
+def _stored_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries of stored memories first, working memory's after, each in its order."""
+    return sorted(entries, key=lambda e: e["type"] == MemoryType.WORKING.value)
 
 
 def is_detail_seeking(query: str) -> bool:
@@ -242,23 +338,38 @@ class ProgressiveLoader:
     :meth:`track_token_usage` calls) and ``last_index`` holds that call's index text
     (layer 1, counted in the budget but not among the returned memories). One loader
     is not meant for concurrent calls.
+
+    ``standing_share`` (0 = off) is the most of the budget the standing facts may take:
+    up to ``standing_limit`` active semantic memories of importance at least
+    ``standing_min_importance``, most important first, whole; they are full memories
+    (layer 3 in the metrics) with ``layer: "standing"``. The savings baseline is the
+    namespace's token total as the record store counts it (the default token counter),
+    whatever ``token_counter`` this loader spends its budget with.
     """
 
     DESCRIPTIONS = {1: "Index (topics)", 2: "Timeline (recent entries)", 3: "Full memories"}
 
     def __init__(self, manager: MemoryManager, *, token_counter: TokenCounter | None = None,
                  relevance_threshold: float = 0.5, high_relevance_threshold: float = 0.8,
-                 timeline_entries: int = 3, default_max_tokens: int = 2000) -> None:
+                 timeline_entries: int = 3, default_max_tokens: int = 2000,
+                 standing_share: float = 0.0, standing_limit: int = 3,
+                 standing_min_importance: float = 0.6) -> None:
         if not 0.0 <= relevance_threshold <= high_relevance_threshold <= 1.0:
             raise InvalidInputError("need 0 <= relevance_threshold <= "
                                     "high_relevance_threshold <= 1")
         if _check_tokens(timeline_entries, "timeline_entries") < 1:
             raise InvalidInputError("timeline_entries must be at least 1")
+        if not 0.0 <= standing_share <= 1.0 or not 0.0 <= standing_min_importance <= 1.0:
+            raise InvalidInputError("standing_share and standing_min_importance must be "
+                                    "in [0, 1]")
         self.manager = manager
         self.counter = token_counter or default_token_counter()
         self.relevance_threshold = relevance_threshold
         self.high_relevance_threshold = high_relevance_threshold
         self.default_max_tokens = _check_tokens(default_max_tokens, "default_max_tokens")
+        self.standing_share = standing_share
+        self.standing_limit = _check_tokens(standing_limit, "standing_limit")
+        self.standing_min_importance = standing_min_importance
         self.index = IndexLayer(manager, token_counter=self.counter)
         self.timeline = TimelineLayer(manager, token_counter=self.counter,
                                       entries=timeline_entries)
@@ -266,57 +377,106 @@ class ProgressiveLoader:
         self.last_index = ""
 
     def load_relevant_context(self, query: str, max_tokens: int | None = None, *,
-                              namespace: str | None = None
+                              namespace: str | None = None, exclude: Collection[str] = (),
+                              working_last: bool = False, render: Render | None = None,
+                              charge_index: bool = True
                               ) -> tuple[list[dict[str, Any]], TokenMetrics]:
         """Memories for ``query`` as dicts (id, type, layer, content, topic, relevance,
-        event_time) and the token metrics; ``metrics.total_tokens <= max_tokens``."""
+        event_time) and the token metrics; ``metrics.total_tokens <= max_tokens``.
+
+        ``exclude``: memory ids never handed out (the turn being answered).
+        ``working_last``: stored memories are packed (and returned) before working
+        memory, so the conversation itself never outranks what was remembered.
+        ``render``: the text the caller will show for an entry (its id, a prefix);
+        each entry is then charged that text's tokens instead of its content's.
+        ``charge_index=False``: the caller does not show the index (``last_index``), so
+        it costs nothing (``layer1_tokens`` 0) and the whole budget goes to memories.
+        Standing facts come last whatever the order of the rest."""
         budget = _check_tokens(self.default_max_tokens if max_tokens is None else max_tokens,
                                "max_tokens")
+        ns = require_namespace(self.manager.default_namespace if namespace is None
+                               else namespace)
+        exclude = frozenset(exclude)
+        shown_text = render or (lambda e: str(e["content"]))
+
+        def cost(entry: Mapping[str, Any]) -> int:
+            return self.counter.count(shown_text(entry))
+
         self._metrics = m = TokenMetrics()
-        # One read of the namespace per call: timelines and the savings baseline share it.
-        pool = namespace_items(self.manager, namespace)
-        available = sum(self.counter.count(i.content) for i in pool)
+        available = available_tokens(self.manager, ns)
         # Layer 1: the index of every topic the search touched (what the loader scans to
         # choose), charged even when none is relevant, as in the seed.
-        topics = self.index.find_relevant_topics(query, namespace=namespace, threshold=0.0)
-        self.last_index = self.index.render_index(topics, budget)
-        m.layer1_tokens = self.counter.count(self.last_index)
+        topics = self.index.find_relevant_topics(query, namespace=ns, threshold=0.0,
+                                                 exclude=exclude)
+        # Unbudgeted when uncharged: the whole index, and no counting to pay for it.
+        self.last_index = self.index.render_index(topics, budget if charge_index else None)
+        m.layer1_tokens = self.counter.count(self.last_index) if charge_index else 0
         relevant = [t for t in topics if t.relevance >= self.relevance_threshold]
-        if not relevant:
-            m.calculate_savings(available)
-            return [], replace(m)
+        # Standing facts: what they need of their share is reserved before the timeline;
+        # one that the timeline or full layer shows anyway is not repeated at the end.
+        standing, reserve = _pack(
+            self._standing(ns, exclude),
+            min(int(budget * self.standing_share), budget - m.layer1_tokens), cost)
         # Layer 2: recent entries of the relevant topics, best topic first.
+        recent = self.timeline.recent_many(relevant, namespace=ns, exclude=exclude)
         entries = [self._entry(item, topic, "timeline", self.timeline.render(item),
                                topic.relevance)
-                   for topic in relevant for item in self.timeline.recent(topic, pool=pool)]
-        plan = optimize_context(entries, budget - m.layer1_tokens, token_counter=self.counter)
-        kept = {id(e) for e in plan.included}
-        timeline = [e for e in entries if id(e) in kept]
-        m.layer2_tokens = plan.tokens
-        if self.sufficient_context(timeline, query):
-            m.calculate_savings(available)
-            return timeline, replace(m)
-        # Layer 3: full contents. A full memory replaces its own timeline line, so only
-        # the difference is charged against the budget.
-        wanted = [t for t in relevant if t.relevance >= self.high_relevance_threshold
-                  or is_detail_seeking(query)]
+                   for topic in relevant for item in recent[topic.key]]
+        if working_last:
+            entries = _stored_first(entries)
+        timeline, m.layer2_tokens = _pack(entries, budget - m.layer1_tokens - reserve, cost)
+        full: list[dict[str, Any]] = []
+        if relevant and not self.sufficient_context(timeline, query):
+            full = self._full(query, relevant, timeline, m, budget - reserve, cost,
+                              working_last)
+        shown = {e["id"] for e in full + timeline}
+        standing = [e for e in standing if e["id"] not in shown]
+        m.layer3_tokens += sum(cost(e) for e in standing)
+        m.calculate_savings(available)
+        out = full + timeline
+        return (_stored_first(out) if working_last else out) + standing, replace(m)
+
+    def _full(self, query: str, relevant: Sequence[Topic], timeline: list[dict[str, Any]],
+              m: TokenMetrics, budget: int, cost: Callable[[Mapping[str, Any]], int],
+              working_last: bool) -> list[dict[str, Any]]:
+        """Layer 3: full contents of the hits of the high-relevance topics (every
+        relevant topic for a detail-seeking query). A full memory replaces its own
+        timeline line (removed from ``timeline``), so only the difference is charged."""
+        wanted = [(topic, hit) for topic in relevant
+                  if topic.relevance >= self.high_relevance_threshold
+                  or is_detail_seeking(query)
+                  for hit in topic.hits]  # topics are disjoint: no memory is seen twice
+        if working_last:
+            wanted.sort(key=lambda p: p[1].memory_type is MemoryType.WORKING)  # stable
         by_id = {e["id"]: e for e in timeline}
         full: list[dict[str, Any]] = []
-        for topic in wanted:
-            for hit in topic.hits:  # topics are disjoint: no memory is seen twice
-                cost = self.counter.count(hit.item.content)
-                line = by_id.get(hit.id)
-                freed = self.counter.count(line["content"]) if line else 0
-                if m.layer1_tokens + m.layer2_tokens - freed + m.layer3_tokens + cost > budget:
-                    continue
-                if line:
-                    timeline.remove(line)
-                    m.layer2_tokens -= freed
-                m.layer3_tokens += cost
-                full.append(self._entry(hit.item, topic, "full", hit.item.content,
-                                        hit_relevance(hit)))
-        m.calculate_savings(available)
-        return full + timeline, replace(m)
+        for topic, hit in wanted:
+            entry = self._entry(hit.item, topic, "full", hit.item.content,
+                                hit_relevance(hit, query))
+            line = by_id.get(hit.id)
+            freed = cost(line) if line else 0
+            if (m.layer1_tokens + m.layer2_tokens - freed + m.layer3_tokens + cost(entry)
+                    > budget):
+                continue
+            if line:
+                timeline.remove(line)
+                m.layer2_tokens -= freed
+            m.layer3_tokens += cost(entry)
+            full.append(entry)
+        return full
+
+    def _standing(self, namespace: str, exclude: Collection[str]) -> list[dict[str, Any]]:
+        """Standing-fact candidates, most important first (one indexed LIMIT query)."""
+        if self.standing_share == 0 or self.standing_limit == 0:
+            return []
+        facts = self.manager.stores.records.list_items(
+            namespace, ItemFilter(memory_types=(MemoryType.SEMANTIC,),
+                                  min_importance=self.standing_min_importance),
+            order="-importance", limit=self.standing_limit + len(exclude))
+        return [{"id": i.id, "type": i.memory_type.value, "layer": "standing",
+                 "content": i.content, "topic": topic_key(i), "relevance": 0.0,
+                 "event_time": i.event_time}
+                for i in facts if i.id not in exclude][:self.standing_limit]
 
     @staticmethod
     def _entry(item: MemoryItem, topic: Topic, layer: str, content: str,

@@ -23,6 +23,7 @@ working memory.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,6 +45,19 @@ __all__ = ["ACTIONS", "MemoryTool", "memory_dict"]
 
 TypeName = Literal["working", "episodic", "semantic"]
 ROLES = ("user", "assistant", "system", "tool")
+# The most of a context block's budget the standing facts may take.
+STANDING_SHARE = 0.15
+CONTEXT_HEADER = "Relevant memories (id, date, type: content):"
+STANDING_HEADER = "Standing facts (kept in every context):"
+# The block's first line when only standing facts are shown (no longer than the two).
+STANDING_ONLY_HEADER = "Standing facts (id, date, type: content), kept in every context:"
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Equal up to Unicode form, case and whitespace (the same turn, typed again)."""
+    def norm(text: str) -> str:
+        return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return norm(a) == norm(b)
 
 
 class _Args(BaseModel):
@@ -186,10 +200,13 @@ class MemoryTool:
         self.context_tokens = context_tokens
         self.counter = token_counter or default_token_counter()
         # A lower relevance bar than the loader's default: MiniLM cosines of clearly
-        # related sentences often sit between 0.3 and 0.5.
+        # related sentences often sit between 0.3 and 0.5. A context block also keeps a
+        # small share for the standing facts (allergies, preferences, who the user is):
+        # they shape answers to questions that never name them.
         self.loader = loader or ProgressiveLoader(manager, token_counter=self.counter,
                                                   relevance_threshold=0.3,
-                                                  default_max_tokens=context_tokens)
+                                                  default_max_tokens=context_tokens,
+                                                  standing_share=STANDING_SHARE)
         self.prefix = prefix
 
     # --- the dict protocol -------------------------------------------------------------
@@ -293,10 +310,11 @@ class MemoryTool:
         sections: list[str] = []
         shown: dict[str, list[dict[str, Any]]] = {}
         for mtype in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
-            items = records.list_items(self.namespace, ItemFilter(memory_types=(mtype,)))
-            top = sorted(items, key=lambda i: (-i.importance, -i.event_time.timestamp()))
-            shown[mtype.value] = [memory_dict(i) for i in top[:limit]]
-            sections += [self._line(i) for i in top[:limit]]
+            # ORDER BY importance DESC LIMIT n on an index: bounded by ``limit``.
+            top = records.list_items(self.namespace, ItemFilter(memory_types=(mtype,)),
+                                     order="-importance", limit=limit)
+            shown[mtype.value] = [memory_dict(i) for i in top]
+            sections += [self._line(i) for i in top]
         working = sorted(self.manager.working.list(self.namespace),
                          key=lambda i: -i.event_time.timestamp())[:limit]
         shown["working"] = [memory_dict(i) for i in working]
@@ -363,22 +381,45 @@ class MemoryTool:
     # --- context for a prompt and conversation capture ------------------------------
     def get_context_for_query(self, query: str, max_tokens: int | None = None) -> str:
         """A block of the memories relevant to ``query`` to put in a prompt, at most
-        ``max_tokens`` tokens (default ``context_tokens``); empty when nothing is."""
+        ``max_tokens`` tokens (default ``context_tokens``); empty when nothing is.
+
+        One line per memory, ``- [id] date type: content``. The turn being answered
+        (a working-memory turn with the query's text, as :meth:`record_turn` keeps it)
+        is left out, and stored memories come before the conversation's own turns.
+        The loader's standing facts (the most important semantic memories, a small
+        share of the budget) follow under a header of their own."""
         validate_content(query)
         budget = self.context_tokens if max_tokens is None else max_tokens
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise InvalidInputError(f"max_tokens must be a non-negative integer, got {budget!r}")
-        header = "Relevant memories (id, type, date: content):"
-        room = budget - self.counter.count(header) - 2
+        # Header lines and their newlines are paid before the loader packs the lines.
+        room = (budget - self.counter.count(CONTEXT_HEADER) - self.counter.count(STANDING_HEADER)
+                - 4)
         if room <= 0:
             return ""
-        entries, _ = self.loader.load_relevant_context(query, room, namespace=self.namespace)
-        lines = [f"- [{e['id']}] {e['type']} {e['event_time'].date().isoformat()}: "
-                 f"{e['content']}" for e in entries]
-        plan = optimize_context(lines, room, token_counter=self.counter)
-        if not plan.included:
-            return ""
-        return "\n".join([header, *[str(x) for x in plan.included]])
+        turn = [i.id for i in self.manager.working.list(self.namespace)
+                if _same_text(i.content, query)]
+        entries, _ = self.loader.load_relevant_context(
+            query, room, namespace=self.namespace, exclude=turn, working_last=True,
+            render=self._context_line, charge_index=False)  # the block shows no index
+        rendered = [(e["layer"], self._context_line(e)) for e in entries]
+        # The loader charged these very lines; this pass only guards the budget against
+        # a counter that counts a line differently from its parts.
+        kept = set(optimize_context([line for _, line in rendered], room,
+                                    token_counter=self.counter).included)
+        relevant = [line for layer, line in rendered if line in kept and layer != "standing"]
+        standing = [line for layer, line in rendered if line in kept and layer == "standing"]
+        if not relevant:
+            return "\n".join([STANDING_ONLY_HEADER, *standing]) if standing else ""
+        return "\n".join([CONTEXT_HEADER, *relevant,
+                          *([STANDING_HEADER, *standing] if standing else [])])
+
+    def _context_line(self, entry: Mapping[str, Any]) -> str:
+        content = " ".join(str(entry["content"]).split())
+        if entry["layer"] != "timeline":  # a timeline line already starts "date type: "
+            content = (f"{entry['event_time'].date().isoformat()} {entry['type']}: "
+                       f"{content}")
+        return f"- [{entry['id']}] {content}"
 
     def record_turn(self, role: str, content: str, *, importance: float | None = None
                     ) -> dict[str, Any]:

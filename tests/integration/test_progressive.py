@@ -14,12 +14,15 @@ from hello_memory.config import load_settings
 from hello_memory.errors import InvalidInputError
 from hello_memory.factory import open_stores
 from hello_memory.memory.manager import MemoryManager
+from hello_memory.memory.scoring import ScoreBreakdown, SearchHit, ViewHit
 from hello_memory.memory.working import WorkingMemory
 from hello_memory.retrieval.progressive import (
     IndexLayer,
     ProgressiveLoader,
     TimelineLayer,
     TokenMetrics,
+    available_tokens,
+    hit_relevance,
     is_detail_seeking,
     optimize_context,
     topic_key,
@@ -34,6 +37,8 @@ NS = "proj"
 COUNT = default_token_counter().count
 
 BROAD = "deployment of version 2.3"
+# Related to the deploy-23 topic but no perfect match (relevance well below 1).
+PARAPHRASE = "shipping the new billing version"
 DETAIL_EN = "what exactly did we change to fix the deployment migration"
 DETAIL_ZH = "具体是怎么修复的"
 IRRELEVANT = "quantum chromodynamics lattice simulation on GPUs"
@@ -137,8 +142,7 @@ def test_index_layer_groups_hits_into_topics(mm: MemoryManager) -> None:
     topics = index.find_relevant_topics("数据库连接池", namespace=NS, threshold=0.5)
     assert topics and topics[0].key == "db-pool"
     top = topics[0]
-    assert top.relevance == max(max(h.breakdown.similarity, h.breakdown.graph,
-                                    h.breakdown.keyword) for h in top.hits)
+    assert top.relevance == max(hit_relevance(h, "数据库连接池") for h in top.hits)
     assert all(topic_key(h.item) == "db-pool" for h in top.hits)
     line = index.render(top)
     assert re.fullmatch(r"\[db-pool\] .+ · \d+ memor(y|ies) · latest \d{4}-\d{2}-\d{2}", line)
@@ -218,23 +222,25 @@ def test_high_relevance_topics_load_in_full_when_timeline_is_not_enough(
         def sufficient_context(self, memories: Any, query: str) -> bool:
             return False
 
-    [topic] = IndexLayer(mm).find_relevant_topics(BROAD, namespace=NS, threshold=0.5)
+    [topic] = IndexLayer(mm).find_relevant_topics(PARAPHRASE, namespace=NS, threshold=0.5)
     assert topic.key == "deploy-23" and topic.relevance < 0.99
     memories, _ = Skeptic(mm, high_relevance_threshold=topic.relevance - 0.01
-                          ).load_relevant_context(BROAD, namespace=NS)
+                          ).load_relevant_context(PARAPHRASE, namespace=NS)
     full = [m for m in memories if m["layer"] == "full"]
     assert full and {m["topic"] for m in full} == {"deploy-23"}
     memories, _ = Skeptic(mm, high_relevance_threshold=topic.relevance + 0.01
-                          ).load_relevant_context(BROAD, namespace=NS)
+                          ).load_relevant_context(PARAPHRASE, namespace=NS)
     assert len(memories) == 3 and {m["layer"] for m in memories} == {"timeline"}
 
 
 def test_thresholds_come_from_the_constructor(mm: MemoryManager) -> None:
     strict = ProgressiveLoader(mm, relevance_threshold=0.95, high_relevance_threshold=0.95)
-    assert strict.load_relevant_context(BROAD, namespace=NS)[0] == []
+    assert strict.load_relevant_context(PARAPHRASE, namespace=NS)[0] == []
+    assert ProgressiveLoader(mm).load_relevant_context(PARAPHRASE, namespace=NS)[0] != []
     for bad in ({"relevance_threshold": 0.9, "high_relevance_threshold": 0.5},
                 {"relevance_threshold": -0.1}, {"timeline_entries": 0},
-                {"default_max_tokens": -1}):
+                {"default_max_tokens": -1}, {"standing_share": 1.5},
+                {"standing_min_importance": -1}, {"standing_limit": -1}):
         with pytest.raises(InvalidInputError):
             ProgressiveLoader(mm, **bad)
     with pytest.raises(InvalidInputError):
@@ -319,3 +325,165 @@ def test_optimize_context_whole_items_under_budget(mm: MemoryManager) -> None:
         optimize_context(items, -1)
     with pytest.raises(InvalidInputError):
         optimize_context([42], 10)  # type: ignore[list-item]
+
+
+# --- relevance gate, bounded reads, standing facts, exclusions (issue 13) ------------
+def test_hit_relevance_reads_absolute_evidence() -> None:
+    item = MemoryItem(content="Alice is allergic to peanuts.", namespace=NS)
+    # The per-type recipe: the breakdown's parts are absolute.
+    assert hit_relevance(SearchHit(item, 0.5, ScoreBreakdown(similarity=0.4, graph=0.2))) == 0.4
+    # The hybrid engine: breakdown.similarity is relative to the query's best hit (the
+    # top hit gets 1.0 however poor), so the views' evidence is read instead.
+    relative = ScoreBreakdown(similarity=1.0)
+    weak = SearchHit(item, 0.9, relative, fused=0.016, views={"semantic": ViewHit(1, 0.2)})
+    assert hit_relevance(weak) == pytest.approx(0.2)
+    assert hit_relevance(weak, "quantum chromodynamics") == pytest.approx(0.2)
+    assert hit_relevance(weak, "what is Alice allergic to?") == 1.0  # every query term
+    lexical = SearchHit(item, 0.9, relative, fused=0.016, views={"lexical": ViewHit(1, 7.5)})
+    assert hit_relevance(lexical) == 0.0  # a raw BM25 score is no absolute evidence
+    assert hit_relevance(lexical, "peanuts and cashews") == pytest.approx(0.5)
+    graph = SearchHit(item, 0.9, relative, fused=0.01, views={"graph": ViewHit(1, 0.5)})
+    assert hit_relevance(graph) == 0.5  # a neighbour of a named entity
+    turn = SearchHit(item, 0.9, relative, fused=0.01, views={"working": ViewHit(1, 1.04)})
+    assert hit_relevance(turn) == 1.0  # clipped
+    neighbour = SearchHit(item, 0.3, relative, context=0.004)  # found through its session
+    assert hit_relevance(neighbour) == 0.0
+
+
+class CallLog:
+    """The record store with every call recorded (name, positional args, keywords)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.calls = inner, []
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.inner, name)
+        if not callable(target):
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, args, kwargs))
+            return target(*args, **kwargs)
+        return call
+
+
+@pytest.mark.parametrize("query", [BROAD, DETAIL_EN, IRRELEVANT])
+def test_per_call_reads_are_bounded(mm: MemoryManager, monkeypatch: pytest.MonkeyPatch,
+                                    query: str) -> None:
+    """No read of the whole namespace: the search, one LIMIT query per topic, the
+    standing facts with a LIMIT, and the stored token total."""
+    log = CallLog(mm.stores.records)
+    monkeypatch.setattr(mm.stores, "records", log)
+    loader = ProgressiveLoader(mm, standing_share=0.2)
+    loader.load_relevant_context(query, namespace=NS)
+    reads = [(name, kwargs) for name, _, kwargs in log.calls
+             if name not in ("record_access", "get_items", "session_orders")]
+    assert reads, "the loader reads through the record store"
+    for name, kwargs in reads:
+        assert name in ("namespace_totals", "recent_by_topic", "list_items"), name
+        if name == "list_items":
+            assert kwargs["limit"] <= 3 and kwargs["order"] == "-importance"
+    assert [n for n, _ in reads].count("namespace_totals") == 1
+
+
+def test_savings_baseline_is_the_stored_total(mm: MemoryManager) -> None:
+    everything = sum(COUNT(i.content) for i in all_items(mm))
+    assert available_tokens(mm, NS) == everything
+    fact = mm.add("Alice's passport number is stored in the vault.", "semantic", namespace=NS)
+    assert available_tokens(mm, NS) == everything + COUNT(fact.content)
+    mm.remove(fact.id, namespace=NS)
+    assert available_tokens(mm, NS) == everything
+
+
+def check_totals(mm: MemoryManager, ns: str = NS) -> None:
+    """The stored totals against a recount of the rows (every writer keeps them)."""
+    items = mm.stores.records.list_items(ns)
+    assert mm.stores.records.namespace_totals(ns) == (
+        len(items), sum(COUNT(i.content) for i in items))
+
+
+def test_every_writer_keeps_the_totals(mm: MemoryManager, tmp_path: Path) -> None:
+    check_totals(mm)
+    first = mm.add("Carol moved to Lisbon in March.", "episodic", namespace=NS, importance=0.9)
+    check_totals(mm)
+    mm.update(first.id, namespace=NS, content="Carol moved to Lisbon in March, then Porto.")
+    check_totals(mm)
+    low = mm.add("It rained a little.", "episodic", namespace=NS, importance=0.05)
+    mm.forget("importance", namespace=NS, threshold=0.1)  # soft: status forgotten
+    check_totals(mm)
+    assert mm.restore([low.id], namespace=NS) == 1
+    check_totals(mm)
+    mm.forget_ids([low.id], namespace=NS)
+    check_totals(mm)
+    mm.forget("importance", namespace=NS, threshold=0.1, hard=True)  # deleted
+    check_totals(mm)
+    mm.consolidate("episodic", "semantic", namespace=NS, importance_threshold=0.85)
+    check_totals(mm)
+    mm.reindex(namespace=NS)
+    check_totals(mm)
+    export = tmp_path / "export.jsonl"
+    mm.export_jsonl(export, namespace=NS)
+    assert mm.import_jsonl(export, namespace="copy")["imported"] > 0
+    check_totals(mm, "copy")
+    assert mm.stores.records.namespace_totals("copy")[1] == available_tokens(mm, NS) - sum(
+        COUNT(i.content) for i in mm.working.list(NS))
+    assert mm.remove(first.id, namespace=NS) in (True, False)  # consolidated away, or not
+    check_totals(mm)
+    mm.clear("copy", confirm=True)
+    assert mm.stores.records.namespace_totals("copy") == (0, 0)
+
+
+STANDING = "Alice is allergic to peanuts and carries an epinephrine pen."
+
+
+def test_standing_facts_take_a_small_share(mm: MemoryManager) -> None:
+    fact = mm.add(STANDING, "semantic", namespace=NS, importance=0.9)
+    assert ProgressiveLoader(mm).load_relevant_context(IRRELEVANT, namespace=NS)[0] == []
+    loader = ProgressiveLoader(mm, standing_share=0.2)
+    memories, metrics = loader.load_relevant_context(IRRELEVANT, namespace=NS)
+    assert [(m["id"], m["layer"], m["content"]) for m in memories] == [
+        (fact.id, "standing", STANDING)]
+    assert metrics.layer3_tokens == COUNT(STANDING)  # full memories, in layer 3
+    # With a relevant query they come after the relevant memories.
+    memories, metrics = loader.load_relevant_context(BROAD, namespace=NS)
+    assert [m["layer"] for m in memories] == ["timeline"] * 3 + ["standing"]
+    assert metrics.layer3_tokens == COUNT(STANDING)
+    # Only when they fit the share: a budget whose 20% is less than the fact gets none.
+    small = 5 * COUNT(STANDING) - 1
+    memories, metrics = loader.load_relevant_context(BROAD, small, namespace=NS)
+    assert all(m["layer"] != "standing" for m in memories)
+    for budget in (0, 10, 40, 100, 400, 2000):
+        for query in (BROAD, DETAIL_EN, IRRELEVANT):
+            memories, metrics = loader.load_relevant_context(query, budget, namespace=NS)
+            assert metrics.total_tokens <= budget
+            assert len({m["id"] for m in memories}) == len(memories)  # never twice
+            standing = sum(COUNT(m["content"]) for m in memories if m["layer"] == "standing")
+            assert standing <= int(budget * 0.2)
+    # A standing fact that is relevant anyway is shown once, in its relevant place.
+    memories, _ = loader.load_relevant_context("who is allergic to peanuts?", namespace=NS)
+    assert [m["layer"] for m in memories if m["id"] == fact.id] == ["timeline"]
+
+
+def test_exclude_and_working_last(mm: MemoryManager) -> None:
+    query = "数据库连接池"
+    loader = ProgressiveLoader(mm, relevance_threshold=0.3)
+    memories, _ = loader.load_relevant_context(query, namespace=NS)
+    watching = next(m for m in memories if m["type"] == "working")
+    assert memories.index(watching) == 0  # the newest of its topic, first
+    memories, _ = loader.load_relevant_context(query, namespace=NS, working_last=True)
+    types = [m["type"] for m in memories]
+    assert types[-1] == "working" and "working" not in types[:-1]
+    memories, metrics = loader.load_relevant_context(query, namespace=NS,
+                                                     exclude={watching["id"]})
+    assert watching["id"] not in {m["id"] for m in memories} and memories
+    check_accounting(memories, metrics)
+    # ``render`` charges what the caller shows (an id prefix here), not the content.
+    memories, metrics = loader.load_relevant_context(
+        query, 60, namespace=NS, render=lambda e: f"- [{e['id']}] {e['content']}")
+    shown = sum(COUNT(f"- [{m['id']}] {m['content']}") for m in memories)
+    assert metrics.total_tokens == metrics.layer1_tokens + shown <= 60
+    # An index the caller does not show costs nothing.
+    memories, metrics = loader.load_relevant_context(query, 60, namespace=NS,
+                                                     charge_index=False)
+    assert metrics.layer1_tokens == 0 and loader.last_index
+    assert metrics.total_tokens == sum(COUNT(m["content"]) for m in memories) <= 60

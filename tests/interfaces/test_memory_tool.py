@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -133,3 +134,57 @@ def test_context_block_and_turn_capture(manager: MemoryManager) -> None:
     assert fact in block and "rotates every Monday" in block
     assert default_token_counter().count(block) <= 80
     assert tool.get_context_for_query("staging database password", max_tokens=5) == ""
+
+
+# --- the context block a person agrees with (issue 13) ------------------------------
+def test_context_lines_print_date_and_type_once(manager: MemoryManager) -> None:
+    tool = MemoryTool(manager, namespace="n")
+    fact = tool.add("The staging database password rotates every Monday.", "semantic")["id"]
+    tool.add("Lunch on Tuesday was ramen.", "episodic")
+    tool.record_turn("user", "The staging database is slow today.")
+    block = tool.get_context_for_query("when does the staging database password rotate?")
+    header, *lines = block.splitlines()
+    [line] = [x for x in lines if fact in x]
+    assert re.fullmatch(rf"- \[{fact}\] \d{{4}}-\d{{2}}-\d{{2}} semantic: The staging database "
+                        r"password rotates every Monday\.", line), line
+    assert len(lines) >= 2
+    for line in lines:
+        assert line.startswith("- ["), line
+        assert len(re.findall(r"\d{4}-\d{2}-\d{2}", line)) == 1, line
+        assert len(re.findall(r"\b(?:semantic|episodic|working)\b", line)) == 1, line
+    assert header == "Relevant memories (id, date, type: content):"
+
+
+def test_context_leaves_out_the_turn_being_answered(manager: MemoryManager) -> None:
+    tool = MemoryTool(manager, namespace="n")
+    fact = tool.add("The staging database password rotates every Monday.", "semantic")["id"]
+    earlier = tool.record_turn("user", "Remind me about the staging database password.")["id"]
+    query = "When does the staging database password rotate?"
+    turn = tool.record_turn("user", query)["id"]
+    block = tool.get_context_for_query(query)
+    assert turn not in block and query not in block
+    lines = block.splitlines()[1:]
+    assert fact in lines[0]  # a stored memory first, never the conversation itself
+    assert all(fact in x or earlier in x for x in lines)
+    # The same text typed with other case and spacing is the same turn.
+    assert turn not in tool.get_context_for_query("  when does the STAGING database "
+                                                  "password rotate? ")
+
+
+@pytest.mark.parametrize("query", ["Can you suggest a snack for my flight?",
+                                   "What food should I avoid?"])
+def test_context_keeps_standing_facts_in_view(manager: MemoryManager, query: str) -> None:
+    tool = MemoryTool(manager, namespace="n")
+    allergy = tool.add("The user is allergic to peanuts.", "semantic")["id"]
+    for note in ("Lunch on Tuesday was ramen.", "The team standup moved to 9:30.",
+                 "We flew to Lisbon for the conference last spring.",
+                 "The printer on the third floor is out of toner."):
+        tool.add(note, "episodic")
+    tool.add("The deploy pipeline runs on Fridays.", "semantic")
+    block = tool.get_context_for_query(query)
+    assert allergy in block and "allergic to peanuts" in block
+    counter = default_token_counter()
+    assert counter.count(block) <= tool.context_tokens
+    # Under a tight budget the standing share stays small and the block within budget.
+    tight = tool.get_context_for_query(query, max_tokens=40)
+    assert counter.count(tight) <= 40

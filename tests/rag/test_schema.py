@@ -10,6 +10,11 @@ from hello_memory.stores.records import SCHEMA_VERSION, RecordStore
 from hello_memory.stores.records.store import ChunkRecord, DocumentRecord
 
 NOW = datetime(2024, 1, 1, tzinfo=timezone.utc)
+V4_UNDO = """
+DROP INDEX ix_items_ns_topic; DROP INDEX ix_items_ns_type_importance;
+ALTER TABLE hm_memory_items DROP COLUMN topic; ALTER TABLE hm_memory_items DROP COLUMN tokens;
+DROP TABLE hm_namespace_totals;
+"""
 
 
 def _doc(ns: str = "kb") -> tuple[DocumentRecord, list[ChunkRecord]]:
@@ -28,9 +33,11 @@ def test_upgrade_from_v2_adds_the_chunk_outbox_and_keeps_documents(tmp_path: Pat
     doc, chunks = _doc()
     store.replace_document(doc, chunks)
     store.close()
-    # Turn it back into a v2 database: no hm_rag_outbox, version row 2.
+    # Turn it back into a v2 database: no hm_rag_outbox, version row 2 (and none of
+    # v4's columns, indexes and totals table).
     conn = sqlite3.connect(db)
     conn.execute("DROP TABLE hm_rag_outbox")
+    conn.executescript(V4_UNDO)
     conn.execute("UPDATE hm_schema_meta SET value='2' WHERE key='schema_version'")
     conn.commit()
     conn.close()
@@ -38,7 +45,7 @@ def test_upgrade_from_v2_adds_the_chunk_outbox_and_keeps_documents(tmp_path: Pat
     store = RecordStore(f"sqlite:///{db}")
     store.open()
     try:
-        assert SCHEMA_VERSION == 3
+        assert SCHEMA_VERSION >= 3
         assert (tmp_path / "records.db.v2.bak").exists()
         assert [c.content for c in store.document_chunks("kb", doc.id)] == ["alpha"]
         assert store.pending_rag_outbox() == []  # the new table is there, and empty
@@ -48,7 +55,7 @@ def test_upgrade_from_v2_adds_the_chunk_outbox_and_keeps_documents(tmp_path: Pat
         store.close()
     version = sqlite3.connect(db).execute(
         "SELECT value FROM hm_schema_meta WHERE key='schema_version'").fetchone()[0]
-    assert int(version) == 3
+    assert int(version) == SCHEMA_VERSION
 
 
 def test_replace_document_is_one_transaction_scoped_to_its_namespace(tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ import hashlib
 import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, event, text
 
 from hello_memory.errors import (
     BackendUnavailableError,
@@ -19,6 +21,8 @@ from hello_memory.errors import (
     SchemaVersionError,
 )
 from hello_memory.stores.records import SCHEMA_VERSION, ItemFilter, RecordStore
+from hello_memory.stores.records.migrations import MIGRATIONS
+from hello_memory.stores.records.store import count_tokens
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
 from hello_memory.validation import content_hash
 
@@ -260,3 +264,152 @@ def test_any_sqlalchemy_url_and_unopenable_paths(tmp_path: Path) -> None:
         RecordStore(f"sqlite:///{blocker}/records.db").open()
     with pytest.raises(BackendUnavailableError):
         RecordStore("nosuchdialect://x").open()
+
+
+# --- schema v4: stored topics and token counts, namespace totals, bounded reads -----
+def _active_totals(store: RecordStore, ns: str) -> tuple[int, int]:
+    """The totals recomputed from the rows, independently of the store's bookkeeping."""
+    items = store.list_items(ns)
+    return len(items), sum(count_tokens(i.content) for i in items)
+
+
+def test_upgrade_from_v3_fills_topics_tokens_and_totals(db_path: Path) -> None:
+    _make_v1(db_path)  # two episodic rows in namespace "old"
+    engine = create_engine(f"sqlite:///{db_path}")
+    with engine.begin() as conn:
+        MIGRATIONS[1](conn)
+        MIGRATIONS[2](conn)
+        conn.execute(text("UPDATE hm_schema_meta SET value='3' WHERE key='schema_version'"))
+        for rid, content, session, meta, status in (
+                ("33333333-3333-4333-8333-333333333333", "a topic of its own", None,
+                 '{"topic": "  trip\\n planning "}', "active"),
+                ("44444444-4444-4444-8444-444444444444", "in a session", "s9", "{}", "active"),
+                ("55555555-5555-4555-8555-555555555555", "forgotten one", "s9", "{}",
+                 "forgotten")):
+            conn.execute(text(
+                "INSERT INTO hm_memory_items (id, namespace, session_id, memory_type, modality, "
+                "content, event_time, recorded_time, importance, access_count, status, "
+                "metadata) VALUES (:id, 'v3', :s, 'semantic', 'text', :c, "
+                "'2023-01-01 00:00:00', '2023-01-01 00:00:00', 0.5, 0, :st, :m)"),
+                {"id": rid, "s": session, "c": content, "m": meta, "st": status})
+    engine.dispose()
+    s = RecordStore(f"sqlite:///{db_path}")
+    s.open()
+    try:
+        assert (db_path.parent / "records.db.v3.bak").exists()
+        rows = dict(sqlite3.connect(db_path).execute(
+            "SELECT id, topic FROM hm_memory_items").fetchall())
+        assert rows["33333333-3333-4333-8333-333333333333"] == "trip planning"
+        assert rows["44444444-4444-4444-8444-444444444444"] == "s9"
+        assert rows["11111111-1111-4111-8111-111111111111"] == (
+            "11111111-1111-4111-8111-111111111111")  # no topic, no session: its own id
+        for ns in ("old", "v3"):
+            assert s.namespace_totals(ns) == _active_totals(s, ns)
+        assert s.namespace_totals("v3")[0] == 2  # the forgotten row is not counted
+        assert [i.content for i in s.recent_by_topic("v3", ["s9"], 5)["s9"]] == ["in a session"]
+        indexes = {r[0] for r in sqlite3.connect(db_path).execute(
+            "SELECT name FROM sqlite_master WHERE type='index'")}
+        assert {"ix_items_ns_topic", "ix_items_ns_type_importance"} <= indexes
+    finally:
+        s.close()
+    version = sqlite3.connect(db_path).execute(
+        "SELECT value FROM hm_schema_meta WHERE key='schema_version'").fetchone()[0]
+    assert int(version) == SCHEMA_VERSION == 4
+
+
+def test_totals_follow_every_write(store: RecordStore) -> None:
+    a = item("first memory with several words", importance=0.7)
+    b = item("second", session_id="s1")
+    gone = item("stored forgotten", status=MemoryStatus.FORGOTTEN)
+    other = item("another namespace entirely", ns="ns2")
+    store.add_items([a, b, gone, other])
+    checks = [lambda: store.update_item("ns1", a.id, content="now a much longer text than it "
+                                                             "was before, with more tokens"),
+              lambda: store.update_item("ns1", b.id, status=MemoryStatus.FORGOTTEN),
+              lambda: store.update_item("ns1", b.id, content="edited while forgotten"),
+              lambda: store.update_item("ns1", b.id, status=MemoryStatus.ACTIVE),
+              lambda: store.update_item("ns1", gone.id, importance=0.2),
+              lambda: store.delete_items("ns1", [gone.id]),
+              lambda: store.delete_items("ns1", [a.id, "no-such-id"])]
+    assert store.namespace_totals("ns1") == _active_totals(store, "ns1") == (
+        2, count_tokens(a.content) + count_tokens(b.content))
+    for change in checks:
+        change()
+        assert store.namespace_totals("ns1") == _active_totals(store, "ns1")
+        assert store.namespace_totals("ns2") == _active_totals(store, "ns2") == (
+            1, count_tokens(other.content))
+    # A failed write changes nothing, the totals included.
+    with pytest.raises(InvalidInputError):
+        store.add_items([item("new one"), item("dup", id=b.id)])
+    assert store.namespace_totals("ns1") == _active_totals(store, "ns1")
+    assert store.delete_items("ns1", [b.id]) == 1
+    assert store.namespace_totals("ns1") == (0, 0) and store.namespace_totals("nobody") == (0, 0)
+    with sqlite3.connect(store.engine.url.database) as conn:  # edited out of band ...
+        conn.execute("UPDATE hm_namespace_totals SET tokens = 999")
+    assert store.recount_totals() == {"ns2": (1, count_tokens(other.content))}  # ... repaired
+    assert store.namespace_totals("ns1") == (0, 0)
+
+
+def test_topics_and_importance_orders(store: RecordStore) -> None:
+    old = item("old", session_id="s1", event_time=T0)
+    new = item("new", session_id="s1", event_time=T0 + timedelta(days=1))
+    tagged = item("tagged", session_id="s1", metadata={"topic": "t"},
+                  event_time=T0 + timedelta(hours=1))
+    long_key = "x" * 300
+    longer = item("long", metadata={"topic": long_key}, event_time=T0)
+    twin = item("twin", metadata={"topic": long_key + "y"}, event_time=T0)  # same prefix
+    forgotten = item("forgotten", session_id="s1", status=MemoryStatus.FORGOTTEN,
+                     event_time=T0 + timedelta(days=2))
+    store.add_items([old, new, tagged, longer, twin, forgotten])
+    got = store.recent_by_topic("ns1", ["s1", "t", long_key, "none"], 5)
+    assert {k: [i.content for i in v] for k, v in got.items()} == {
+        "s1": ["new", "old"], "t": ["tagged"], long_key: ["long"], "none": []}
+    assert [i.content for i in store.recent_by_topic("ns1", ["s1"], 1)["s1"]] == ["new"]
+    store.update_item("ns1", old.id, metadata={"topic": "t"})  # a new topic on update
+    assert [i.content for i in store.recent_by_topic("ns1", ["t"], 5)["t"]] == ["tagged", "old"]
+    facts = [item(f"fact {n}", memory_type=MemoryType.SEMANTIC, importance=imp,
+                  event_time=T0 + timedelta(days=n))
+             for n, imp in enumerate((0.9, 0.3, 0.9, 0.6))]
+    store.add_items(facts)
+    top = store.list_items("ns1", ItemFilter(memory_types=(MemoryType.SEMANTIC,)),
+                           order="-importance", limit=3)
+    assert [i.content for i in top] == ["fact 2", "fact 0", "fact 3"]
+    newest = store.list_items("ns1", order="-event_time", limit=2)
+    assert [i.content for i in newest] == ["fact 3", "fact 2"]
+    with pytest.raises(InvalidInputError):
+        store.list_items("ns1", order="size")  # type: ignore[arg-type]
+
+
+def test_per_call_reads_run_on_indexes(store: RecordStore) -> None:
+    """The loader's per-call reads are index searches with LIMIT: no scan of the
+    namespace's rows and no sort of them (SQLite's query plan)."""
+    store.add_items([item(f"memory {n}", session_id=f"s{n % 7}", importance=(n % 10) / 10,
+                          memory_type=(MemoryType.SEMANTIC, MemoryType.EPISODIC)[n % 2],
+                          event_time=T0 + timedelta(minutes=n)) for n in range(300)])
+    seen: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, context: Any,
+                executemany: bool) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "hm_memory_items" in statement:
+            seen.append((statement, params))
+
+    event.listen(store.engine, "before_cursor_execute", capture)
+    try:
+        store.recent_by_topic("ns1", ["s3", "s4"], 3)
+        store.list_items("ns1", ItemFilter(memory_types=(MemoryType.SEMANTIC,),
+                                           min_importance=0.6), order="-importance", limit=3)
+        store.namespace_totals("ns1")
+    finally:
+        event.remove(store.engine, "before_cursor_execute", capture)
+    # The topics' ids (one compound statement), their rows by key, the list; the totals
+    # never touch the rows.
+    assert len(seen) == 3
+    plans = []
+    with store.engine.connect() as conn:
+        for statement, params in seen:
+            plans.append(" | ".join(str(r[-1]) for r in conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN " + statement, params)))
+    for plan in plans:
+        assert "SEARCH hm_memory_items USING" in plan, plan
+        assert "SCAN hm_memory_items" not in plan and "TEMP B-TREE" not in plan, plan
+    assert "ix_items_ns_topic" in plans[0] and "ix_items_ns_type_importance" in plans[2]

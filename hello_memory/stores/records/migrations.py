@@ -13,13 +13,25 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, insert, inspect, select, text, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    bindparam,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 
 from hello_memory.errors import SchemaVersionError
 from hello_memory.stores.records.models import (
     SCHEMA_VERSION,
+    TOPIC_CHARS,
     Base,
     MemoryRow,
+    NamespaceTotalsRow,
     RagOutboxRow,
     SchemaMeta,
 )
@@ -47,8 +59,39 @@ def _v2_to_v3(conn: Connection) -> None:
     RagOutboxRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
 
 
+def _v3_to_v4(conn: Connection) -> None:
+    """v4 keeps per-call reads bounded: ``hm_memory_items.topic`` (the loader's topic
+    key) and ``.tokens`` (the content's token count), both backfilled, with the indexes
+    that serve a topic's newest memories and a type's most important ones; and
+    ``hm_namespace_totals`` (active memories and tokens per namespace), filled from
+    the rows."""
+    # Imported here: the store module imports this one.
+    from hello_memory.stores.records.store import count_tokens, topic_for
+
+    conn.execute(text(f"ALTER TABLE hm_memory_items ADD COLUMN topic VARCHAR({TOPIC_CHARS})"))
+    conn.execute(text("ALTER TABLE hm_memory_items ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0"))
+    items = Base.metadata.tables[MemoryRow.__tablename__]
+    rows = conn.execute(select(items.c.id, items.c.content, items.c.session_id,
+                               items.c.metadata)).all()
+    backfill = [{"_id": rid, "_topic": topic_for(meta, session, rid)[:TOPIC_CHARS],
+                 "_tokens": count_tokens(content)} for rid, content, session, meta in rows]
+    if backfill:  # one executemany, not one statement per row
+        conn.execute(update(items).where(items.c.id == bindparam("_id"))
+                     .values(topic=bindparam("_topic"), tokens=bindparam("_tokens")), backfill)
+    for index in items.indexes:
+        if index.name in ("ix_items_ns_topic", "ix_items_ns_type_importance"):
+            index.create(conn)
+    totals = Base.metadata.tables[NamespaceTotalsRow.__tablename__]
+    totals.create(conn)
+    conn.execute(insert(totals).from_select(
+        ["namespace", "items", "tokens"],
+        select(items.c.namespace, func.count(), func.coalesce(func.sum(items.c.tokens), 0))
+        .where(items.c.status == "active").group_by(items.c.namespace)))
+
+
 # MIGRATIONS[n] upgrades a database at version n to n + 1.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
+                                                       3: _v3_to_v4}
 
 
 def read_version(conn: Connection) -> int | None:

@@ -1,4 +1,4 @@
-"""SQLAlchemy table definitions of the record store (schema version 3).
+"""SQLAlchemy table definitions of the record store (schema version 4).
 
 The record store is the source of truth: Qdrant and the graph are derived from it.
 All times are stored as timezone-aware UTC. The SQLite graph backend keeps its
@@ -26,7 +26,11 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+# Longest topic key kept in ``hm_memory_items.topic`` (the index column); longer keys are
+# stored cut and matched exactly on the rows read back (see RecordStore.recent_by_topic).
+TOPIC_CHARS = 255
 
 ID = String(36)
 
@@ -72,6 +76,11 @@ class MemoryRow(Base):
         Index("ix_items_ns_user", "namespace", "user_id"),
         Index("ix_items_ns_event_time", "namespace", "event_time"),
         Index("ix_items_ns_hash", "namespace", "content_hash"),
+        # Schema v4: a topic's newest memories, and a type's most important ones, are
+        # read with LIMIT straight off these indexes (bounded by the limit, not by N).
+        Index("ix_items_ns_topic", "namespace", "topic", "status", "event_time"),
+        Index("ix_items_ns_type_importance", "namespace", "memory_type", "status",
+              "importance", "event_time"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -90,6 +99,23 @@ class MemoryRow(Base):
     last_access: Mapped[datetime | None] = mapped_column(UTCDateTime)
     status: Mapped[str] = mapped_column(String(16), default="active")
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    # Added in schema v4, both derived from the fields above on every write:
+    # ``topic`` = the progressive loader's topic key (metadata["topic"], else
+    # session_id, else the id), cut to TOPIC_CHARS; ``tokens`` = the content's token
+    # count by the default token counter.
+    topic: Mapped[str | None] = mapped_column(String(TOPIC_CHARS))
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class NamespaceTotalsRow(Base):
+    """Schema v4: the active memories of a namespace and their token total, kept in
+    step with ``hm_memory_items`` in the same transaction as every write to it."""
+
+    __tablename__ = "hm_namespace_totals"
+
+    namespace: Mapped[str] = mapped_column(String(255), primary_key=True)
+    items: Mapped[int] = mapped_column(Integer, default=0)
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class EntityRow(Base):

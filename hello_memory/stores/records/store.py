@@ -3,6 +3,16 @@
 Records are the source of truth. Every write commits its rows and an outbox row per
 affected memory in ONE transaction; the caller then applies the outbox to Qdrant and
 the graph and marks it applied. Rows left pending after a crash are replayed later.
+
+Per-call reads of the progressive loader stay bounded by their limit, not by the size
+of the namespace (schema v4): every row stores its topic key and token count, written
+with the row; ``hm_namespace_totals`` holds each namespace's active-memory count and
+token total. The totals are a running sum, not a query: ``SUM(tokens)`` over an index
+would still visit every row of the namespace (linear in N), while one primary-key row
+costs O(1) to read. Every change of a row's status, content or existence goes through
+``add_items``, ``update_item`` or ``delete_items``, and each applies its delta to the
+totals in the SAME transaction as the rows, so a rollback or crash can never leave
+them out of step; ``recount_totals`` rebuilds them from the rows (a repair, O(N)).
 """
 
 from __future__ import annotations
@@ -12,10 +22,24 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import Engine, create_engine, delete, event, func, select, update
+from sqlalchemy import (
+    Engine,
+    TextClause,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,17 +51,25 @@ from hello_memory.errors import (
 )
 from hello_memory.stores.records.migrations import migrate
 from hello_memory.stores.records.models import (
+    TOPIC_CHARS,
     AuditRow,
     ChunkRow,
     DocumentRow,
     MemoryRow,
+    NamespaceTotalsRow,
     OutboxRow,
     RagOutboxRow,
 )
+from hello_memory.text.tokens import default_token_counter
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality, utcnow
 from hello_memory.validation import require_namespace, validate_item
 
-__all__ = ["ChunkRecord", "DocumentRecord", "ItemFilter", "OutboxEntry", "RecordStore"]
+__all__ = ["ChunkRecord", "DocumentRecord", "ItemFilter", "OutboxEntry", "RecordStore",
+           "item_topic", "topic_for"]
+
+# list_items orders: oldest event first (the default), newest first, most important
+# first (newer first among equals; served by ix_items_ns_type_importance).
+ItemOrder = Literal["event_time", "-event_time", "-importance"]
 
 # Fields callers may change with update(); id/namespace/recorded_time never change.
 _UPDATABLE = {
@@ -131,6 +163,24 @@ def _to_item(row: MemoryRow) -> MemoryItem:
     )
 
 
+def topic_for(metadata: Any, session_id: str | None, memory_id: str) -> str:
+    """The topic key of a memory: ``metadata["topic"]`` (on one line) when set, else
+    its ``session_id``, else its own id (the progressive loader's grouping)."""
+    topic = metadata.get("topic") if isinstance(metadata, dict) else None
+    if topic is not None and str(topic).strip():
+        return " ".join(str(topic).split())  # keys are printed in one-line index entries
+    return session_id or memory_id
+
+
+def item_topic(item: MemoryItem) -> str:
+    return topic_for(item.metadata, item.session_id, item.id)
+
+
+def count_tokens(content: str) -> int:
+    """The stored ``tokens`` of a memory: the default token counter's count."""
+    return default_token_counter().count(content)
+
+
 def _to_row(item: MemoryItem) -> MemoryRow:
     return MemoryRow(
         id=item.id, namespace=item.namespace, content=item.content,
@@ -140,7 +190,42 @@ def _to_row(item: MemoryItem) -> MemoryRow:
         recorded_time=item.recorded_time, importance=item.importance,
         access_count=item.access_count, last_access=item.last_access,
         status=item.status.value, metadata_=item.metadata,
+        topic=item_topic(item)[:TOPIC_CHARS], tokens=count_tokens(item.content),
     )
+
+
+@lru_cache(maxsize=128)
+def _topics_sql(n: int) -> TextClause:
+    """The ids of the newest active memories of ``n`` topics (``:t0`` .. ``:t{n-1}``),
+    ``:k`` each: one index search per topic. Plain SQL, built once per ``n``: building
+    the same statement as 20 SQLAlchemy subqueries costs more than running it."""
+    one = ("SELECT id FROM (SELECT id FROM hm_memory_items WHERE namespace = :ns AND "
+           "topic = :t{n} AND status = :active ORDER BY event_time DESC LIMIT :k) AS q{n}")
+    return text(" UNION ALL ".join(one.format(n=i) for i in range(n)))
+
+
+def _active(status: str | MemoryStatus) -> bool:
+    return MemoryStatus(status) is MemoryStatus.ACTIVE
+
+
+def _bump_totals(s: Session, deltas: dict[str, list[int]]) -> None:
+    """Add ``[items, tokens]`` deltas to each namespace's totals row (created at the
+    first write): an atomic upsert where the dialect has one, so concurrent first
+    writes of a namespace cannot collide."""
+    dialect = s.get_bind().dialect.name
+    for ns, (n, tokens) in deltas.items():
+        if n == 0 and tokens == 0:
+            continue
+        grow = {"items": NamespaceTotalsRow.items + n, "tokens": NamespaceTotalsRow.tokens + tokens}
+        if dialect in ("sqlite", "postgresql"):
+            ins = (sqlite_insert if dialect == "sqlite" else pg_insert)(NamespaceTotalsRow)
+            s.execute(ins.values(namespace=ns, items=n, tokens=tokens)
+                      .on_conflict_do_update(index_elements=["namespace"], set_=grow))
+            continue
+        done = s.execute(update(NamespaceTotalsRow)
+                         .where(NamespaceTotalsRow.namespace == ns).values(**grow))
+        if not done.rowcount:  # type: ignore[attr-defined]
+            s.execute(insert(NamespaceTotalsRow).values(namespace=ns, items=n, tokens=tokens))
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -234,7 +319,15 @@ class RecordStore:
             taken = s.scalars(select(MemoryRow.id).where(MemoryRow.id.in_(ids))).all()
             if taken:
                 raise InvalidInputError(f"memory id already exists: {taken[0]}")
-            s.add_all([_to_row(i) for i in items])
+            rows = [_to_row(i) for i in items]
+            s.add_all(rows)
+            deltas: dict[str, list[int]] = {}
+            for row in rows:
+                if _active(row.status):
+                    d = deltas.setdefault(row.namespace, [0, 0])
+                    d[0] += 1
+                    d[1] += row.tokens
+            _bump_totals(s, deltas)
             boxes = [OutboxRow(op="upsert", namespace=i.namespace, memory_id=i.id, created_at=now)
                      for i in items]
             s.add_all(boxes)
@@ -279,13 +372,72 @@ class RecordStore:
 
     def list_items(
         self, namespace: str, flt: ItemFilter = ItemFilter(), *, limit: int | None = None,
-        offset: int = 0,
+        offset: int = 0, order: ItemOrder = "event_time",
     ) -> list[MemoryItem]:
-        """Items matching ``flt``, oldest event first."""
+        """Items matching ``flt``, oldest event first; ``order="-event_time"``: newest
+        first; ``"-importance"``: most important first, newer first among equals (with
+        one memory type and a ``limit``, read off an index: bounded by the limit)."""
+        orders: dict[str, tuple[Any, ...]] = {
+            "event_time": (MemoryRow.event_time, MemoryRow.id),
+            "-event_time": (MemoryRow.event_time.desc(), MemoryRow.id.desc()),
+            "-importance": (MemoryRow.importance.desc(), MemoryRow.event_time.desc()),
+        }
+        if order not in orders:
+            raise InvalidInputError(f"order must be one of {sorted(orders)}, got {order!r}")
         q = (select(MemoryRow).where(*self._where(namespace, flt))
-             .order_by(MemoryRow.event_time, MemoryRow.id).offset(offset).limit(limit))
+             .order_by(*orders[order]).offset(offset).limit(limit))
         with self.transaction() as s:
             return [_to_item(r) for r in s.scalars(q).all()]
+
+    def recent_by_topic(self, namespace: str, topics: Sequence[str], limit: int
+                        ) -> dict[str, list[MemoryItem]]:
+        """The ``limit`` newest active memories of each topic key (see :func:`topic_for`),
+        newest first. One statement: a UNION ALL of one LIMIT search per topic on
+        ix_items_ns_topic, then the rows by primary key, so the cost follows
+        ``len(topics) * limit``, not the namespace's size."""
+        require_namespace(namespace)
+        keys = list(dict.fromkeys(topics))
+        out: dict[str, list[MemoryItem]] = {t: [] for t in keys}
+        if limit <= 0 or not keys:
+            return out
+        with self.transaction() as s:
+            ids: list[str] = []
+            for start in range(0, len(keys), 100):  # SQLite allows 500 compound terms
+                chunk = keys[start:start + 100]
+                params: dict[str, Any] = {f"t{n}": key[:TOPIC_CHARS] for n, key in enumerate(chunk)}
+                params.update(ns=namespace, active=MemoryStatus.ACTIVE.value, k=limit)
+                ids += s.scalars(_topics_sql(len(chunk)), params).all()
+            rows = s.scalars(select(MemoryRow).where(MemoryRow.id.in_(ids))).all() if ids else []
+        for item in sorted(map(_to_item, rows), key=lambda i: (-i.event_time.timestamp(), i.id)):
+            key = item_topic(item)  # keys longer than the column share a prefix: exact
+            if key in out and len(out[key]) < limit:
+                out[key].append(item)
+        return out
+
+    def namespace_totals(self, namespace: str) -> tuple[int, int]:
+        """(active memories, their tokens) of ``namespace``: one primary-key read."""
+        require_namespace(namespace)
+        with self.transaction() as s:
+            row = s.get(NamespaceTotalsRow, namespace)
+            return (row.items, row.tokens) if row is not None else (0, 0)
+
+    def recount_totals(self, namespace: str | None = None) -> dict[str, tuple[int, int]]:
+        """Rebuild the totals of one namespace (every one when None) from the rows:
+        a repair for totals edited out of band, linear in the rows; returns them."""
+        if namespace is not None:
+            require_namespace(namespace)
+        q = (select(MemoryRow.namespace, func.count(), func.coalesce(func.sum(MemoryRow.tokens), 0))
+             .where(MemoryRow.status == MemoryStatus.ACTIVE.value).group_by(MemoryRow.namespace))
+        clear = delete(NamespaceTotalsRow)
+        if namespace is not None:
+            q = q.where(MemoryRow.namespace == namespace)
+            clear = clear.where(NamespaceTotalsRow.namespace == namespace)
+        with self.transaction() as s:
+            counted = {ns: (int(n), int(t)) for ns, n, t in s.execute(q)}
+            s.execute(clear)
+            s.add_all([NamespaceTotalsRow(namespace=ns, items=n, tokens=t)
+                       for ns, (n, t) in counted.items()])
+        return counted
 
     def session_orders(self, namespace: str, sessions: Sequence[str]
                        ) -> dict[str, tuple[str, ...]]:
@@ -323,13 +475,17 @@ class RecordStore:
                 raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
             item = _to_item(row)
             old_content = item.content
+            before = (1, row.tokens) if _active(row.status) else (0, 0)
             for key, value in changes.items():
                 setattr(item, key, value)
             content_changed = item.content != old_content
             if content_changed and "content_hash" not in changes:
                 item.content_hash = None
             validate_item(item)
-            s.merge(_to_row(item))
+            new = _to_row(item)
+            s.merge(new)
+            after = (1, new.tokens) if _active(new.status) else (0, 0)
+            _bump_totals(s, {namespace: [after[0] - before[0], after[1] - before[1]]})
             # New content must be re-embedded and re-extracted; anything else only
             # changes the vector's payload.
             s.add(OutboxRow(op="upsert" if content_changed else "payload", namespace=namespace,
@@ -340,12 +496,15 @@ class RecordStore:
         """Delete items of ``namespace`` by id and queue index deletions; returns count."""
         require_namespace(namespace)
         with self.transaction() as s:
-            found = s.scalars(select(MemoryRow.id).where(
+            rows = s.execute(select(MemoryRow.id, MemoryRow.status, MemoryRow.tokens).where(
                 MemoryRow.namespace == namespace, MemoryRow.id.in_(ids))).all()
+            found = [r.id for r in rows]
             if not found:
                 return 0
             s.execute(delete(MemoryRow).where(MemoryRow.namespace == namespace,
                                               MemoryRow.id.in_(found)))
+            gone = [r.tokens for r in rows if _active(r.status)]
+            _bump_totals(s, {namespace: [-len(gone), -sum(gone)]})
             now = utcnow()
             s.add_all([OutboxRow(op="delete", namespace=namespace, memory_id=i, created_at=now)
                        for i in found])
