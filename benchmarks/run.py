@@ -12,8 +12,9 @@ on the same texts, so ratios are comparable on a noisy machine; absolute numbers
 * N = 100k: both sides reuse cached real embeddings (``benchmarks/.cache``, computed
   once by the model) so the row measures the store path alone.
 * Search: top 5, query embedding included on both sides; "dense" =
-  ``MemoryManager.search(q, ["episodic"])``, "fused" = ``HybridRetriever.search`` (every
-  view: dense + BM25 + symbolic + graph, no LLM); "fused, no embed" = the same with the
+  ``MemoryManager.search(q, ["episodic"], recipe="per-type")`` (one type's dense
+  ranking), "fused" = ``MemoryManager.search(q)``, the one search (every view: dense +
+  BM25 + symbolic + graph, no LLM); "fused, no embed" = the same with the
   query vectors precomputed (the target at 100k excludes query embedding).
 * Isolation: a 1k-memory namespace is searched before and after the N others load.
 * Peer: LoCoMo dev turns on hello-memory, the raw stack and mem0 (``.venv-peer``).
@@ -91,23 +92,16 @@ def entries(texts: Sequence[str], ns: str, now: datetime) -> list[dict[str, Any]
              "event_time": now - timedelta(minutes=i)} for i, t in enumerate(texts)]
 
 
-def fused_searcher(mm: Any) -> tuple[Callable[[str, str], object], Any] | None:
-    try:
-        from hello_memory.retrieval.hybrid import HybridRetriever
-    except ImportError:
-        return None
-    retriever = HybridRetriever(mm)
-    return (lambda q, ns: retriever.search(q, 5, namespace=ns)), retriever
+def fused_searcher(mm: Any) -> Callable[[str, str], object]:
+    """The one search every interface runs (the hybrid recipe)."""
+    return lambda q, ns: mm.search(q, top_k=5, namespace=ns)
 
 
 def measure_fused(mm: Any, qs: Sequence[str], qvecs: QueryVectors, res: dict[str, Any],
                   prefix: str) -> None:
     """Fused search p50/p95 with and without query embedding (``qvecs``: the query
     vectors computed beforehand), into ``res``."""
-    fused = fused_searcher(mm)
-    if fused is None:
-        return
-    search, retriever = fused
+    search = fused_searcher(mm)
     res[f"{prefix}fused_p50_ms"], res[f"{prefix}fused_p95_ms"] = lat_ms(
         lambda q: search(q, "b"), qs)
     inner = mm.stores.embedder
@@ -115,7 +109,6 @@ def measure_fused(mm: Any, qs: Sequence[str], qvecs: QueryVectors, res: dict[str
     res[f"{prefix}fused_noembed_p50_ms"], res[f"{prefix}fused_noembed_p95_ms"] = lat_ms(
         lambda q: search(q, "b"), qs)
     mm.stores.embedder = inner
-    retriever.close()
 
 
 def top_ids(mm: Any, qs: Sequence[str], qvecs: QueryVectors, k: int = 10) -> list[list[str]]:
@@ -184,15 +177,15 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[s
         solo = [f"{t} (solo)" for t in corpus(1000, seed=99)]
         mm.add_many(entries(solo, "solo", now))
         res["solo_before_p50_ms"], res["solo_before_p95_ms"] = lat_ms(
-            lambda q: mm.search(q, ["episodic"], 5, namespace="solo"), qs)
+            lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs)
         t0 = time.perf_counter()
         for i in range(0, n, 10_000):  # one call per 10k keeps the batch's memory bounded
             mm.add_many(entries(texts[i:i + 10_000], "b", now))
         res["hm_ingest_s"] = time.perf_counter() - t0
         res["solo_after_p50_ms"], res["solo_after_p95_ms"] = lat_ms(
-            lambda q: mm.search(q, ["episodic"], 5, namespace="solo"), qs)
+            lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs)
         res["dense_p50_ms"], res["dense_p95_ms"] = lat_ms(
-            lambda q: mm.search(q, ["episodic"], 5, namespace="b"), qs)
+            lambda q: mm.search(q, ["episodic"], 5, namespace="b", recipe="per-type"), qs)
         qvecs = QueryVectors(hm_embedder, qs)  # embedded once, reused below
         measure_fused(mm, qs, qvecs, res, "")
         exact_top = top_ids(mm, qs, qvecs)
@@ -210,7 +203,7 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[s
         res["optimize_s"] = time.perf_counter() - t0
         res["optimize_built"] = bool(report.collections.get("memories"))
         res["hnsw_dense_p50_ms"], res["hnsw_dense_p95_ms"] = lat_ms(
-            lambda q: mm.search(q, ["episodic"], 5, namespace="b"), qs)
+            lambda q: mm.search(q, ["episodic"], 5, namespace="b", recipe="per-type"), qs)
         measure_fused(mm, qs, qvecs, res, "hnsw_")
         hnsw_top = top_ids(mm, qs, qvecs)
         res["hnsw_recall_at_10"] = statistics.mean(

@@ -49,8 +49,9 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any
         "", "### Search (top 5, p50 / p95 ms)", "",
         "Query embedding is included everywhere except in the \"fused, no embedding\" "
         "column (query vectors computed beforehand: the 100k target's measure). Dense = "
-        "`MemoryManager.search(q, [\"episodic\"])`; fused = `HybridRetriever.search` with "
-        "every view (dense + BM25 + symbolic + graph, no LLM).", "",
+        "`MemoryManager.search(q, [\"episodic\"], recipe=\"per-type\")`; fused = "
+        "`MemoryManager.search(q)`, the one search, with every view (dense + BM25 + "
+        "symbolic + graph, no LLM).", "",
         "| N | raw dense | hello-memory dense | ratio p95 | fused | ratio p95 (target <= 2 at "
         "10k) | fused, no embedding (target p95 <= 50 at 100k) |",
         "|---|---|---|---|---|---|---|",

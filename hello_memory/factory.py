@@ -114,6 +114,7 @@ def open_stores(
     """Build and open every store named by ``settings``. Close with ``.close()``."""
     from hello_memory.embedding.identity import check_embedder, record_embedder
     from hello_memory.stores.bundle import Stores
+    from hello_memory.stores.lexical_version import check_lexical_version
     from hello_memory.stores.records import RecordStore
 
     records = RecordStore(settings.records_url(), echo=settings.records.echo)
@@ -129,6 +130,8 @@ def open_stores(
 
             stores.register_indexer(MemoryType.PERCEPTUAL, build_perceptual(settings, stores))
         stores.open()
+        # Keyword (BM25) vectors of an older analyzer: warn, reindex rebuilds them.
+        check_lexical_version(records)
         if not known:  # only once the collections accepted this embedder's dimension
             try:
                 record_embedder(records, text_embedder)

@@ -285,6 +285,11 @@ def reindex(
         report.outbox_replayed = stores.apply_outbox()
     for ns in report.namespaces:
         _reindex_namespace(stores, ns, report, progress)
+    if not dry_run and namespace is None:
+        # Every memory's keyword vector now comes from this analyzer.
+        from hello_memory.stores.lexical_version import record_lexical_version
+
+        record_lexical_version(stores.records)
     log.info("reindex%s: %s", " (dry run)" if dry_run else "", report.as_dict())
     return report
 

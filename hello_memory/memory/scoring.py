@@ -6,7 +6,7 @@ Every score is a product of a relevance blend and the importance factor::
     recency(age)         = 0.5 ** (age / half_life)               # 1 now, 0.5 after one half-life
     episodic / perceptual: (0.8 * similarity + 0.2 * recency) * importance_factor
     semantic:              (0.7 * similarity + 0.3 * graph)   * importance_factor
-                           (similarity alone when the query has no graph evidence)
+                           (similarity alone without graph evidence)
     working:               (0.7 * tfidf + 0.3 * keyword) * recency * importance_factor
 
 ``similarity`` is the cosine clipped to [0, 1] (a negative cosine carries no evidence
@@ -150,10 +150,10 @@ def score(
 ) -> SearchHit:
     """Apply ``profile`` to one candidate (similarity already clipped to [0, 1]).
 
-    ``graph=None`` means the query gave no graph evidence at all (no entity of the
-    question is in the graph): the graph weight then goes to similarity, so a
-    semantic memory is scored on the same scale as the other types instead of losing
-    its 0.3 share for evidence nobody had (docs/RETRIEVAL.md, "one scale")."""
+    ``graph=None`` means there is no graph evidence for this memory: the graph weight
+    then goes to similarity, so a semantic memory is scored on the same scale as the
+    other types instead of losing its 0.3 share for evidence it could not have
+    (docs/RETRIEVAL.md, "one scale")."""
     rec = recency(item.event_time, now, profile.half_life_days)
     sim_weight = profile.similarity_weight + (profile.graph_weight if graph is None else 0.0)
     graph = 0.0 if graph is None else graph

@@ -52,6 +52,7 @@ from hello_memory.retrieval.recipes import SearchRecipe, recipe_named
 from hello_memory.retrieval.views import (
     VIEW_NAMES,
     ViewRequest,
+    about_someone_else,
     graph_view,
     lexical_view,
     semantic_view,
@@ -62,7 +63,13 @@ from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text import tokenize
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
-from hello_memory.text.people import SELF_ENTITY, asked_roles, canonical_role, role_key
+from hello_memory.text.people import (
+    SELF_ENTITY,
+    asked_roles,
+    canonical_role,
+    role_key,
+    without_title,
+)
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import require_namespace, validate_content, validate_top_k
 
@@ -86,6 +93,9 @@ SHARED_RANK_VIEWS = ("semantic", "lexical", "graph", "working", "perceptual")
 # What an event outside the time range a question names keeps of its score (once the
 # range holds anything): "what did Tom do in June?" is answered by June's events.
 TIME_MISS_FACTOR = 0.5
+# What a memory plainly about someone else keeps of its score when the question asks
+# about a person ("who is my manager?" is not answered by "Anna's manager is Priya").
+SUBJECT_MISS_FACTOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -106,13 +116,15 @@ class _Round:
     # Memories inside a time range the question names (None: it names none).
     in_time: set[str] | None = None
     asked_until: datetime | None = None  # end of the latest time range asked about
+    analysis: QueryAnalysis | None = None  # of the original question, as planned
     results: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     found_by: dict[str, list[str]] = field(default_factory=dict)
     items: dict[str, MemoryItem] = field(default_factory=dict)
 
 
 # Words that ask for a person without asking anything about them.
-_ONLY_ASKING = frozenset(["who", "whom", "whose", "what", "whats", "name", "names", "called", "call", "tell", "谁", "叫", "什么", "名字", "是"])
+_ONLY_ASKING = frozenset(["who", "whom", "whose", "what", "whats", "name", "names",
+                          "called", "call", "tell", "谁", "叫", "什么", "名字", "是"])
 
 
 def _asks_about(question: str, names: Sequence[str]) -> bool:
@@ -310,19 +322,25 @@ class HybridRetriever:
         the names in their place ("When is Tom Berg's birthday?")."""
         analysis = plan.analysis
         update: dict[str, Any] = {}
-        if analysis.first_person:
-            update["self_names"] = self._linked_people(ns, [SELF_ENTITY])
+        # The user's names: a first-person question is about them, and a question
+        # about someone else is not answered by a memory about the user.
+        update["self_names"] = self._linked_people(ns, [SELF_ENTITY])
         resolved: list[str] = []
         rewritten = plan.queries[0]
         taken = len(rewritten) + 1
         for asked in sorted(asked_roles(analysis.query), key=lambda a: -a.span[0]):
-            owners = [asked.owner]
+            owners: list[str] = []
+            current = [asked.owner]
             for role in asked.chain:
-                keys = [role_key(o, role) for o in owners]
-                keys += [role_key(o.split(" ", 1)[0], role) for o in owners if " " in o]
-                owners = self._linked_people(ns, keys)
-                if not owners:
+                bare = [without_title(o) for o in current]
+                keys = [role_key(o, role) for o in current]
+                keys += [role_key(o.split(" ", 1)[0], role) for o in bare if " " in o]
+                current = self._linked_people(ns, keys)
+                if not current:
                     break
+                # "my daughter's teacher" with no teacher known is still about the
+                # daughter: the last people the chain reached.
+                owners = current
             if owners:
                 resolved += owners
                 start, end = asked.span
@@ -466,6 +484,7 @@ class HybridRetriever:
                 state.found_by.setdefault(memory_id, list(queries[:1]))
         self._load_items(ns, state)
         if "symbolic" in active:
+            state.analysis = analysis
             if analysis.time_ranges:
                 state.in_time = {m for m, _ in state.results.get("symbolic", [])}
                 state.asked_until = max(end for _, end in analysis.time_ranges)
@@ -605,9 +624,9 @@ class HybridRetriever:
         top = max(totals.values()) or 1.0
         graph = dict(state.results.get("graph", []))
         gmax = max(graph.values(), default=0.0) or 1.0
-        # No graph evidence for this query: the profiles score on similarity alone
-        # rather than giving every semantic memory a zero for its graph share.
-        has_graph = bool(graph)
+        # A memory without graph evidence is scored on similarity alone rather than
+        # given a zero for its graph share: the graph can lift a memory it links, but
+        # its silence is no evidence against one (one scale for every type).
         # Recency is measured from now (``reference_time`` only anchors the question's
         # time expressions: on the LoCoMo dev split, recency from the question's own
         # date cost 0.02 recall@10), or from the end of the period the question names
@@ -624,11 +643,13 @@ class HybridRetriever:
             profile = self.profiles.get(item.memory_type, self.profiles[MemoryType.EPISODIC])
             # The profile's similarity slot takes the normalised fused relevance.
             scored = score(profile, item, now, similarity=total / top,
-                           graph=graph.get(m, 0.0) / gmax if has_graph else None)
+                           graph=graph[m] / gmax if m in graph else None)
             views = fused.get(m, (0.0, {}))[1]
             final = scored.score
             if timed and m not in timed:
                 final *= TIME_MISS_FACTOR
+            if state.analysis is not None and about_someone_else(item, state.analysis):
+                final *= SUBJECT_MISS_FACTOR
             hits.append(SearchHit(item=item, score=final, fused=fused.get(m, (0.0, {}))[0],
                                  views=dict(views), context=context.get(m, 0.0),
                                  breakdown=scored.breakdown,

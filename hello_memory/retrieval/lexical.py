@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from typing import Any
 
 from hello_memory.text import tokenize
 from hello_memory.types import SparseVector
 
-__all__ = ["BM25_VECTOR", "LexicalEncoder", "term_index"]
+__all__ = ["ANALYZER_VERSION", "BM25_VECTOR", "LexicalEncoder", "term_index"]
 
 BM25_VECTOR = "bm25"
+# Bumped whenever documents indexed before would no longer share terms with queries
+# analysed now (2: possessives folded, English stemmed); see stores/lexical_version.py.
+ANALYZER_VERSION = "2"
 
 
 def term_index(term: str) -> int:
@@ -34,12 +38,31 @@ def term_index(term: str) -> int:
     return int.from_bytes(digest, "big") & 0x7FFFFFFF
 
 
+_stemmer: Any = None
+
+
+def _stem(words: list[str]) -> list[str]:
+    """English words stemmed with Snowball (``plays`` / ``play``, ``intolerance`` /
+    ``intolerant``); Chinese words, numbers and identifiers as they are."""
+    global _stemmer
+    if _stemmer is None:
+        import snowballstemmer
+
+        _stemmer = snowballstemmer.stemmer("english")
+    return [_stemmer.stemWord(w) if w.isascii() and w.isalpha() else w for w in words]
+
+
 class LexicalEncoder:
-    def __init__(self, *, k1: float = 1.2, b: float = 0.75, avgdl: float = 16.0) -> None:
-        self.k1, self.b, self.avgdl = k1, b, avgdl
+    """BM25 document and query vectors (see the module doc). ``stem`` stems English
+    terms so a question's "play" finds a memory's "plays"."""
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75, avgdl: float = 16.0,
+                 stem: bool = True) -> None:
+        self.k1, self.b, self.avgdl, self.stem = k1, b, avgdl, stem
 
     def terms(self, text: str) -> list[str]:
-        return tokenize(text, remove_stopwords=True) or tokenize(text)
+        words = tokenize(text, remove_stopwords=True) or tokenize(text)
+        return _stem(words) if self.stem else words
 
     def document(self, text: str) -> SparseVector | None:
         """The document vector, or None when the text has no terms at all."""

@@ -40,12 +40,12 @@ from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.vector.base import Range
 from hello_memory.text import contains_cjk
-from hello_memory.text.people import ROLE_WORDS
+from hello_memory.text.people import ROLE_WORDS, without_title
 from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
 
 __all__ = [
     "NAME_TERM_WEIGHT", "VIEW_NAMES", "ViewRequest", "graph_view", "lexical_query",
-    "about_subject", "lexical_view", "person_matches",
+    "about_someone_else", "about_subject", "lexical_view", "person_matches",
     "semantic_view", "symbolic_constraint_view", "symbolic_pool_view",
 ]
 
@@ -119,24 +119,25 @@ def name_terms(stores: Stores, persons: Sequence[str]) -> set[int]:
 
 def lexical_query(stores: Stores, req: ViewRequest, query: str,
                   filters: Mapping[str, Any], limit: int) -> list[tuple[str, float]]:
-    """BM25 for one query in which the words of person names weigh
+    """BM25 for one query in which the words of the question's person names weigh
     :data:`NAME_TERM_WEIGHT` and cannot match alone: candidates come from the other
-    words, then are scored with the names too. A query of names only is plain BM25."""
+    words, then are scored with the names too. The people the question's role words
+    refer to ("my husband" -> Tom Berg) join at the names' weight and may find
+    candidates: naming them is what answers the question. A query of names only is
+    plain BM25."""
     terms = {term_index(t) for t in stores.lexical.terms(query)}
     if not terms:
         return []
-    # The people the question's role words refer to join as name terms ("my
-    # husband" also looks for "Tom Berg", at the names' weight).
-    names = (terms & name_terms(stores, req.analysis.persons)) | name_terms(
-        stores, req.analysis.resolved)
-    content = terms - names
-    terms |= names
-    if not names or not content:
+    resolved = name_terms(stores, req.analysis.resolved)
+    names = (terms & name_terms(stores, req.analysis.persons)) - resolved
+    content = terms - names - resolved
+    if not names and not resolved or not content and not resolved:
         return _sparse_search(stores, req, dict.fromkeys(terms, 1.0), filters, limit)
-    found = _sparse_search(stores, req, dict.fromkeys(content, 1.0), filters, limit)
+    found = _sparse_search(stores, req, dict.fromkeys(content | resolved, 1.0), filters, limit)
     if not found:
         return []
-    weights = {**dict.fromkeys(content, 1.0), **dict.fromkeys(names, NAME_TERM_WEIGHT)}
+    weights = {**dict.fromkeys(names | resolved, NAME_TERM_WEIGHT),
+               **dict.fromkeys(content, 1.0)}
     return _sparse_search(stores, req, weights, filters, len(found), ids=[m for m, _ in found])
 
 
@@ -221,9 +222,19 @@ def _has_person_metadata(item: MemoryItem) -> bool:
 
 
 def _names_in(item: MemoryItem, persons: Sequence[str]) -> bool:
-    """The content names one of ``persons``, a full name also by its first name."""
-    names = {n for p in persons for n in (p, normalize_entity_name(p).split(" ", 1)[0])}
-    return _mentions(item, sorted(names)) > 0
+    """The content names one of ``persons``; a full name also by its first name alone
+    ("Tom" for Tom Berg, but not "Tom Hanks")."""
+    bare = [without_title(p) for p in persons]
+    if _mentions(item, bare):
+        return True
+    for name in bare:
+        first, _, rest = name.partition(" ")
+        if rest and not contains_cjk(first) and re.search(
+                rf"(?<!\w){re.escape(first)}(?!\w)(?!\s+[A-Z][a-z])", item.content, re.I):
+            return True
+        if not rest and _mentions(item, [name]):
+            return True
+    return False
 
 
 def _names_role(item: MemoryItem, roles: Sequence[str]) -> bool:
@@ -267,6 +278,33 @@ def about_subject(item: MemoryItem, analysis: QueryAnalysis) -> int:
                                   or _about(item, analysis.self_names)):
         met += 1
     return met
+
+
+# Someone a memory is about, by name: "Anna's manager ...", "Tom plays ...".
+_NAMED_SUBJECT = re.compile(r"(?:^|[.;!?]\s+)(?P<lead>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\b"
+                            r"|\b(?P<own>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)['’]s\b")
+_NOT_SUBJECTS = {"the", "a", "an", "this", "that", "these", "those", "when", "where", "while",
+                 "after", "before", "at", "in", "on", "if", "we", "i", "it", "they", "she", "he",
+                 "her", "his", "our", "my", "there", "then", "yesterday", "today", "last"}
+
+
+def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:
+    """Whether ``item`` is plainly about a person the question does not ask about:
+    the question has a subject (a person, a role, the user), the memory is about none
+    of them and names someone else as its subject ("Anna's manager is Priya" for
+    "who is my manager?"). Memories with person metadata are judged by it elsewhere."""
+    if not (analysis.persons or analysis.resolved or analysis.first_person):
+        return False
+    if _has_person_metadata(item) or about_subject(item, analysis):
+        return False
+    if not analysis.first_person and (_SELF_REFERENCE.search(item.content)
+                                      or _about(item, analysis.self_names)):
+        return True  # about the user, and the question is about someone else
+    for m in _NAMED_SUBJECT.finditer(item.content):
+        name = m.group("lead") or m.group("own")
+        if name and name.split(" ", 1)[0].casefold() not in _NOT_SUBJECTS:
+            return True
+    return False
 
 
 def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],

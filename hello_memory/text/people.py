@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from hello_memory.types import normalize_entity_name
 
 __all__ = ["ROLE_WORDS", "SELF_ENTITY", "AskedRole", "RoleLink", "asked_roles",
-           "canonical_role",
+           "canonical_role", "without_title",
            "role_key", "role_links", "self_names"]
 
 # The graph node that stands for the user of a namespace.
@@ -41,7 +41,8 @@ ROLE_WORDS: dict[str, str] = {
     "sister": "sister", "brother": "brother", "grandmother": "grandmother",
     "grandma": "grandmother", "grandfather": "grandfather", "grandpa": "grandfather",
     "boss": "manager", "manager": "manager", "supervisor": "manager",
-    "doctor": "doctor", "gp": "doctor", "dentist": "dentist", "teacher": "teacher",
+    "doctor": "doctor", "gp": "doctor", "paediatrician": "doctor", "pediatrician": "doctor",
+    "physician": "doctor", "dentist": "dentist", "teacher": "teacher",
     "colleague": "colleague", "coworker": "colleague", "friend": "friend",
     "老公": "husband", "丈夫": "husband", "先生": "husband", "老婆": "wife", "妻子": "wife",
     "太太": "wife", "女儿": "daughter", "儿子": "son", "孩子": "child",
@@ -59,6 +60,14 @@ _ZH_ROLE = "(" + "|".join(_ZH_ROLES) + ")"
 _NAME = r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){0,2})"
 _ZH_NAME = "([\u4e00-\u9fff]{2,3})"
 _USER = r"(?i:the user's|my|her|his)"
+
+
+_TITLE = re.compile(r"^(?:Dr|Mr|Mrs|Ms|Prof|Frau|Herr)\.?\s+")
+
+
+def without_title(name: str) -> str:
+    """"Dr. Anke Lüders" -> "Anke Lüders" (a title is nobody's first name)."""
+    return _TITLE.sub("", name.strip())
 
 
 def canonical_role(word: str) -> str | None:
@@ -97,7 +106,9 @@ def self_names(text: str) -> list[str]:
 
 
 def _n(group: str) -> str:
-    return rf"(?P<{group}>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){{0,2}})"
+    """A person's name (Tom, Tom Berg, Dr. Anke Lüders) as the named group."""
+    return (rf"(?P<{group}>(?:(?:Dr|Mr|Mrs|Ms|Prof|Frau|Herr)\.?\s+)?"
+            rf"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){{0,2}})")
 
 
 _ROLE_EN = "(?P<role>(?i:" + "|".join(_EN_ROLES) + "))"
@@ -112,7 +123,12 @@ _LINKS = (
     re.compile(rf"{_n('owner')}['’]s\s+{_ROLE_EN}\b(?:\s+at\s+[A-Z][\w-]*)?\s*(?:is|,)?\s+"
                rf"{_n('person')}"),
     # 用户的妈妈叫王芳 / 我的老板是张伟
-    re.compile(f"(?:用户|我)的?{_ROLE_ZH}(?:叫|是|名叫)(?P<person>[\u4e00-\u9fff]{{2,3}})"),
+    re.compile(f"(?:用户|我)的?{_ROLE_ZH}(?:叫|是|名叫)(?P<person>[\u4e00-\u9fff]{{2,3}}?)"
+               f"(?=[,，。;；、]|$|是|在|的|今年|住)"),
+    # 李伟的妻子赵敏是… / 李伟的直属领导是陈静
+    re.compile(f"(?P<owner>[\u4e00-\u9fff]{{2,3}}?)的[\u4e00-\u9fff]{{0,2}}?{_ROLE_ZH}"
+               f"(?:叫|是|名叫)?(?P<person>[\u4e00-\u9fff]{{2,3}}?)"
+               f"(?=[,，。;；、]|$|是|在|的|今年|住)"),
 )
 _REPORTS_TO = re.compile(rf"\b(?i:the user|I)\s+(?:reports?|reported)\s+to\s+{_n('person')}")
 _NOT_PEOPLE = {"the", "they", "she", "he", "her", "his", "it", "this", "that", "we", "i"}
@@ -130,7 +146,8 @@ def role_links(text: str) -> list[RoleLink]:
     for pattern in _LINKS:
         for m in pattern.finditer(text):
             found = m.groupdict()
-            owner = _person(found["owner"]) if found.get("owner") else SELF_ENTITY
+            owner = (_person(found["owner"]) if found.get("owner")
+                     and found["owner"] not in ("用户", "我") else SELF_ENTITY)
             role = canonical_role(found["role"])
             person = _person(found["person"])
             if owner and role and person and (normalize_entity_name(person)

@@ -49,7 +49,8 @@ EN_STOPWORDS: frozenset[str] = frozenset(
 ZH_STOPWORDS: frozenset[str] = frozenset(
     """的 了 是 在 和 与 及 或 而 就 都 也 还 又 很 被 把 让 给 对 从 向 这 那 这个 那个
     这些 那些 我 你 他 她 它 我们 你们 他们 她们 它们 自己 一个 一些 有 没有 不 吗 呢 吧
-    啊 呀 嗯 哦 着 过 得 地 之 其 等 以及 因为 所以 但是 如果 然后""".split()  # noqa: SIM905
+    啊 呀 嗯 哦 着 过 得 地 之 其 等 以及 因为 所以 但是 如果 然后
+    什么 怎么 怎样 怎么样 哪 哪里 哪儿 哪个 谁 多少 几 为什么 如何 么""".split()  # noqa: SIM905
 )
 
 _jieba: Any = None
