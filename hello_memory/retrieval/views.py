@@ -230,7 +230,7 @@ def _names_in(item: MemoryItem, persons: Sequence[str]) -> bool:
     for name in bare:
         first, _, rest = name.partition(" ")
         if rest and not contains_cjk(first) and re.search(
-                rf"(?<!\w){re.escape(first)}(?!\w)(?!\s+[A-Z][a-z])", item.content, re.I):
+                rf"(?<!\w)(?i:{re.escape(first)})(?!\w)(?!\s+[A-Z][a-z])", item.content):
             return True
         if not rest and _mentions(item, [name]):
             return True
