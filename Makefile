@@ -13,7 +13,7 @@ comma := ,
 STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: help install demo test test-fast test-multimodal lint typecheck bench bench-quick \
-	bench-deps bench-peer-venv bench-locomo \
+	bench-deps bench-peer-venv bench-locomo bench-assistant bench-search-cost \
 	install-multimodal clean
 
 help:
@@ -60,6 +60,10 @@ typecheck: install
 bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.locomo
+	$(BIN)/python -m benchmarks.assistant
+	$(BIN)/python -m benchmarks.search_cost
+	$(BIN)/python -m benchmarks.context_latency
+	$(BIN)/python -m benchmarks.multilingual
 
 bench-quick: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.run --quick
@@ -79,6 +83,14 @@ bench-peer-venv: .venv-peer/.installed
 
 bench-locomo: install
 	$(BIN)/python -m benchmarks.locomo
+
+# Issue 13's numbers: the assistant set (Python, REST, context), the one search's cost
+# against the per-type search, POST /v1/context latency, Chinese embedders.
+bench-assistant: install
+	$(BIN)/python -m benchmarks.assistant
+
+bench-search-cost: install
+	$(BIN)/python -m benchmarks.search_cost
 
 # The multimodal extra (CLIP, CLAP) needs torchvision; PyPI's torchvision does not
 # import beside the 2.13.0 CPU wheel, so that venv pins the 2.14.1 + 0.29.1 pair.

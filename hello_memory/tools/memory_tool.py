@@ -299,8 +299,8 @@ class MemoryTool:
         return self._hits("search", f"{len(hits)} memories for {query!r}:", hits)
 
     def _hits(self, action: str, header: str, hits: Sequence[SearchHit]) -> dict[str, Any]:
-        memories = [{**memory_dict(h.item, h.score), "breakdown": h.breakdown.as_dict()}
-                    for h in hits]
+        memories = [{**memory_dict(h.item, h.score), "breakdown": h.breakdown.as_dict(),
+                     "views": {v: vh.rank for v, vh in h.views.items()}} for h in hits]
         text = self._render(header, [self._line(h.item, h.score) for h in hits])
         return self._ok(action, text, memories=memories, ids=[h.id for h in hits])
 

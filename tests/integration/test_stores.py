@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from hello_memory.config import Settings, load_settings
 from hello_memory.errors import EmptyContentError, NamespaceRequiredError
 from hello_memory.factory import open_stores
+from hello_memory.retrieval.lexical import BM25_VECTOR
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.graph import Neo4jGraphStore, SQLiteGraphStore
 from hello_memory.stores.records import ItemFilter
@@ -111,7 +112,7 @@ def test_everything_survives_a_restart(tmp_path: Path, embedder) -> None:
         assert s.records.count_items("p") == 3
         assert s.vectors.count(MEMORY_COLLECTION, namespace="p") == 3
         assert s.graph.stats("p").entities > 0
-        assert s.search("p", "peanut allergy", limit=1)[0].item.content == FACTS[1]
+        assert dense(s, "p", "peanut allergy", 1)[0][0] == FACTS[1]
 
 
 def test_pending_outbox_is_replayed_on_open(tmp_path: Path, embedder) -> None:
@@ -123,19 +124,21 @@ def test_pending_outbox_is_replayed_on_open(tmp_path: Path, embedder) -> None:
         assert s.vectors.count(MEMORY_COLLECTION, namespace="crash") == 0
     with open_stores(settings, embedder=embedder, extractor=capitalised_words) as s:
         assert s.records.pending_outbox() == []
-        assert s.search("crash", "tax deadline", limit=1)[0].item.content == FACTS[2]
+        assert dense(s, "crash", "tax deadline", 1)[0][0] == FACTS[2]
 
 
 def test_replay_without_an_extractor_waits_for_first_use(tmp_path: Path, embedder) -> None:
     """Opened without an extractor (a MemoryManager installs its own right after), the
-    bundle keeps the replay for install_extractor() or the first read or write."""
+    bundle keeps the replay for install_extractor() or the first write."""
     settings = settings_for(tmp_path)
     with open_stores(settings, embedder=embedder) as s:
         s.records.add_items([MemoryItem(content=FACTS[2], namespace="crash")])
     with open_stores(settings, embedder=embedder) as s:
         assert len(s.records.pending_outbox()) == 1
-        assert s.search("crash", "tax deadline", limit=1)[0].item.content == FACTS[2]
+        assert dense(s, "crash", "tax deadline", 1) == []  # not indexed yet
+        s.add([MemoryItem(content=FACTS[0], namespace="crash")])
         assert s.records.pending_outbox() == []
+        assert dense(s, "crash", "tax deadline", 1)[0][0] == FACTS[2]
 
 
 def test_factory_builds_the_bolt_graph_backend(tmp_path: Path, embedder,
@@ -169,19 +172,29 @@ def test_cli_demo_persists_across_runs(tmp_path: Path, monkeypatch: pytest.Monke
         assert s.records.count_items("demo", ItemFilter(status=None)) == 8
 
 
+def bm25(stores: Stores, ns: str, query: str, limit: int = 10) -> list[str]:
+    """Contents of the BM25 index's best matches (the engine's lexical view reads it)."""
+    sparse = stores.lexical.query(query)
+    if sparse is None:
+        return []
+    hits = stores.vectors.search(MEMORY_COLLECTION, sparse, namespace=ns, using=BM25_VECTOR,
+                                 limit=limit)
+    items = {i.id: i for i in stores.records.get_items(ns, [h.id for h in hits])}
+    return [items[h.id].content for h in hits if h.id in items]
+
+
 def test_bm25_finds_exact_terms_dense_misses(stores: Stores) -> None:
     texts = ["Order 984233: the left earbud crackles.",
              "Order 771205 shipped to Lisbon yesterday.",
              "用户的订单984233已经退款。",
              "The weather in Berlin was lovely."]
     stores.add([MemoryItem(content=t, namespace="lex") for t in texts])
-    hits = stores.lexical_search("lex", "984233", limit=5)
-    assert {h.item.content for h in hits} == {texts[0], texts[2]}
-    assert stores.lexical_search("lex", "Lisbon shipped", limit=1)[0].item.content == texts[1]
-    assert stores.lexical_search("lex", "the a of", limit=5) == []  # stopwords-only query
-    assert stores.lexical_search("other", "984233") == []  # namespaced
+    assert set(bm25(stores, "lex", "984233", 5)) == {texts[0], texts[2]}
+    assert bm25(stores, "lex", "Lisbon shipped", 1)[0] == texts[1]
+    assert bm25(stores, "lex", "shipping to lisbon", 1)[0] == texts[1]  # stemmed
+    assert bm25(stores, "lex", "the a of", 5) == []  # stopwords-only query
+    assert bm25(stores, "other", "984233") == []  # namespaced
     # idf: a rarer shared term outranks a common one
     stores.add([MemoryItem(content=f"Order {n} is pending." , namespace="lex")
                 for n in range(100000, 100005)])
-    top = stores.lexical_search("lex", "order Berlin", limit=1)[0]
-    assert top.item.content == texts[3]
+    assert bm25(stores, "lex", "order Berlin", 1)[0] == texts[3]

@@ -25,9 +25,18 @@ def test_document_weights_follow_bm25_tf_saturation() -> None:
     assert vec is not None
     norm = 1.2 * (1 - 0.75 + 0.75 * 3 / 4.0)
     weights = dict(zip(vec.indices, vec.values, strict=True))
+    # terms are stemmed (Snowball): "paris" is indexed as "pari", "berlin" stays
     assert weights[term_index("berlin")] == pytest.approx(2 * 2.2 / (2 + norm))
-    assert weights[term_index("paris")] == pytest.approx(1 * 2.2 / (1 + norm))
+    assert weights[term_index("pari")] == pytest.approx(1 * 2.2 / (1 + norm))
     assert list(vec.indices) == sorted(vec.indices)
+
+
+def test_english_terms_are_stemmed_and_possessives_folded() -> None:
+    enc = LexicalEncoder()
+    assert enc.terms("Tom plays the cello") == enc.terms("Tom's playing cellos")
+    assert enc.terms("lactose intolerant") == enc.terms("lactose intolerance")
+    assert enc.terms("蓝牙耳机 984233") == LexicalEncoder(stem=False).terms("蓝牙耳机 984233")
+    assert LexicalEncoder(stem=False).terms("plays") == ["plays"]
 
 
 def test_query_is_binary_and_empty_text_has_no_vector() -> None:
