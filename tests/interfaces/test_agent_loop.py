@@ -47,7 +47,7 @@ def test_agent_stores_and_recalls_across_two_runs(tmp_path: Path) -> None:
         first = run_agent(code, server, "Hi! I'm allergic to peanuts.", tmp_path)
         assert first == "Noted, no peanuts for you."
         # a first run knows only the turn it just recorded (working memory)
-        assert "] semantic" not in server.requests[-1].body["messages"][0]["content"]
+        assert " semantic:" not in server.requests[-1].body["messages"][0]["content"]
 
         server.reply(json.dumps({"reply": "Try apple slices.", "remember": []}))
         second = run_agent(code, server, "Which snacks are safe for my allergy?", tmp_path)
@@ -55,5 +55,5 @@ def test_agent_stores_and_recalls_across_two_runs(tmp_path: Path) -> None:
         system = server.requests[-1].body["messages"][0]["content"]
         # recalled from the first process's long-term memory, with its full id
         assert "The user is allergic to peanuts." in system
-        assert re.search(r"\[[0-9a-f-]{36}\] semantic", system)
+        assert re.search(r"\[[0-9a-f-]{36}\] \d{4}-\d{2}-\d{2} semantic: ", system)
         assert server.unscripted == 0 and len(server.requests) == 2
