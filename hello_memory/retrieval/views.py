@@ -329,6 +329,8 @@ def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],
 # enough ("tell me about Pixel"). A name more memories mention (the user, a partner)
 # says only who a memory is about, which the lexical and symbolic views already see.
 SPECIFIC_MENTIONS = 3
+# A name more memories than this mention gives no graph evidence at all (see graph_view).
+HUB_MENTIONS = 100
 
 
 def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewResult:
@@ -344,7 +346,8 @@ def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewRe
     :data:`SPECIFIC_MENTIONS` memories name it: "mentions Anna" is no answer to "who
     is Anna's manager?" (the lexical and symbolic views see mentions), so the graph
     then votes only for memories that link two of the question's names, or that are
-    about a neighbour of one (multi-hop: "Anna's husband" -> his employer).
+    about a neighbour of one (multi-hop: "Anna's husband" -> his employer). A name
+    more than :data:`HUB_MENTIONS` memories mention is left out altogether.
     """
     # One group per person or thing; the user's names are one person.
     wanted: list[list[str]] = [[n] for n in dict.fromkeys(
@@ -361,8 +364,13 @@ def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewRe
         seeds = stores.graph.find_entities(req.namespace, aliases, aliases=True)
         if not seeds:
             continue
-        reached = stores.graph.neighbors(req.namespace, [e.id for e in seeds],
-                                         max_hops=max_hops, limit=500)
+        seed_ids = [e.id for e in seeds]
+        # A name this many memories mention is a hub: its neighbourhood is most of the
+        # namespace and singles nothing out, and walking it costs what the rest of the
+        # search costs (docs/PERFORMANCE.md). One cheap read of the seeds decides.
+        if len(stores.graph.memory_ids_for_entities(req.namespace, seed_ids)) > HUB_MENTIONS:
+            continue
+        reached = stores.graph.neighbors(req.namespace, seed_ids, max_hops=max_hops, limit=500)
         best: dict[str, float] = {}
         for hit in reached:
             for memory_id in hit.memory_ids:

@@ -233,6 +233,24 @@ def test_find_entities_normalises_names(graph_store: GraphStore, ns: str) -> Non
     assert graph_store.find_entities(ns, []) == [] == graph_store.find_entities(ns, ["  "])
 
 
+def test_find_entities_with_aliases_joins_first_and_full_names(graph_store: GraphStore,
+                                                               ns: str) -> None:
+    graph_store.add_mentions(ns, "m1", [Entity(ns, "Tom Berg", "person"),
+                                        Entity(ns, "Tomas", "person"),
+                                        Entity(ns, "Tom Sawyer", "book"),
+                                        Entity(ns, "Anna", "person")])
+    graph_store.add_mentions(ns, "m2", [Entity(ns, "Tom", "name")])
+    plain = {e.name for e in graph_store.find_entities(ns, ["tom"])}
+    assert plain == {"Tom"}
+    # a first name finds the person's full name, not another word that starts alike or
+    # a non-person that shares it; a full name finds its first name
+    assert {e.name for e in graph_store.find_entities(ns, ["tom"], aliases=True)} == {
+        "Tom", "Tom Berg"}
+    assert {e.name for e in graph_store.find_entities(ns, ["Tom  Berg"], aliases=True)} == {
+        "Tom", "Tom Berg"}
+    assert graph_store.find_entities(ns, ["Anna Smith"], aliases=True)[0].name == "Anna"
+
+
 def test_memory_ids_stats_and_clear(graph_store: GraphStore, ns: str) -> None:
     e = _chain(graph_store, ns)
     graph_store.add_mentions(ns, "m4", [], [Relation(ns, e["D"].id, e["E"].id, "near")])

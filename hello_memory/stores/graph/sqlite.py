@@ -252,7 +252,10 @@ class SQLiteGraphStore:
         if aliases:
             firsts, prefixes = alias_keys(wanted)
             person = _E.c.type.in_(PERSON_TYPES)
-            alias = [_E.c.normalized_name.startswith(p, autoescape=True) for p in prefixes]
+            # A prefix as a range ("tom " <= name < "tom!"), so the (namespace,
+            # normalized_name) index serves it; SQLite's LIKE would scan every entity.
+            alias = [and_(_E.c.normalized_name >= p, _E.c.normalized_name < p[:-1] + "!")
+                     for p in prefixes]
             if firsts:
                 alias.append(_E.c.normalized_name.in_(firsts))
             match = or_(match, and_(person, or_(*alias))) if alias else match
