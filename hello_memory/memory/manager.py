@@ -360,7 +360,7 @@ class MemoryManager:
         types = [_memory_type(t) for t in memory_types] if memory_types else None
         if min_importance is not None:
             min_importance = validate_importance(min_importance)
-        return self.retriever.search(
+        return self.retriever.retrieve(
             query, top_k, namespace=self._ns(namespace), memory_types=types,
             user_id=user_id, agent_id=agent_id, session_id=session_id,
             time_range=time_range, min_importance=min_importance,

@@ -363,7 +363,7 @@ class WorkingMemory:
         with self._op():
             return sorted(ns for ns in list(self._caches) if self._entries(ns))
 
-    def search(
+    def retrieve(
         self,
         namespace: str,
         query: str,

@@ -1,10 +1,11 @@
 """``HybridRetriever``: plan, run the views in parallel, fuse, reflect, score (seed 001).
 
 >>> retriever = HybridRetriever(manager)                               # doctest: +SKIP
->>> hits = retriever.search("what did Alice buy last week?", namespace="alice")
+>>> hits = retriever.retrieve("what did Alice buy last week?", namespace="alice")
 >>> print(retriever.explain(hits[0]))
 
-One call of :meth:`HybridRetriever.search`:
+One call of :meth:`HybridRetriever.retrieve` (the engine behind
+:meth:`MemoryManager.search`, the project's one search):
 
 1. **plan** - rule-based analysis (keywords, persons, entities, locations, calendar-true
    time ranges, question type) and conjunctive decomposition; with an LLM and
@@ -215,7 +216,7 @@ class HybridRetriever:
         return RetrievalPlan(analysis, info, tuple(queries))
 
     # --- search -----------------------------------------------------------------------
-    def search(
+    def retrieve(
         self,
         query: str,
         top_k: int = 10,
@@ -271,7 +272,6 @@ class HybridRetriever:
             self._touch(ns, hits)
         return hits
 
-    retrieve = search  # the seed's name for the same call
 
     def explain(self, hit: SearchHit) -> str:
         """Why ``hit`` ranked where it did: each view's rank and score, the neighbour
@@ -373,7 +373,7 @@ class HybridRetriever:
             raise InvalidInputError("the per-type recipe needs a MemoryManager, not bare stores")
         hits: list[SearchHit] = []
         if MemoryType.WORKING in types:
-            hits += manager.working.search(ns, query, top_k=top_k,
+            hits += manager.working.retrieve(ns, query, top_k=top_k,
                                            min_importance=flt.min_importance,
                                            time_range=time_range, user_id=flt.user_id,
                                            session_id=flt.session_id)
@@ -522,7 +522,7 @@ class HybridRetriever:
     def _working_view(self, ns: str, query: str, flt: ItemFilter,
                       time_range: TimeRange | None, state: _Round) -> None:
         assert self.manager is not None
-        hits = self.manager.working.search(ns, query, top_k=self.settings.candidates,
+        hits = self.manager.working.retrieve(ns, query, top_k=self.settings.candidates,
                                            min_importance=flt.min_importance,
                                            time_range=time_range, user_id=flt.user_id,
                                            session_id=flt.session_id)

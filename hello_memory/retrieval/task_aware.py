@@ -244,7 +244,7 @@ class TaskAwareRetriever:
         weights = self.strategies[task]
         query = self.build_query(context)
         views = None if self.use_embeddings else ("lexical", "symbolic", "graph")
-        hits = self.retriever.search(query, max(4 * top_k, 20), namespace=self.namespace,
+        hits = self.retriever.retrieve(query, max(4 * top_k, 20), namespace=self.namespace,
                                      views=views)
         rows = [self._row(h, weights) for h in hits]
         rows = [r for r in rows if r["_weighted_score"] > 0]

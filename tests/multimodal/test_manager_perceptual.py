@@ -67,17 +67,17 @@ def test_hybrid_search_fuses_perceptual_memories(tmp_path: Path, clip_checkpoint
                             caption="a 440 Hz tone", session_id="s2")
     text = mm.add("Our logo is a red square.", "episodic", namespace="u", session_id="s1")
     with HybridRetriever(mm) as retriever:
-        hits = retriever.search("red square logo", 10, namespace="u")
+        hits = retriever.retrieve("red square logo", 10, namespace="u")
         by_id = {h.id: h for h in hits}
         assert {img.id, snd.id, text.id} <= set(by_id)
         assert by_id[img.id].memory_type == MemoryType.PERCEPTUAL
         assert "perceptual" in by_id[img.id].views and "perceptual" not in by_id[text.id].views
         assert "perceptual" in retriever.explain(by_id[img.id])
-        only_text = retriever.search("red square logo", 10, namespace="u",
+        only_text = retriever.retrieve("red square logo", 10, namespace="u",
                                      memory_types=["episodic"])
         assert {h.id for h in only_text} == {text.id}
         # the caller's filters hold for media too
-        s1 = retriever.search("red square logo", 10, namespace="u", session_id="s1")
+        s1 = retriever.retrieve("red square logo", 10, namespace="u", session_id="s1")
         assert snd.id not in {h.id for h in s1} and img.id in {h.id for h in s1}
-        assert retriever.search("red square logo", 10, namespace="other") == []
+        assert retriever.retrieve("red square logo", 10, namespace="other") == []
     mm.close()

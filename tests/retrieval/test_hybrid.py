@@ -75,7 +75,7 @@ def contents(hits: list) -> list[str]:
 
 
 def test_default_search_finds_and_explains(retriever: HybridRetriever) -> None:
-    hits = retriever.search("What bike did Alice buy?", 3, namespace=NS)
+    hits = retriever.retrieve("What bike did Alice buy?", 3, namespace=NS)
     assert hits[0].item.content.startswith("Alice: I bought a red mountain bike")
     top = hits[0]
     assert {"semantic", "lexical"} <= set(top.views)
@@ -87,35 +87,35 @@ def test_default_search_finds_and_explains(retriever: HybridRetriever) -> None:
 
 
 def test_each_view_alone_and_empty_views(retriever: HybridRetriever) -> None:
-    lex = retriever.search("Pixel kitten", 5, namespace=NS, views=["lexical"],
+    lex = retriever.retrieve("Pixel kitten", 5, namespace=NS, views=["lexical"],
                            neighbor_weight=0.0)
     assert lex and all(set(h.views) == {"lexical"} for h in lex)
-    sem = retriever.search("a small pet cat", 5, namespace=NS, views=["semantic"],
+    sem = retriever.retrieve("a small pet cat", 5, namespace=NS, views=["semantic"],
                            neighbor_weight=0.0)
     assert any("kitten" in c for c in contents(sem))
     # no person, entity, location or time in the question: the symbolic view is empty
-    assert retriever.search("what is nice", 5, namespace=NS, views=["symbolic"]) == []
+    assert retriever.retrieve("what is nice", 5, namespace=NS, views=["symbolic"]) == []
     # no entity known to the graph: empty, not noise
-    assert retriever.search("how are things", 5, namespace=NS, views=["graph"]) == []
+    assert retriever.retrieve("how are things", 5, namespace=NS, views=["graph"]) == []
     # a query whose terms are all stopwords finds nothing lexically
-    assert retriever.search("what is the", 5, namespace=NS, views=["lexical"]) == []
+    assert retriever.retrieve("what is the", 5, namespace=NS, views=["lexical"]) == []
 
 
 def test_symbolic_time_view_is_calendar_true(retriever: HybridRetriever) -> None:
-    hits = retriever.search("what happened last week", 10, namespace=NS, views=["symbolic"],
+    hits = retriever.retrieve("what happened last week", 10, namespace=NS, views=["symbolic"],
                             neighbor_weight=0.0)
     assert hits and all(h.item.session_id == "s2" for h in hits)
     assert len(hits) == 3
-    zh = retriever.search("上周发生了什么", 10, namespace=NS, views=["symbolic"])
+    zh = retriever.retrieve("上周发生了什么", 10, namespace=NS, views=["symbolic"])
     assert {h.id for h in zh} == {h.id for h in hits}
     # the same words resolved against another reference time select another week
-    later = retriever.search("what happened last week", 10, namespace=NS, views=["symbolic"],
+    later = retriever.retrieve("what happened last week", 10, namespace=NS, views=["symbolic"],
                              reference_time=NOW + timedelta(days=30))
     assert later == []
 
 
 def test_symbolic_person_view_prefers_the_speaker(retriever: HybridRetriever) -> None:
-    hits = retriever.search("What did Bob say?", 10, namespace=NS, views=["symbolic"],
+    hits = retriever.retrieve("What did Bob say?", 10, namespace=NS, views=["symbolic"],
                             neighbor_weight=0.0)
     assert hits and all(h.item.metadata.get("speaker") == "Bob"
                         or "Bob" in h.item.content for h in hits)
@@ -123,7 +123,7 @@ def test_symbolic_person_view_prefers_the_speaker(retriever: HybridRetriever) ->
 
 
 def test_graph_view_reaches_semantic_memories(retriever: HybridRetriever) -> None:
-    hits = retriever.search("Tell me about Pixel", 5, namespace=NS, views=["graph"],
+    hits = retriever.retrieve("Tell me about Pixel", 5, namespace=NS, views=["graph"],
                             neighbor_weight=0.0)
     assert contents(hits) == ["Pixel is Bob's grey kitten"]
     assert hits[0].views["graph"].score > 0
@@ -135,8 +135,8 @@ def test_neighbouring_turns_get_context(manager: MemoryManager) -> None:
     ctx = HybridRetriever(manager, clock=Clock(), settings=RetrievalSettings(neighbor_weight=0.5))
     q = "Where will Alice ride her new bike?"
     with plain, ctx:
-        a = {h.id: h for h in plain.search(q, 10, namespace=NS, touch=False)}
-        b = {h.id: h for h in ctx.search(q, 10, namespace=NS, touch=False)}
+        a = {h.id: h for h in plain.retrieve(q, 10, namespace=NS, touch=False)}
+        b = {h.id: h for h in ctx.retrieve(q, 10, namespace=NS, touch=False)}
     assert all(h.context == 0 for h in a.values())
     answer = next(h for h in b.values() if "river trail" in h.item.content)
     assert answer.context > 0  # its neighbours (the bike turns) lent it relevance
@@ -144,33 +144,33 @@ def test_neighbouring_turns_get_context(manager: MemoryManager) -> None:
 
 
 def test_filters_and_types(retriever: HybridRetriever, manager: MemoryManager) -> None:
-    only_sem = retriever.search("kitten", 5, namespace=NS, memory_types=["semantic"])
+    only_sem = retriever.retrieve("kitten", 5, namespace=NS, memory_types=["semantic"])
     assert only_sem and all(h.memory_type.value == "semantic" for h in only_sem)
-    in_s1 = retriever.search("bought", 5, namespace=NS, session_id="s1")
+    in_s1 = retriever.retrieve("bought", 5, namespace=NS, session_id="s1")
     assert in_s1 and all(h.item.session_id == "s1" for h in in_s1)
-    recent = retriever.search("bought", 5, namespace=NS,
+    recent = retriever.retrieve("bought", 5, namespace=NS,
                               time_range=(NOW - timedelta(days=30), None))
     assert recent and all(h.item.event_time >= NOW - timedelta(days=30) for h in recent)
     manager.add("Alice is drafting a bike-trip packing list", memory_type="working",
                 namespace=NS)
-    hits = retriever.search("bike trip packing list", 10, namespace=NS)
+    hits = retriever.retrieve("bike trip packing list", 10, namespace=NS)
     drafted = next(h for h in hits if "packing list" in h.item.content)
     assert set(drafted.views) == {"working"} and drafted.memory_type.value == "working"
-    assert all("working" not in h.views for h in retriever.search(
+    assert all("working" not in h.views for h in retriever.retrieve(
         "bike trip packing list", 3, namespace=NS, memory_types=["episodic"]))
 
 
 def test_bad_input_is_a_typed_error(retriever: HybridRetriever) -> None:
     with pytest.raises(NamespaceRequiredError):
-        retriever.search("bike", namespace="")
+        retriever.retrieve("bike", namespace="")
     with pytest.raises(InvalidInputError):
-        retriever.search("   ", namespace=NS)
+        retriever.retrieve("   ", namespace=NS)
     with pytest.raises(InvalidInputError):
-        retriever.search("bike", namespace=NS, views=["semantic", "telepathy"])
+        retriever.retrieve("bike", namespace=NS, views=["semantic", "telepathy"])
     with pytest.raises(InvalidInputError):
-        retriever.search("bike", namespace=NS, memory_types=["perceptual"])  # not configured
+        retriever.retrieve("bike", namespace=NS, memory_types=["perceptual"])  # not configured
     with pytest.raises(InvalidInputError):
-        retriever.search("bike", namespace=NS, time_range=(datetime(2024, 1, 1), None))
+        retriever.retrieve("bike", namespace=NS, time_range=(datetime(2024, 1, 1), None))
     with pytest.raises(InvalidInputError):
         HybridRetriever(retriever.stores,
                         settings=RetrievalSettings(view_weights={"semantics": 1.0}))
@@ -178,7 +178,7 @@ def test_bad_input_is_a_typed_error(retriever: HybridRetriever) -> None:
 
 def test_keyword_fallback_without_embeddings(manager: MemoryManager) -> None:
     with HybridRetriever(manager, use_embeddings=False, clock=Clock()) as r:
-        hits = r.search("grey kitten Pixel", 3, namespace=NS)
+        hits = r.retrieve("grey kitten Pixel", 3, namespace=NS)
     assert hits and "semantic" not in hits[0].views
     assert "Pixel" in hits[0].item.content
 
@@ -206,7 +206,7 @@ def test_llm_planning_and_reflection(manager: MemoryManager, llm_server: Scripte
     llm_server.reply(json.dumps({"queries": ["Carol moved to which city"]}))
     llm_server.reply(json.dumps({"assessment": "complete", "coverage_percentage": 100}))
     with HybridRetriever(manager, llm=llm, clock=Clock()) as r:
-        hits = r.search(q, 10, namespace=NS)
+        hits = r.retrieve(q, 10, namespace=NS)
     assert llm_server.pending == 0 and len(llm_server.requests) == 7  # plan twice + 3
     berlin = next(h for h in hits if "Berlin" in h.item.content)
     assert "Carol moved to which city" in berlin.queries
@@ -215,7 +215,7 @@ def test_llm_planning_and_reflection(manager: MemoryManager, llm_server: Scripte
     # per-call switches: no LLM request at all
     before = len(llm_server.requests)
     with HybridRetriever(manager, llm=llm, clock=Clock()) as r:
-        r.search(q, 5, namespace=NS, enable_planning=False, enable_reflection=False)
+        r.retrieve(q, 5, namespace=NS, enable_planning=False, enable_reflection=False)
     assert len(llm_server.requests) == before
 
 
@@ -230,7 +230,7 @@ def test_reflection_is_bounded_and_survives_garbage(manager: MemoryManager,
     llm_server.reply(json.dumps({"assessment": "incomplete"}))
     llm_server.reply(json.dumps({"queries": ["grey kitten"]}))
     with HybridRetriever(manager, llm=llm, settings=settings, clock=Clock()) as r:
-        hits = r.search(q, 5, namespace=NS)
+        hits = r.retrieve(q, 5, namespace=NS)
     assert any("kitten" in c for c in contents(hits))
     assert llm_server.pending == 0  # one round only: no second completeness check
     assert llm.stats.fallbacks == 2 and llm.stats.repairs == 2
@@ -246,17 +246,17 @@ def test_neighbours_follow_writes_between_searches(manager: MemoryManager) -> No
     q = "apple trees in the orchard"
     with HybridRetriever(manager, clock=Clock(),
                          settings=RetrievalSettings(neighbor_weight=1.0)) as r:
-        assert all(h.context == 0 for h in r.search(q, 5, namespace=ns, touch=False))
+        assert all(h.context == 0 for h in r.retrieve(q, 5, namespace=ns, touch=False))
         later = manager.add_many([
             {"content": "Gus: Which variety did you choose?", "namespace": ns,
              "session_id": "o", "event_time": LAST_WEEK + timedelta(minutes=1)},
         ])
-        hits = {h.id: h for h in r.search(q, 5, namespace=ns, touch=False)}
+        hits = {h.id: h for h in r.retrieve(q, 5, namespace=ns, touch=False)}
         # its only neighbour, the first turn, lends it weight 1.0 x its fused score
         assert hits[later[0].id].context == pytest.approx(hits[first[0].id].fused)
         assert hits[later[0].id].context > 0
         assert manager.remove(later[0].id, namespace=ns)
-        assert all(h.context == 0 for h in r.search(q, 5, namespace=ns, touch=False))
+        assert all(h.context == 0 for h in r.retrieve(q, 5, namespace=ns, touch=False))
 
 
 def test_neighbours_obey_the_callers_filters(manager: MemoryManager) -> None:
@@ -269,7 +269,7 @@ def test_neighbours_obey_the_callers_filters(manager: MemoryManager) -> None:
     ])
     with HybridRetriever(manager, clock=Clock(),
                          settings=RetrievalSettings(neighbor_weight=1.0)) as r:
-        everything = r.search("tractor engine repair", 5, namespace=ns)
-        important = r.search("tractor engine repair", 5, namespace=ns, min_importance=0.5)
+        everything = r.retrieve("tractor engine repair", 5, namespace=ns)
+        important = r.retrieve("tractor engine repair", 5, namespace=ns, min_importance=0.5)
     assert any(h.item.content.startswith("Eli") and h.context > 0 for h in everything)
     assert [h.item.content[:4] for h in important] == ["Dana"]

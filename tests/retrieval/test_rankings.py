@@ -103,8 +103,8 @@ def test_first_person_questions_are_about_the_user(mm: MemoryManager) -> None:
 
 def test_role_words_resolve_to_people(mm: MemoryManager) -> None:
     assert "Lars Eide's birthday is on 12 March." in top(mm, "When is my husband's birthday?")
-    assert "Raj's wife Priya Patel is a cardiologist." == top(
-        mm, "What does my boss's wife do?")[0]
+    assert top(
+        mm, "What does my boss's wife do?")[0] == "Raj's wife Priya Patel is a cardiologist."
     assert top(mm, "我妈妈住在哪里?")[0] == "用户的妈妈叫王芳,住在成都。"
 
 

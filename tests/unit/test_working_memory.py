@@ -70,7 +70,7 @@ def test_score_matches_hand_computed_formula(clock: FakeClock) -> None:
     a = wm.add(make(clock, "alpha beta", importance=0.25))
     b = wm.add(make(clock, "gamma delta", importance=1.0, event_time=T0 + timedelta(minutes=10)))
     clock.advance(45)
-    hits = wm.search("ns", "alpha gamma zeta")
+    hits = wm.retrieve("ns", "alpha gamma zeta")
     # Every term has df=1, so both documents are (1/√2, 1/√2) on their own two terms and
     # the query is (1/√2, 1/√2) on alpha, gamma ("zeta" is unknown): cosine = 1/2 for
     # each. keyword = 1 of the 3 query terms = 1/3.
@@ -92,7 +92,7 @@ def test_score_identical_text_and_independent_tfidf(clock: FakeClock) -> None:
     items = [wm.add(make(clock, d, importance=0.5)) for d in docs]
     clock.advance(15)
     # Query identical to a document: cosine 1, every query term found.
-    [top, *_] = wm.search("ns", "the deploy failed on friday")
+    [top, *_] = wm.retrieve("ns", "the deploy failed on friday")
     assert top.item.id == items[0].id
     assert top.score == pytest.approx(1.0 * 0.5 ** (15 / HALF_LIFE_MIN) * 1.0, abs=1e-9)
     # Unequal document frequencies: cosine computed by a separate vectorizer.
@@ -101,10 +101,10 @@ def test_score_identical_text_and_independent_tfidf(clock: FakeClock) -> None:
     matrix = ref.fit_transform(docs)
     query = "deploy friday"
     cosine = (matrix @ ref.transform([query]).T).toarray().ravel()
-    hits = {h.item.id: h for h in wm.search("ns", query, top_k=10)}
+    hits = {h.item.id: h for h in wm.retrieve("ns", query, top_k=10)}
     assert set(hits) == {items[0].id, items[1].id}  # "lunch was pizza" shares nothing
     # a shared stopword alone is no evidence: "the" matches two items, ranks none
-    only_the = wm.search("ns", "the", top_k=10)
+    only_the = wm.retrieve("ns", "the", top_k=10)
     assert {h.item.id for h in only_the} == {items[0].id, items[1].id}  # keyword match only
     assert all(h.breakdown.similarity == 0 and h.breakdown.keyword == 1 for h in only_the)
     kws = [1.0, 0.5]  # {deploy, friday} ∩ doc terms
@@ -117,7 +117,7 @@ def test_relevance_beats_importance(clock: FakeClock) -> None:
     wm = wm_with(clock)
     vip = wm.add(make(clock, "quarterly budget spreadsheet", importance=1.0))
     low = wm.add(make(clock, "the deploy failed on friday", importance=0.0))
-    hits = wm.search("ns", "deploy")
+    hits = wm.retrieve("ns", "deploy")
     assert ids(hits) == [low.id]
     assert vip.id not in ids(hits)
 
@@ -126,9 +126,9 @@ def test_more_relevant_ranks_first_and_top_k(clock: FakeClock) -> None:
     wm = wm_with(clock)
     one = wm.add(make(clock, "kafka consumer lag", importance=1.0))
     both = wm.add(make(clock, "kafka broker restart fixed consumer lag spike", importance=0.0))
-    hits = wm.search("ns", "kafka broker restart")
+    hits = wm.retrieve("ns", "kafka broker restart")
     assert ids(hits) == [both.id, one.id]
-    assert ids(wm.search("ns", "kafka broker restart", top_k=1)) == [both.id]
+    assert ids(wm.retrieve("ns", "kafka broker restart", top_k=1)) == [both.id]
 
 
 def test_ties_go_to_newer_event(clock: FakeClock) -> None:
@@ -136,7 +136,7 @@ def test_ties_go_to_newer_event(clock: FakeClock) -> None:
     # Future event times count as "now" (recency 1), so both score exactly the same.
     old = wm.add(make(clock, "deploy", event_time=T0 + timedelta(hours=1)))
     new = wm.add(make(clock, "deploy", event_time=T0 + timedelta(hours=2)))
-    hits = wm.search("ns", "deploy")
+    hits = wm.retrieve("ns", "deploy")
     assert hits[0].score == hits[1].score
     assert ids(hits) == [new.id, old.id]
 
@@ -214,10 +214,10 @@ def test_ttl_expiry_with_injected_clock(clock: FakeClock) -> None:
     assert wm.get("ns", a.id) is None
     assert [i.id for i in wm.list("ns")] == [b.id]
     assert wm.count("ns") == 1
-    assert ids(wm.search("ns", "deploy")) == [b.id]
+    assert ids(wm.retrieve("ns", "deploy")) == [b.id]
     clock.advance(5)
     # Expired items disappear from reads even without expire().
-    assert wm.count("ns") == 0 and wm.list("ns") == [] and wm.search("ns", "deploy") == []
+    assert wm.count("ns") == 0 and wm.list("ns") == [] and wm.retrieve("ns", "deploy") == []
     assert wm.tokens("ns") == 0 and wm.namespaces() == []
     assert wm.expire() == 0
 
@@ -262,7 +262,7 @@ def test_live_clock_cannot_expire_an_item_mid_operation(ttl_seconds: int) -> Non
     assert wm.get("ns", first.id) is None
     second = wm.add(make(clock, "deploy three"))
     for _ in range(ttl_seconds + 2):
-        wm.search("ns", "deploy")
+        wm.retrieve("ns", "deploy")
         wm.record_access("ns", [second.id])
     for _ in range(ttl_seconds + 2):
         fourth = wm.add(make(clock, "deploy four"))
@@ -283,7 +283,7 @@ def test_keyword_fallback_when_tfidf_fit_fails(
     wm.add(make(clock, "lunch was pizza"))
     clock.advance(30)
     with caplog.at_level(logging.DEBUG, logger="hello_memory.memory.working"):
-        hits = wm.search("ns", "deploy on monday")  # terms {deploy, monday}
+        hits = wm.retrieve("ns", "deploy on monday")  # terms {deploy, monday}
     assert ids(hits) == [hit_item.id]
     assert hits[0].breakdown.similarity == 0.0
     assert hits[0].score == pytest.approx(0.3 * 0.5 * 0.5 * 1.0, abs=1e-9)
@@ -294,15 +294,15 @@ def test_empty_vocabulary_returns_nothing_without_error(clock: FakeClock) -> Non
     wm = wm_with(clock)
     wm.add(make(clock, "!!!"))
     wm.add(make(clock, "？？"))
-    assert wm.search("ns", "!!!") == []
-    assert wm.search("ns", "deploy") == []
+    assert wm.retrieve("ns", "!!!") == []
+    assert wm.retrieve("ns", "deploy") == []
 
 
 def test_stopword_only_query_uses_all_tokens(clock: FakeClock) -> None:
     wm = wm_with(clock)
     item = wm.add(make(clock, "to be or not to be"))
     wm.add(make(clock, "deploy failed"))
-    [hit] = wm.search("ns", "not to")
+    [hit] = wm.retrieve("ns", "not to")
     assert hit.item.id == item.id
     assert hit.breakdown.keyword == 1.0
 
@@ -318,7 +318,7 @@ def test_filters_apply_before_scoring(clock: FakeClock) -> None:
     clock.advance(30)
 
     def found(**kw: Any) -> set[str]:
-        return set(ids(wm.search("ns", "deploy", top_k=10, **kw)))
+        return set(ids(wm.retrieve("ns", "deploy", top_k=10, **kw)))
 
     assert found() == {early.id, mid.id, late.id}
     assert found(min_importance=0.6) == {mid.id, late.id}
@@ -330,7 +330,7 @@ def test_filters_apply_before_scoring(clock: FakeClock) -> None:
     assert found(time_range=(T0 + timedelta(minutes=5), T0 + timedelta(minutes=15))) == {mid.id}
     assert found(user_id="nobody") == set()
     # top_k counts after filtering: the best filtered item is still returned.
-    assert ids(wm.search("ns", "deploy", top_k=1, user_id="u2")) == [mid.id]
+    assert ids(wm.retrieve("ns", "deploy", top_k=1, user_id="u2")) == [mid.id]
 
 
 def test_namespace_isolation(clock: FakeClock) -> None:
@@ -338,15 +338,15 @@ def test_namespace_isolation(clock: FakeClock) -> None:
     a1 = wm.add(make(clock, "deploy failed", ns="a"))
     wm.add(make(clock, "deploy failed", ns="a"))
     b1 = wm.add(make(clock, "deploy failed", ns="b"))
-    assert ids(wm.search("b", "deploy")) == [b1.id]
+    assert ids(wm.retrieve("b", "deploy")) == [b1.id]
     assert wm.count("a") == 2 and wm.count("b") == 1 and wm.count("c") == 0
     assert wm.get("b", a1.id) is None
     assert wm.remove("b", a1.id) is False
     with pytest.raises(NotFoundError):
         wm.update("b", a1.id, content="x")
     assert wm.clear("a") == 2
-    assert wm.count("a") == 0 and wm.search("a", "deploy") == []
-    assert wm.count("b") == 1 and ids(wm.search("b", "deploy")) == [b1.id]
+    assert wm.count("a") == 0 and wm.retrieve("a", "deploy") == []
+    assert wm.count("b") == 1 and ids(wm.retrieve("b", "deploy")) == [b1.id]
     assert wm.namespaces() == ["b"]
 
 
@@ -364,12 +364,12 @@ def test_update_reindexes_content(clock: FakeClock) -> None:
     wm = wm_with(clock)
     item = wm.add(make(clock, "deploy failed"))
     wm.add(make(clock, "lunch pizza"))
-    assert wm.search("ns", "kafka") == []
+    assert wm.retrieve("ns", "kafka") == []
     old_hash = item.content_hash
     new = wm.update("ns", item.id, content="kafka consumer lag", importance=0.9)
     assert new.content_hash != old_hash and new.importance == 0.9
-    assert ids(wm.search("ns", "kafka")) == [item.id]
-    assert wm.search("ns", "deploy") == []
+    assert ids(wm.retrieve("ns", "kafka")) == [item.id]
+    assert wm.retrieve("ns", "deploy") == []
     assert wm.get("ns", item.id) is new
 
 
@@ -390,7 +390,7 @@ def test_update_rejects_bad_changes_and_keeps_item(clock: FakeClock) -> None:
         wm.update("ns", "missing", content="x")
     kept = wm.get("ns", item.id)
     assert kept is not None and kept.importance == 0.3 and kept.content == "deploy failed"
-    assert ids(wm.search("ns", "deploy")) == [item.id]
+    assert ids(wm.retrieve("ns", "deploy")) == [item.id]
 
 
 def test_remove(clock: FakeClock) -> None:
@@ -399,7 +399,7 @@ def test_remove(clock: FakeClock) -> None:
     other = wm.add(make(clock, "deploy ok"))
     assert wm.remove("ns", item.id) is True
     assert wm.remove("ns", item.id) is False
-    assert wm.count("ns") == 1 and ids(wm.search("ns", "deploy")) == [other.id]
+    assert wm.count("ns") == 1 and ids(wm.retrieve("ns", "deploy")) == [other.id]
 
 
 def test_record_access(clock: FakeClock) -> None:
@@ -476,7 +476,7 @@ def test_bad_search_input(
     wm = wm_with(clock)
     wm.add(make(clock, "deploy failed"))
     with pytest.raises(error):
-        wm.search(namespace, query, **kw)
+        wm.retrieve(namespace, query, **kw)
 
 
 def test_bad_constructor_arguments() -> None:
@@ -500,10 +500,10 @@ def test_chinese_and_english(clock: FakeClock) -> None:
     wm = wm_with(clock)
     zh = wm.add(make(clock, "我喜欢蓝牙耳机"))
     en = wm.add(make(clock, "The deploy failed on Friday"))
-    assert ids(wm.search("ns", "蓝牙耳机")) == [zh.id]
-    assert ids(wm.search("ns", "deploy")) == [en.id]
-    assert ids(wm.search("ns", "FRIDAY")) == [en.id]
-    assert wm.search("ns", "蓝牙耳机")[0].breakdown.keyword == 1.0
+    assert ids(wm.retrieve("ns", "蓝牙耳机")) == [zh.id]
+    assert ids(wm.retrieve("ns", "deploy")) == [en.id]
+    assert ids(wm.retrieve("ns", "FRIDAY")) == [en.id]
+    assert wm.retrieve("ns", "蓝牙耳机")[0].breakdown.keyword == 1.0
 
 
 def test_thread_safety_smoke() -> None:
@@ -521,7 +521,7 @@ def test_thread_safety_smoke() -> None:
             for i in range(50):
                 ns = f"ns{i % 5}"
                 wm.add(MemoryItem(content=f"thread {n} note {i} deploy", namespace=ns))
-                wm.search(ns, "deploy note", top_k=3)
+                wm.retrieve(ns, "deploy note", top_k=3)
         except BaseException as exc:  # collected and asserted below
             errors.append(exc)
 
@@ -535,4 +535,4 @@ def test_thread_safety_smoke() -> None:
         sys.setswitchinterval(old_interval)
     assert errors == []
     assert [wm.count(f"ns{k}") for k in range(5)] == [40] * 5
-    assert sum(len(wm.search(f"ns{k}", "deploy", top_k=500)) for k in range(5)) == 200
+    assert sum(len(wm.retrieve(f"ns{k}", "deploy", top_k=500)) for k in range(5)) == 200
