@@ -410,7 +410,8 @@ def import_(path: Path, namespace: NamespaceOpt = None) -> None:
 @handled
 def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] = None,
           port: Annotated[int | None, typer.Option(help="Default: api.port.")] = None) -> None:
-    """Run the REST API (FastAPI + uvicorn; OpenAPI at /docs)."""
+    """Run the REST API (FastAPI + uvicorn; OpenAPI at /docs) and the jobs of
+    jobs.schedule."""
     from hello_memory.api import create_app
     from hello_memory.api.security import check_bind
 
@@ -419,7 +420,7 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     check_bind(settings.api, bind)
     import uvicorn
 
-    uvicorn.run(create_app(settings), host=bind, port=port or settings.api.port,
+    uvicorn.run(create_app(settings, run_jobs=True), host=bind, port=port or settings.api.port,
                 log_level="info", timeout_graceful_shutdown=5)
 
 

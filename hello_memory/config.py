@@ -279,7 +279,10 @@ class ApiSettings(_Section):
 
 
 class JobsSettings(_Section):
-    """Thresholds of the ``hello-memory jobs`` maintenance runs."""
+    """Thresholds of the ``hello-memory jobs`` maintenance runs, and the ``schedule``
+    on which ``hello-memory serve`` runs them itself (job name -> ``"every 6h"`` or a
+    5-field cron line ``"15 3 * * *"``, see :func:`hello_memory.jobs.parse_schedule`;
+    empty: the server runs no job on its own)."""
 
     consolidate_importance: float = Field(default=0.7, ge=0, le=1)
     consolidate_min_access: int = Field(default=0, ge=0)
@@ -287,6 +290,21 @@ class JobsSettings(_Section):
     forget_threshold: float = Field(default=0.1, ge=0, le=1)
     forget_max_age_days: float = Field(default=365.0, ge=0)
     forget_max_items: int = Field(default=10_000, ge=0)
+    schedule: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _valid_schedule(self) -> JobsSettings:
+        from hello_memory.jobs import ALL_JOBS, parse_schedule  # jobs imports this module
+
+        for job, text in self.schedule.items():
+            if job not in ALL_JOBS:
+                raise ValueError(f"jobs.schedule.{job}: unknown job; schedulable: "
+                                 f"{', '.join(ALL_JOBS)}")
+            try:
+                parse_schedule(text)
+            except ValueError as exc:  # InvalidInputError is a ValueError
+                raise ValueError(f"jobs.schedule.{job}: {exc}") from None
+        return self
 
 
 class RagSettings(_Section):

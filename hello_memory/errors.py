@@ -14,6 +14,7 @@ so callers never need to import qdrant-client, neo4j or SQLAlchemy to catch them
     │   └── VectorError              NaN / inf in a vector
     │       └── DimensionMismatchError   names the collection and both sizes
     ├── NotFoundError                an id that does not exist (in that namespace)
+    ├── JobBusyError                 a maintenance job asked to run while it runs
     ├── EmbeddingError
     │   └── ModelNotFoundError       names the setting to change
     └── StoreError                   a backend failed
@@ -41,6 +42,7 @@ __all__ = [
     "HelloMemoryError",
     "InvalidImportanceError",
     "InvalidInputError",
+    "JobBusyError",
     "ModelNotFoundError",
     "NamespaceRequiredError",
     "NotFoundError",
@@ -121,6 +123,10 @@ class NotFoundError(HelloMemoryError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else "not found"
+
+
+class JobBusyError(HelloMemoryError):
+    """A maintenance job was asked to run while a run of it is still going."""
 
 
 # --- embeddings ----------------------------------------------------------------------

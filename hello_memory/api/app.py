@@ -4,7 +4,9 @@ Every memory route takes a required ``namespace`` query parameter, checked again
 the caller's API key (:mod:`hello_memory.api.security`); errors are JSON problem
 objects (:mod:`hello_memory.api.problems`); the OpenAPI schema is served at
 ``/openapi.json`` (interactive docs at ``/docs``). ``hello-memory serve`` runs it
-with uvicorn.
+with uvicorn, and with ``run_jobs=True``: the maintenance jobs of ``jobs.schedule`` then
+run in a scheduler thread from startup to shutdown (:mod:`hello_memory.scheduler`;
+routes ``/v1/jobs`` and ``/v1/namespaces`` for an admin key, :mod:`hello_memory.api.admin`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from hello_memory import __version__
 from hello_memory.api.problems import AccessDenied, problem, problem_for
@@ -27,7 +30,7 @@ from hello_memory.errors import HelloMemoryError
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
 
-__all__ = ["Namespace", "create_app", "manager_of"]
+__all__ = ["Admin", "Namespace", "create_app", "manager_of"]
 
 PROBLEM_JSON = "application/problem+json"
 _bearer = HTTPBearer(auto_error=False, description="API key as a bearer token")
@@ -50,9 +53,30 @@ def namespace_dependency(
 Namespace = Annotated[str, Depends(namespace_dependency)]
 
 
+def admin_dependency(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)] = None,
+    header_key: Annotated[str | None, Depends(_header_key)] = None,
+) -> None:
+    key = bearer.credentials if bearer is not None else header_key
+    host = request.client.host if request.client else None
+    access: Access = request.app.state.access
+    access.check_admin(key, host)
+
+
+Admin = Depends(admin_dependency)
+
+
 def manager_of(request: Request) -> MemoryManager:
     manager: MemoryManager | None = request.app.state.manager
     if manager is None:  # only when the lifespan did not run (a misconfigured host)
+        raise HelloMemoryError("the memory manager is not open")
+    return manager
+
+
+def manager_of_app(app: FastAPI) -> MemoryManager:
+    manager: MemoryManager | None = app.state.manager
+    if manager is None:
         raise HelloMemoryError("the memory manager is not open")
     return manager
 
@@ -63,10 +87,12 @@ def _problem_response(body: dict[str, Any], headers: dict[str, str] | None = Non
                         headers=headers)
 
 
-def create_app(settings: Settings | None = None, *, manager: MemoryManager | None = None
-               ) -> FastAPI:
+def create_app(settings: Settings | None = None, *, manager: MemoryManager | None = None,
+               run_jobs: bool = False) -> FastAPI:
     """The REST API over ``manager`` (opened from ``settings`` at startup and closed at
-    shutdown when not given; a given manager stays the caller's to close)."""
+    shutdown when not given; a given manager stays the caller's to close). With
+    ``run_jobs`` the jobs of ``settings.jobs.schedule`` run on their schedules while the
+    app runs (its lifespan starts and stops them; nothing starts if it is empty)."""
     settings = settings or load_settings()
     owned = manager is None
 
@@ -77,8 +103,12 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
 
             app.state.manager = MemoryManager.open(settings)
         try:
+            if run_jobs:
+                app.state.jobs.start()
             yield
         finally:
+            # let a running job finish (off the event loop), then close the manager
+            await run_in_threadpool(app.state.jobs.shutdown)
             if owned and app.state.manager is not None:
                 app.state.manager.close()
                 app.state.manager = None
@@ -90,6 +120,9 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     app.state.settings = settings
     app.state.access = Access(settings.api)
     app.state.rag = None
+    from hello_memory.scheduler import JobScheduler
+
+    app.state.jobs = JobScheduler(lambda: manager_of_app(app), settings.jobs)
 
     @app.exception_handler(HelloMemoryError)
     async def _hm_error(request: Request, exc: HelloMemoryError) -> JSONResponse:
@@ -115,9 +148,10 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         return {"status": "ok" if app.state.manager is not None else "starting",
                 "version": __version__}
 
-    from hello_memory.api import documents, media, routes
+    from hello_memory.api import admin, documents, media, routes
 
     app.include_router(routes.router)
+    app.include_router(admin.router)
     app.include_router(documents.router)
     app.include_router(media.router)
     app.add_middleware(BodyLimit, max_bytes=settings.api.max_request_bytes,

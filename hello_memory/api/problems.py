@@ -24,6 +24,7 @@ STATUS: dict[type[BaseException], tuple[int, str, str]] = {
     errors.NamespaceRequiredError: (400, "namespace-required", "Namespace required"),
     errors.PayloadTooLargeError: (413, "too-large", "Payload too large"),
     errors.NotFoundError: (404, "not-found", "Not found"),
+    errors.JobBusyError: (409, "job-running", "Job already running"),
     errors.ConfigError: (501, "not-configured", "Feature not configured"),
     errors.EmbeddingError: (503, "embedding-unavailable", "Embedding model unavailable"),
     errors.StoreError: (500, "store-error", "Storage backend failed"),

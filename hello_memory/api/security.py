@@ -4,6 +4,9 @@ A key grants a list of namespace patterns: an exact name, ``prefix/*`` (the pref
 and everything below it) or ``*``. Keys arrive as ``Authorization: Bearer KEY`` or
 ``X-API-Key: KEY``. Without a known key a request is refused, unless auth is
 explicitly disabled AND the request comes from a loopback address.
+
+An *admin* key is one granted ``*`` (every namespace): only it may list namespaces
+and run or inspect the server's maintenance jobs (``/v1/namespaces``, ``/v1/jobs``).
 """
 
 from __future__ import annotations
@@ -89,6 +92,22 @@ class Access:
         if not namespace_allowed(ns, patterns):
             raise AccessDenied(403, f"this API key may not use namespace {ns!r}")
         return ns
+
+
+    def check_admin(self, key: str | None, client_host: str | None) -> None:
+        """Pass for an admin key (one granted ``*``), else :class:`AccessDenied`."""
+        if key is None:
+            if self.auth_disabled and is_loopback(client_host):
+                return
+            hint = ("auth is disabled only for loopback clients" if self.auth_disabled
+                    else "send Authorization: Bearer <key> (keys: api.api_keys)")
+            raise AccessDenied(401, f"no API key: {hint}")
+        patterns = self._patterns(key)
+        if patterns is None:
+            raise AccessDenied(401, "unknown API key")
+        if "*" not in patterns:
+            raise AccessDenied(403, "this route needs an admin key (one granted '*' in "
+                                    "api.api_keys)")
 
 
 def confine_path(raw: str, read_dirs: Sequence[str]) -> Path:
