@@ -77,35 +77,32 @@ class Access:
                 found = patterns
         return found
 
+    def _granted(self, key: str | None, client_host: str | None) -> list[str] | None:
+        """The key's namespace patterns; None when auth is disabled for this loopback
+        client; :class:`AccessDenied` (401) without a known key."""
+        if key is None:
+            if self.auth_disabled and is_loopback(client_host):
+                return None
+            hint = ("auth is disabled only for loopback clients" if self.auth_disabled
+                    else "send Authorization: Bearer <key> (keys: api.api_keys)")
+            raise AccessDenied(401, f"no API key: {hint}")
+        patterns = self._patterns(key)
+        if patterns is None:
+            raise AccessDenied(401, "unknown API key")
+        return list(patterns)
+
     def check(self, namespace: str, key: str | None, client_host: str | None) -> str:
         """The namespace when this request may use it; else :class:`AccessDenied`."""
         ns = require_namespace(namespace)
-        if key is None:
-            if self.auth_disabled and is_loopback(client_host):
-                return ns
-            hint = ("auth is disabled only for loopback clients" if self.auth_disabled
-                    else "send Authorization: Bearer <key> (keys: api.api_keys)")
-            raise AccessDenied(401, f"no API key: {hint}")
-        patterns = self._patterns(key)
-        if patterns is None:
-            raise AccessDenied(401, "unknown API key")
-        if not namespace_allowed(ns, patterns):
+        patterns = self._granted(key, client_host)
+        if patterns is not None and not namespace_allowed(ns, patterns):
             raise AccessDenied(403, f"this API key may not use namespace {ns!r}")
         return ns
 
-
     def check_admin(self, key: str | None, client_host: str | None) -> None:
         """Pass for an admin key (one granted ``*``), else :class:`AccessDenied`."""
-        if key is None:
-            if self.auth_disabled and is_loopback(client_host):
-                return
-            hint = ("auth is disabled only for loopback clients" if self.auth_disabled
-                    else "send Authorization: Bearer <key> (keys: api.api_keys)")
-            raise AccessDenied(401, f"no API key: {hint}")
-        patterns = self._patterns(key)
-        if patterns is None:
-            raise AccessDenied(401, "unknown API key")
-        if "*" not in patterns:
+        patterns = self._granted(key, client_host)
+        if patterns is not None and "*" not in patterns:
             raise AccessDenied(403, "this route needs an admin key (one granted '*' in "
                                     "api.api_keys)")
 
