@@ -326,11 +326,13 @@ class HybridRetriever:
         # about someone else is not answered by a memory about the user.
         update["self_names"] = self._linked_people(ns, [SELF_ENTITY])
         resolved: list[str] = []
-        rewritten = plan.queries[0]
+        roles: list[str] = []
+        rewritten = analysis.query
         taken = len(rewritten) + 1
         for asked in sorted(asked_roles(analysis.query), key=lambda a: -a.span[0]):
             owners: list[str] = []
             current = [asked.owner]
+            steps = 0
             for role in asked.chain:
                 bare = [without_title(o) for o in current]
                 keys = [role_key(o, role) for o in current]
@@ -340,17 +342,19 @@ class HybridRetriever:
                     break
                 # "my daughter's teacher" with no teacher known is still about the
                 # daughter: the last people the chain reached.
-                owners = current
+                owners, steps = current, steps + 1
+                roles.append(role)
             if owners:
                 resolved += owners
                 start, end = asked.span
-                if end <= taken:  # spans do not overlap an earlier replacement
+                # Only a chain resolved to its end stands for the whole phrase, and
+                # spans must not overlap an earlier replacement.
+                if steps == len(asked.chain) and end <= taken:
                     rewritten = rewritten[:start] + " and ".join(owners) + rewritten[end:]
                     taken = start
         if resolved:
             update["resolved"] = list(dict.fromkeys(resolved))
-            roles = list(dict.fromkeys(r for a in asked_roles(analysis.query) for r in a.chain))
-            update["resolved_roles"] = roles
+            update["resolved_roles"] = list(dict.fromkeys(roles))
             # A role word that found its person is that person, not a thing to look up.
             update["entities"] = [e for e in analysis.entities if canonical_role(e) not in roles]
         if not update:
