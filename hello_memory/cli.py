@@ -85,7 +85,7 @@ def handled(fn: F) -> F:
                 raise
             what = "" if isinstance(exc, HelloMemoryError) else "unexpected "
             err.print(f"[bold red]error:[/] {what}{type(exc).__name__ + ': ' if what else ''}"
-                      f"{exc}", highlight=False)
+                      f"{exc}", highlight=False, soft_wrap=True)  # one line, even piped
             if what:
                 err.print("(run with --debug for the traceback)")
             raise typer.Exit(exit_code_for(exc)) from None
@@ -107,12 +107,51 @@ def _settings() -> Settings:
     return load_settings(_state.get("config"), **_state.get("overrides", {}))
 
 
-def _open(settings: Settings | None = None) -> Any:
+class _NoLoadEmbedder:
+    """The configured embedder, for commands that embed nothing (``show``, ``stats``,
+    ``restore``): opening the stores asks for the vector size, which would load the
+    model (torch, seconds). A preset model's size is known without loading it; any
+    embedding still goes to the real embedder, which loads on first use."""
+
+    def __init__(self, inner: Any, dimension: int) -> None:
+        self._inner, self._dimension = inner, dimension
+
+    @property
+    def name(self) -> str:
+        return str(self._inner.name)
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Any) -> Any:
+        return self._inner.embed(texts)
+
+    def embed_query(self, text: str) -> Any:
+        return self._inner.embed_query(text)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._inner, attr)
+
+
+def _open(settings: Settings | None = None, *, embeds: bool = True) -> Any:
+    """(settings, MemoryManager). ``embeds=False``: the command embeds nothing, so a
+    preset model (whose vector size is known) is not loaded to open the stores."""
     from hello_memory.memory.manager import MemoryManager
 
     settings = settings or _settings()
-    with err.status("Opening stores and loading the models..."):
-        return settings, MemoryManager.open(settings)
+    embedder = None
+    if not embeds:
+        from hello_memory.embedding.presets import preset_named
+        from hello_memory.factory import build_embedder
+
+        inner = build_embedder(settings.embedding)
+        preset = preset_named(inner.name)
+        if preset is not None:
+            embedder = _NoLoadEmbedder(inner, preset.dimension)
+    with err.status("Opening stores..." if embedder is not None
+                    else "Opening stores and loading the models..."):
+        return settings, MemoryManager.open(settings, embedder=embedder)
 
 
 def _print_json(data: Any) -> None:
@@ -153,17 +192,31 @@ DEMO_QUERIES = [
 ]
 
 
-def _hits_table(title: str, hits: Any, *, ids: bool = False) -> Table:
+BREAKDOWN_MIN_WIDTH = 110  # narrower terminals get score, type and memory only
+
+
+def _hits_table(title: str, hits: Any, *, ids: bool = False,
+                width: int | None = None) -> Table:
+    """One row per hit. The breakdown columns (sim, recency, graph) only when the
+    terminal has room for them; with ``ids`` each memory cell ends with the full id on
+    its own line (what ``show`` takes), so no id column squeezes the text."""
+    from rich.text import Text
+
+    wide = (console.width if width is None else width) >= BREAKDOWN_MIN_WIDTH
     table = Table(title=title, title_justify="left")
-    cols = ["score", "type", "sim", "recency", "graph", "memory"] + (["id"] if ids else [])
+    cols = ["score", "type", *(["sim", "recency", "graph"] if wide else []), "memory"]
     for col in cols:
-        table.add_column(col, justify="left" if col in ("type", "memory", "id") else "right",
-                         no_wrap=col == "id")
+        table.add_column(col, justify="left" if col in ("type", "memory") else "right",
+                         no_wrap=col != "memory", ratio=1 if col == "memory" else None)
     for h in hits:
         b = h.breakdown
-        row = [f"{h.score:.3f}", h.memory_type.value, f"{b.similarity:.2f}",
-               f"{b.recency:.2f}", f"{b.graph:.2f}", h.item.content]
-        table.add_row(*row, *([h.id] if ids else []))
+        cell = Text(h.item.content)
+        if ids:
+            cell.append("\n")
+            cell.append(f"id {h.id}", style="dim")
+        table.add_row(f"{h.score:.3f}", h.memory_type.value,
+                      *([f"{b.similarity:.2f}", f"{b.recency:.2f}", f"{b.graph:.2f}"]
+                        if wide else []), cell)
     return table
 
 
@@ -231,11 +284,23 @@ def add(
     metadata: Annotated[str | None, typer.Option(help="JSON object of tags.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Store one memory (importance estimated when not given); prints its id."""
-    meta = json.loads(metadata) if metadata else None
+    """Store one memory (importance estimated when not given); prints its id.
+    Not --type working: working memory lives only as long as the process."""
+    try:
+        meta = json.loads(metadata) if metadata else None
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"--metadata is not valid JSON ({exc.msg} at character "
+                                f"{exc.pos}); give a JSON object such as "
+                                "'{\"topic\": \"keys\"}'") from None
     if meta is not None and not isinstance(meta, dict):
         raise InvalidInputError("--metadata must be a JSON object")
-    _, mm = _open()
+    settings = _settings()
+    if (memory_type or MemoryType(settings.memory.default_type)) == MemoryType.WORKING:
+        raise InvalidInputError(
+            "--type working: working memory lives only as long as the process, so no "
+            "later command could find it; use --type episodic or semantic, or add working "
+            "memory through the REST API, the MCP server or Python")
+    _, mm = _open(settings)
     with mm:
         item = mm.add(content, memory_type, importance, meta, namespace=namespace,
                       session_id=session_id, user_id=user_id)
@@ -282,7 +347,7 @@ def show(memory_id: str, namespace: NamespaceOpt = None, as_json: JsonOpt = Fals
     """Print one memory by id."""
     from hello_memory.memory.manager import item_to_json
 
-    _, mm = _open()
+    _, mm = _open(embeds=False)
     with mm:
         data = item_to_json(mm.get(memory_id, namespace=namespace))
     if as_json:
@@ -299,10 +364,28 @@ def show(memory_id: str, namespace: NamespaceOpt = None, as_json: JsonOpt = Fals
 @handled
 def stats(namespace: NamespaceOpt = None, as_json: JsonOpt = False) -> None:
     """Counts per memory type and store for one namespace."""
-    _, mm = _open()
+    _, mm = _open(embeds=False)
     with mm:
         data = mm.stats(namespace)
-    _print_json(data) if as_json else console.print(data)
+    if as_json:
+        _print_json(data)
+        return
+    console.print(_stats_table(data))
+
+
+def _stats_table(data: dict[str, Any]) -> Table:
+    table = Table(title=f"namespace {data['namespace']!r}", title_justify="left")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for mtype, n in data["by_type"].items():
+        note = " (this process only)" if mtype == MemoryType.WORKING.value else ""
+        table.add_row(f"{mtype} memories{note}", str(n))
+    table.add_row("total", str(data["total"]), end_section=True)
+    table.add_row("forgotten (restorable)", str(data["forgotten"]))
+    table.add_row("vectors", str(data["vectors"]))
+    for key, n in data["graph"].items():
+        table.add_row(f"graph {key}", str(n))
+    return table
 
 
 @app.command()
@@ -352,9 +435,19 @@ def forget(
 @handled
 def restore(ids: Annotated[list[str], typer.Argument(help="Ids to bring back.")],
             namespace: NamespaceOpt = None) -> None:
-    """Bring soft-forgotten memories back into search."""
-    _, mm = _open()
+    """Bring soft-forgotten memories back into search (an unknown id changes nothing
+    and exits 3)."""
+    _, mm = _open(embeds=False)
     with mm:
+        unknown = []
+        for mid in ids:
+            try:
+                mm.get(mid, namespace=namespace)
+            except NotFoundError:
+                unknown.append(mid)
+        if unknown:
+            raise NotFoundError(f"no memory {', '.join(map(repr, unknown))} in namespace "
+                                f"{mm._ns(namespace)!r}; nothing restored")
         n = mm.restore(ids, namespace=namespace)
     console.print(f"restored {n} of {len(ids)}")
 
@@ -400,6 +493,10 @@ def export_(path: Path, namespace: NamespaceOpt = None) -> None:
 @handled
 def import_(path: Path, namespace: NamespaceOpt = None) -> None:
     """Load an export (validated first; ids already present are skipped)."""
+    if not path.is_file():
+        if path.exists():
+            raise InvalidInputError(f"{path} is not a file (give a JSON-lines export)")
+        raise NotFoundError(f"{path}: no such file")
     _, mm = _open()
     with mm, err.status(f"Importing {path} (embedding every memory)..."):
         result = mm.import_jsonl(path, namespace=namespace)

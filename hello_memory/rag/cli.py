@@ -67,6 +67,12 @@ def ingest(
     as_json: JsonOpt = False,
 ) -> None:
     """Index documents (PDF, DOCX, PPTX, XLSX, HTML, Markdown, TXT, CSV, JSON)."""
+    missing = [p for p in paths if not p.exists()]
+    if missing:  # before any store, model or progress bar
+        from hello_memory.errors import NotFoundError
+
+        raise NotFoundError(f"no such file or folder: {', '.join(map(str, missing))}; "
+                            "nothing ingested")
     with _pipeline(ctx, config) as (rag, _, default_ns):
         ns = namespace or default_ns
         report = rag.ingest(paths, namespace=ns, follow_symlinks=follow_symlinks,
