@@ -658,5 +658,12 @@ class HybridRetriever:
                                  views=dict(views), context=context.get(m, 0.0),
                                  breakdown=scored.breakdown,
                                  queries=tuple(state.found_by.get(m, ()))))
-        hits.sort(key=lambda h: (-h.score, -h.fused, h.item.event_time.timestamp()))
+        # Ties (reciprocal ranks tie often: ranks 1 + 2 = 2 + 1): the stronger fused
+        # evidence, then the raw evidence of the views (cosine, then BM25), the older
+        # event, the text itself: never an order that changes between processes.
+        def raw(h: SearchHit, view: str) -> float:
+            return h.views[view].score if view in h.views else 0.0
+
+        hits.sort(key=lambda h: (-h.score, -h.fused, -raw(h, "semantic"), -raw(h, "lexical"),
+                                 h.item.event_time.timestamp(), h.item.content, h.item.id))
         return hits

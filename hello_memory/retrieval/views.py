@@ -392,4 +392,4 @@ def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewRe
               or (selfish and n == len(direct) - 1)]
     only_direct = {m for m in totals if evidence[m] == 1 and any(m in d for d in common)}
     ranked = [(m, s) for m, s in totals.items() if m not in only_direct]
-    return sorted(ranked, key=lambda kv: -kv[1])[: req.limit]
+    return sorted(ranked, key=lambda kv: (-kv[1], kv[0]))[: req.limit]
