@@ -278,12 +278,27 @@ class ApiSettings(_Section):
     read_dirs: list[str] = Field(default_factory=list)
 
 
-class JobsSettings(_Section):
-    """Thresholds of the ``hello-memory jobs`` maintenance runs, and the ``schedule``
-    on which ``hello-memory serve`` runs them itself (job name -> ``"every 6h"`` or a
-    5-field cron line ``"15 3 * * *"``, see :func:`hello_memory.jobs.parse_schedule`;
-    empty: the server runs no job on its own)."""
+# the consolidation chain: working -> episodic -> semantic
+_NEXT_TYPE = {"working": "episodic", "episodic": "semantic"}
+_PREV_TYPE = {v: k for k, v in _NEXT_TYPE.items()}
 
+
+class JobsSettings(_Section):
+    """The lifecycle defaults, and the ``schedule`` on which ``hello-memory serve`` runs
+    the jobs itself (job name -> ``"every 6h"`` or a 5-field cron line ``"15 3 * * *"``,
+    see :func:`hello_memory.jobs.parse_schedule`; empty: the server runs no job on its own).
+
+    One set of defaults for every lifecycle entry point: ``hello-memory jobs``, the
+    scheduled and admin job runs, ``POST /v1/forget`` and ``/v1/consolidate``, and the
+    ``MemoryTool``'s forget and consolidate actions and ``MemoryManager.forget`` /
+    ``consolidate`` all fill what a call leaves out from here
+    (``MemoryManager.lifecycle``, built by ``MemoryManager.open``; README table
+    "Lifecycle defaults", kept equal by a test). Consolidation
+    defaults to episodic -> semantic: it works from any process, while working memory
+    lives in one process only (ask for ``from_type="working"`` there)."""
+
+    consolidate_from: Literal["working", "episodic"] = "episodic"
+    consolidate_to: Literal["episodic", "semantic"] = "semantic"
     consolidate_importance: float = Field(default=0.7, ge=0, le=1)
     consolidate_min_access: int = Field(default=0, ge=0)
     forget_strategy: Literal["importance", "time", "capacity"] = "importance"
@@ -291,6 +306,46 @@ class JobsSettings(_Section):
     forget_max_age_days: float = Field(default=365.0, ge=0)
     forget_max_items: int = Field(default=10_000, ge=0)
     schedule: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _valid_direction(self) -> JobsSettings:
+        if _NEXT_TYPE.get(self.consolidate_from) != self.consolidate_to:
+            raise ValueError(f"jobs.consolidate_from/consolidate_to: cannot consolidate "
+                             f"{self.consolidate_from} -> {self.consolidate_to}; use "
+                             "working -> episodic or episodic -> semantic")
+        return self
+
+    def consolidate_options(self, from_type: Any = None, to_type: Any = None,
+                            importance_threshold: float | None = None,
+                            min_access_count: int | None = None) -> dict[str, Any]:
+        """The arguments of ``MemoryManager.consolidate`` for one call: what is given,
+        the rest from these settings. One end of the direction names the other
+        (``from_type="working"`` alone means working -> episodic)."""
+        from_type = getattr(from_type, "value", from_type)  # a MemoryType or its name
+        to_type = getattr(to_type, "value", to_type)
+        if from_type is None and to_type is None:
+            from_type, to_type = self.consolidate_from, self.consolidate_to
+        elif from_type is None:
+            from_type = _PREV_TYPE.get(str(to_type), str(to_type))
+        elif to_type is None:
+            to_type = _NEXT_TYPE.get(str(from_type), str(from_type))
+        return {"from_type": from_type, "to_type": to_type,
+                "importance_threshold": (self.consolidate_importance
+                                         if importance_threshold is None
+                                         else importance_threshold),
+                "min_access_count": (self.consolidate_min_access if min_access_count is None
+                                     else min_access_count)}
+
+    def forget_options(self, strategy: str | None = None, threshold: float | None = None,
+                       max_age_days: float | None = None, max_items: int | None = None
+                       ) -> dict[str, Any]:
+        """The arguments of ``MemoryManager.forget`` for one call: what is given, the
+        rest from these settings."""
+        return {"strategy": self.forget_strategy if strategy is None else strategy,
+                "threshold": self.forget_threshold if threshold is None else threshold,
+                "max_age_days": (self.forget_max_age_days if max_age_days is None
+                                 else max_age_days),
+                "max_items": self.forget_max_items if max_items is None else max_items}
 
     @model_validator(mode="after")
     def _valid_schedule(self) -> JobsSettings:

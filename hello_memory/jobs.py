@@ -1,13 +1,15 @@
 """Maintenance jobs: ``consolidate``, ``forget``, ``reindex`` and ``reconcile``.
 
 Each job runs over one namespace at a time through :class:`MemoryManager`, takes its
-thresholds from :class:`~hello_memory.config.JobsSettings` (overridable per call), and
+thresholds from :class:`~hello_memory.config.JobsSettings` (the lifecycle defaults that
+the REST API and the MemoryTool use too; overridable per call), and
 writes one audit record per namespace (``job:<name>``: what moved, merged or was
 forgotten, counts, start and end time, dry run or not). Every job is idempotent: a
 second identical run changes nothing.
 
-- ``consolidate``: episodic → semantic by default (near-duplicates merge); working
-  memory lives in one process, so working → episodic belongs to that process.
+- ``consolidate``: episodic → semantic by default (``jobs.consolidate_from`` /
+  ``consolidate_to``; near-duplicates merge); working memory lives in one process, so
+  working → episodic belongs to that process.
 - ``forget``: soft by default (``hello-memory restore`` undoes it); ``hard=True`` purges.
 - ``reindex``: rebuild the vector index and the graph from the records.
 - ``reconcile``: replay index work that a crash left pending.
@@ -217,12 +219,9 @@ def _counts_of(report: Mapping[str, Any]) -> dict[str, int]:
 
 def _consolidate(mm: MemoryManager, ns: str, dry_run: bool, cfg: JobsSettings,
                  opts: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, Any]]:
-    threshold = opts.get("importance_threshold", cfg.consolidate_importance)
-    min_access = opts.get("min_access_count", cfg.consolidate_min_access)
-    rep = mm.consolidate(opts.get("from_type", MemoryType.EPISODIC),
-                         opts.get("to_type", MemoryType.SEMANTIC), namespace=ns,
-                         importance_threshold=threshold, min_access_count=min_access,
-                         dry_run=dry_run)
+    args = cfg.consolidate_options(**opts)
+    threshold, min_access = args["importance_threshold"], args["min_access_count"]
+    rep = mm.consolidate(namespace=ns, dry_run=dry_run, **args)
     # dry runs name would-be new targets "new:<source id>"; real runs list promotions
     new = (len(rep.promoted) if not dry_run
            else sum(1 for k in rep.merged if k.startswith("new:")))
@@ -236,10 +235,8 @@ def _consolidate(mm: MemoryManager, ns: str, dry_run: bool, cfg: JobsSettings,
 
 def _forget(mm: MemoryManager, ns: str, dry_run: bool, cfg: JobsSettings,
             opts: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, Any]]:
-    strategy = opts.get("strategy", cfg.forget_strategy)
-    params = {"threshold": opts.get("threshold", cfg.forget_threshold),
-              "max_age_days": opts.get("max_age_days", cfg.forget_max_age_days),
-              "max_items": opts.get("max_items", cfg.forget_max_items)}
+    params = cfg.forget_options(**{k: v for k, v in opts.items() if k != "hard"})
+    strategy = params.pop("strategy")
     hard = bool(opts.get("hard", False))
     rep = mm.forget(strategy, namespace=ns, dry_run=dry_run, hard=hard, **params)
     return ({"forgotten": rep.count},
@@ -282,7 +279,8 @@ def run_job(
 ) -> JobRun:
     """Run one job in one namespace and write its audit record.
 
-    ``options`` override the thresholds of ``settings`` for this run: consolidate
+    ``options`` override the thresholds of ``settings`` (by default the manager's
+    lifecycle defaults, ``manager.lifecycle``) for this run: consolidate
     takes ``importance_threshold``, ``min_access_count``, ``from_type`` and
     ``to_type``; forget takes
     ``strategy``, ``threshold``, ``max_age_days``, ``max_items`` and ``hard``.
@@ -299,7 +297,7 @@ def run_job(
     if unknown := sorted(set(options) - allowed):
         raise InvalidInputError(f"job {job!r} takes no option(s) {unknown}; "
                                 f"it takes {sorted(allowed) or 'none'}")
-    cfg = settings or JobsSettings()
+    cfg = settings or manager.lifecycle
     started = clock()
     counts, details = _RUNNERS[job](manager, ns, dry_run, cfg, options)
     run = JobRun(job, ns, dry_run, started, clock(), counts, _plain(details))

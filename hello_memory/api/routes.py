@@ -66,12 +66,17 @@ class UpdateMemory(_Body):
     metadata: dict[str, Any] | None = None
 
 
+# Lifecycle fields left out (None) take the server's ``jobs`` settings, the defaults
+# of every lifecycle entry point (README "Lifecycle defaults").
 class ForgetRequest(_Body):
     ids: list[str] | None = Field(None, min_length=1, max_length=10_000)
-    strategy: Literal["importance", "time", "capacity"] = "importance"
-    threshold: float = Field(0.1, ge=0, le=1)
-    max_age_days: float = Field(30.0, ge=0)
-    max_items: int = Field(1000, ge=0)
+    strategy: Literal["importance", "time", "capacity"] | None = Field(
+        None, description="default: jobs.forget_strategy")
+    threshold: float | None = Field(None, ge=0, le=1, description="default: "
+                                    "jobs.forget_threshold")
+    max_age_days: float | None = Field(None, ge=0, description="default: "
+                                       "jobs.forget_max_age_days")
+    max_items: int | None = Field(None, ge=0, description="default: jobs.forget_max_items")
     memory_types: list[Literal["working", "episodic", "semantic"]] | None = None
     dry_run: bool = False
     hard: bool = False
@@ -82,10 +87,15 @@ class RestoreRequest(_Body):
 
 
 class ConsolidateRequest(_Body):
-    from_type: Literal["working", "episodic"] = "working"
-    to_type: Literal["episodic", "semantic"] = "episodic"
-    importance_threshold: float = Field(0.7, ge=0, le=1)
-    min_access_count: int = Field(0, ge=0)
+    from_type: Literal["working", "episodic"] | None = Field(
+        None, description="default: jobs.consolidate_from (episodic); one end names "
+        "the other")
+    to_type: Literal["episodic", "semantic"] | None = Field(
+        None, description="default: jobs.consolidate_to (semantic)")
+    importance_threshold: float | None = Field(None, ge=0, le=1, description="default: "
+                                               "jobs.consolidate_importance")
+    min_access_count: int | None = Field(None, ge=0, description="default: "
+                                         "jobs.consolidate_min_access")
     dry_run: bool = False
 
 
@@ -156,9 +166,10 @@ def forget(body: ForgetRequest, namespace: Namespace, mm: Manager) -> dict[str, 
         done = mm.forget_ids(body.ids, namespace=namespace, dry_run=body.dry_run)
         return {"strategy": "ids", "ids": done, "count": len(done), "dry_run": body.dry_run,
                 "hard": False}
-    rep = mm.forget(body.strategy, namespace=namespace, threshold=body.threshold,
-                    max_age_days=body.max_age_days, max_items=body.max_items,
-                    memory_types=body.memory_types, dry_run=body.dry_run, hard=body.hard)
+    args = mm.lifecycle.forget_options(body.strategy, body.threshold, body.max_age_days,
+                                       body.max_items)
+    rep = mm.forget(namespace=namespace, memory_types=body.memory_types,
+                    dry_run=body.dry_run, hard=body.hard, **args)
     return {"strategy": rep.strategy, "ids": list(rep.ids), "count": rep.count,
             "dry_run": rep.dry_run, "hard": rep.hard}
 
@@ -171,10 +182,11 @@ def restore(body: RestoreRequest, namespace: Namespace, mm: Manager) -> dict[str
 
 @router.post("/consolidate")
 def consolidate(body: ConsolidateRequest, namespace: Namespace, mm: Manager) -> dict[str, Any]:
-    """Promote working -> episodic or episodic -> semantic, merging near-duplicates."""
-    rep = mm.consolidate(body.from_type, body.to_type, namespace=namespace,
-                         importance_threshold=body.importance_threshold,
-                         min_access_count=body.min_access_count, dry_run=body.dry_run)
+    """Promote episodic -> semantic (the default, ``jobs.consolidate_from/_to``) or
+    working -> episodic, merging near-duplicates."""
+    args = mm.lifecycle.consolidate_options(body.from_type, body.to_type,
+                                            body.importance_threshold, body.min_access_count)
+    rep = mm.consolidate(namespace=namespace, dry_run=body.dry_run, **args)
     return {"from_type": rep.from_type.value, "to_type": rep.to_type.value,
             "dry_run": rep.dry_run, "promoted": list(rep.promoted),
             "merged": {k: list(v) for k, v in rep.merged.items()},

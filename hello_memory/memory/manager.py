@@ -31,7 +31,7 @@ from hello_memory.memory.working import WorkingMemory
 from hello_memory.retrieval.hybrid import HybridRetriever
 
 if TYPE_CHECKING:
-    from hello_memory.config import RetrievalSettings
+    from hello_memory.config import JobsSettings, RetrievalSettings
     from hello_memory.llm.base import LLMClient
     from hello_memory.memory.perceptual import PerceptualMemory
     from hello_memory.retrieval.recipes import SearchRecipe
@@ -132,6 +132,12 @@ def item_from_json(data: Mapping[str, Any], namespace: str | None = None) -> Mem
         raise InvalidInputError(f"not a hello-memory export record: {exc}") from exc
 
 
+def _default_lifecycle() -> JobsSettings:
+    from hello_memory.config import JobsSettings
+
+    return JobsSettings()
+
+
 class MemoryManager:
     """Facade over the memory types. Takes built stores; see :meth:`open`."""
 
@@ -149,6 +155,7 @@ class MemoryManager:
         clock: Callable[[], datetime] = utcnow,
         llm: LLMClient | None = None,
         retrieval: RetrievalSettings | None = None,
+        lifecycle: JobsSettings | None = None,
     ) -> None:
         self.stores = stores
         self.extractor = extractor or default_extractor()
@@ -168,6 +175,9 @@ class MemoryManager:
         # The one search engine (docs/RETRIEVAL.md), built from the ``retrieval``
         # settings and this manager's LLM; every interface searches through it.
         self.retriever = HybridRetriever(self, settings=retrieval, clock=clock)
+        # The lifecycle defaults (the ``jobs`` settings): forget / consolidate below, and
+        # so REST, the MemoryTool and the jobs, fill what a call leaves out from here.
+        self.lifecycle = lifecycle if lifecycle is not None else _default_lifecycle()
         # Only semantic memories feed the entity graph.
         stores.install_extractor(self._extract)  # runs the replay open() left for it
 
@@ -197,7 +207,7 @@ class MemoryManager:
                    episodic_profile=EPISODIC.model_copy(
                        update={"half_life_days": m.episodic_half_life_days}),
                    max_hops=sem.max_hops, llm=from_settings(settings.llm),
-                   retrieval=settings.retrieval)
+                   retrieval=settings.retrieval, lifecycle=settings.jobs)
 
     def close(self) -> None:
         self.retriever.close()
@@ -493,10 +503,15 @@ class MemoryManager:
         return {"imported": len(fresh), "skipped": skipped}
 
     # --- lifecycle (forget / restore / consolidate) live in lifecycle.py --------------
-    def forget(self, strategy: str = "importance", **kwargs: Any) -> Any:
+    def forget(self, strategy: str | None = None, **kwargs: Any) -> Any:
+        """Forget by ``strategy``; the strategy and its parameters left out (or None)
+        come from :attr:`lifecycle` (the ``jobs`` settings)."""
         from hello_memory.memory.lifecycle import forget
 
-        return forget(self, strategy, **kwargs)
+        args = self.lifecycle.forget_options(
+            strategy, kwargs.pop("threshold", None), kwargs.pop("max_age_days", None),
+            kwargs.pop("max_items", None))
+        return forget(self, args.pop("strategy"), **args, **kwargs)
 
     def forget_ids(self, ids: Sequence[str], *, namespace: str | None = None,
                    dry_run: bool = False) -> list[str]:
@@ -512,11 +527,18 @@ class MemoryManager:
 
         return restore(self, ids, namespace=self._ns(namespace))
 
-    def consolidate(self, from_type: MemoryType | str = MemoryType.WORKING,
-                    to_type: MemoryType | str = MemoryType.EPISODIC, **kwargs: Any) -> Any:
+    def consolidate(self, from_type: MemoryType | str | None = None,
+                    to_type: MemoryType | str | None = None, **kwargs: Any) -> Any:
+        """Promote important memories one step (working -> episodic -> semantic); the
+        direction and thresholds left out come from :attr:`lifecycle` (default episodic
+        -> semantic; one end of the direction names the other)."""
         from hello_memory.memory.lifecycle import consolidate
 
-        return consolidate(self, _memory_type(from_type), _memory_type(to_type), **kwargs)
+        args = self.lifecycle.consolidate_options(
+            from_type, to_type, kwargs.pop("importance_threshold", None),
+            kwargs.pop("min_access_count", None))
+        return consolidate(self, _memory_type(args.pop("from_type")),
+                           _memory_type(args.pop("to_type")), **args, **kwargs)
 
     # --- maintenance (records are the truth; see maintenance.py) ----------------------
     def reconcile(self, *, namespace: str | None = None, dry_run: bool = False) -> Any:

@@ -110,24 +110,27 @@ class RemoveArgs(_Args):
     memory_id: str = Field(description="The full id returned by add or search.")
 
 
+# Lifecycle arguments left out (None) take the manager's lifecycle defaults (the
+# ``jobs`` settings), as the REST API and the jobs do.
 class ForgetArgs(_Args):
     """Forget memories (soft: they leave search and can be restored): the given ids,
-    or else the low-value ones chosen by a strategy."""
+    or else the low-value ones chosen by a strategy (left out: the configured one)."""
 
     memory_ids: list[str] | None = Field(None, description="Forget exactly these ids.")
-    strategy: Literal["importance", "time", "capacity"] = "importance"
-    threshold: float = Field(0.1, ge=0, le=1, description="importance: below this.")
-    max_age_days: float = Field(30.0, ge=0, description="time: older than this.")
-    max_items: int = Field(1000, ge=0, description="capacity: keep this many.")
+    strategy: Literal["importance", "time", "capacity"] | None = None
+    threshold: float | None = Field(None, ge=0, le=1, description="importance: below this.")
+    max_age_days: float | None = Field(None, ge=0, description="time: older than this.")
+    max_items: int | None = Field(None, ge=0, description="capacity: keep this many.")
     dry_run: bool = Field(False, description="Only report what would be forgotten.")
 
 
 class ConsolidateArgs(_Args):
-    """Promote important memories: working -> episodic or episodic -> semantic."""
+    """Promote important memories: episodic -> semantic (left out: the configured
+    direction) or working -> episodic (from_type working)."""
 
-    from_type: Literal["working", "episodic"] = "working"
-    to_type: Literal["episodic", "semantic"] = "episodic"
-    importance_threshold: float = Field(0.7, ge=0, le=1)
+    from_type: Literal["working", "episodic"] | None = None
+    to_type: Literal["episodic", "semantic"] | None = None
+    importance_threshold: float | None = Field(None, ge=0, le=1)
     dry_run: bool = False
 
 
@@ -346,32 +349,36 @@ class MemoryTool:
                         else f"no memory id={memory_id} in this namespace",
                         id=memory_id, removed=removed)
 
-    def forget(self, strategy: str = "importance", threshold: float = 0.1,
-               max_age_days: float = 30.0, max_items: int = 1000,
+    def forget(self, strategy: str | None = None, threshold: float | None = None,
+               max_age_days: float | None = None, max_items: int | None = None,
                dry_run: bool = False, memory_ids: Sequence[str] | None = None
                ) -> dict[str, Any]:
+        """Forget ``memory_ids``, or else by a strategy; what is left out (None) comes
+        from ``manager.lifecycle`` (the ``jobs`` settings)."""
         verb = "would forget" if dry_run else "forgot"
         if memory_ids is not None:
             ids = self.manager.forget_ids(memory_ids, namespace=self.namespace, dry_run=dry_run)
             return self._ok("forget", f"{verb} {len(ids)} memories by id", ids=ids,
                             count=len(ids), dry_run=dry_run)
-        rep = self.manager.forget(strategy, namespace=self.namespace, threshold=threshold,
-                                  max_age_days=max_age_days, max_items=max_items,
-                                  dry_run=dry_run)
-        return self._ok("forget", f"{verb} {rep.count} memories ({strategy})",
+        args = self.manager.lifecycle.forget_options(strategy, threshold, max_age_days,
+                                                     max_items)
+        rep = self.manager.forget(namespace=self.namespace, dry_run=dry_run, **args)
+        return self._ok("forget", f"{verb} {rep.count} memories ({args['strategy']})",
                         ids=list(rep.ids), count=rep.count, dry_run=dry_run)
 
-    def consolidate(self, from_type: str = "working", to_type: str = "episodic",
-                    importance_threshold: float = 0.7, dry_run: bool = False
+    def consolidate(self, from_type: str | None = None, to_type: str | None = None,
+                    importance_threshold: float | None = None, dry_run: bool = False
                     ) -> dict[str, Any]:
-        rep = self.manager.consolidate(from_type, to_type, namespace=self.namespace,
-                                       importance_threshold=importance_threshold,
-                                       dry_run=dry_run)
+        """Promote important memories; what is left out (None) comes from
+        ``manager.lifecycle`` (default episodic -> semantic)."""
+        args = self.manager.lifecycle.consolidate_options(from_type, to_type,
+                                                          importance_threshold)
+        rep = self.manager.consolidate(namespace=self.namespace, dry_run=dry_run, **args)
         merged = {k: list(v) for k, v in rep.merged.items()}
         moved = sum(len(v) for v in merged.values())
         verb = "would move" if dry_run else "moved"
-        return self._ok("consolidate", f"{verb} {moved} {from_type} memories into "
-                        f"{len(merged)} {to_type} memories", merged=merged,
+        return self._ok("consolidate", f"{verb} {moved} {rep.from_type.value} memories "
+                        f"into {len(merged)} {rep.to_type.value} memories", merged=merged,
                         promoted=list(rep.promoted), dry_run=dry_run)
 
     def clear(self, confirm: bool = False) -> dict[str, Any]:
