@@ -511,14 +511,22 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     jobs.schedule."""
     from hello_memory.api import create_app
     from hello_memory.api.security import check_bind
+    from hello_memory.memory.manager import MemoryManager
 
     settings = _settings()
     bind = host or settings.api.host
     check_bind(settings.api, bind)
     import uvicorn
 
-    uvicorn.run(create_app(settings, run_jobs=True), host=bind, port=port or settings.api.port,
-                log_level="info", timeout_graceful_shutdown=5)
+    # The stores open before uvicorn starts, so a data directory another process holds
+    # (a second serve, a `jobs --every` loop) is one line and exit 4, not a traceback
+    # out of the ASGI lifespan.
+    with err.status("Opening stores and loading the embedding model..."):
+        mm = MemoryManager.open(settings)
+    with mm:
+        uvicorn.run(create_app(settings, manager=mm, run_jobs=True), host=bind,
+                    port=port or settings.api.port, log_level="info",
+                    timeout_graceful_shutdown=5)
 
 
 @app.command()
