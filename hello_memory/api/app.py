@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hello_memory import __version__
 from hello_memory.api.problems import AccessDenied, problem, problem_for
@@ -134,6 +135,18 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         slug = "unauthorized" if exc.status == 401 else "forbidden"
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
         return _problem_response(problem(exc.status, slug, title, exc.detail), headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Routing's own errors (an unknown route, a method a route does not take) as
+        # problems too, like every other error of the API.
+        known = {404: ("not-found", "Not found"), 405: ("method-not-allowed",
+                                                         "Method not allowed")}
+        slug, title = known.get(exc.status_code, ("http-error", "HTTP error"))
+        detail = ("no such route: " + request.url.path if exc.status_code == 404
+                  and exc.detail == "Not Found" else str(exc.detail))
+        return _problem_response(problem(exc.status_code, slug, title, detail),
+                                 dict(exc.headers) if exc.headers else None)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.api.app import Namespace, manager_of
 from hello_memory.api.security import confine_path
-from hello_memory.errors import InvalidInputError
+from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.tools.rag_access import build_rag
 
@@ -125,7 +125,11 @@ def ask(body: AskRequest, namespace: Namespace, rag: Rag) -> dict[str, Any]:
 
 @router.delete("/documents/{document}")
 def delete_document(document: str, namespace: Namespace, rag: Rag) -> dict[str, Any]:
+    """Delete one document (id or source path) with its chunks; 404 when the namespace
+    has no such document (an ingested document always has a chunk)."""
     result = rag.delete_document(document, namespace=namespace)
+    if not result:
+        raise NotFoundError(f"no document {document!r} in namespace {namespace!r}")
     return {"deleted": result if isinstance(result, (int, bool, dict)) else str(result)}
 
 

@@ -203,7 +203,10 @@ def clear(namespace: Namespace, mm: Manager,
           confirm: Annotated[bool, Query(description="must be true")] = False
           ) -> dict[str, Any]:
     """Delete every memory of the namespace (and only that namespace)."""
-    return mm.clear(namespace, confirm=confirm)
+    if confirm is not True:  # said in HTTP's words, not the Python keyword's
+        raise InvalidInputError(f"this deletes every memory of namespace {namespace!r}: "
+                                "add confirm=true to the query string")
+    return mm.clear(namespace, confirm=True)
 
 
 @router.post("/context")

@@ -272,8 +272,11 @@ class RAGPipeline:
             raise InvalidInputError("document must be a document id or a source path")
         doc = self.index.records.find_document(ns, document)
         if doc is None and "\x00" not in document:  # a file path as the caller wrote it
-            doc = self.index.records.find_document(ns, str(Path(document).expanduser()
-                                                            .resolve()))
+            try:
+                path = str(Path(document).expanduser().resolve())
+            except (RuntimeError, OSError):  # "~nosuchuser": no home to expand, no path
+                path = None
+            doc = self.index.records.find_document(ns, path) if path else None
         if doc is None:
             return 0
         return self.index.delete_documents(ns, [doc.id])[1]
