@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsolidateReport", "ForgetReport", "consolidate", "forget", "restore"]
 
+MAX_AGE_DAYS = 365_000  # a thousand years: any real age, and a cutoff datetime can hold
+
 _STORED = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
 _PROMOTIONS = {
     (MemoryType.WORKING, MemoryType.EPISODIC),
@@ -107,8 +109,11 @@ def forget(
         threshold = validate_importance(threshold)
         chosen = [i for i in items if i.importance < threshold]
     elif strategy == "time":
-        if not isinstance(max_age_days, (int, float)) or max_age_days < 0:
-            raise InvalidInputError("max_age_days must be a non-negative number")
+        # Bounded so the cutoff is a date (1e10 days overflowed datetime: a 500).
+        if (isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float))
+                or not 0 <= max_age_days <= MAX_AGE_DAYS):
+            raise InvalidInputError(f"max_age_days must be a number from 0 to {MAX_AGE_DAYS}, "
+                                    f"got {max_age_days!r}")
         cutoff = now - timedelta(days=float(max_age_days))
         chosen = [i for i in items if i.event_time < cutoff]
     elif strategy == "capacity":

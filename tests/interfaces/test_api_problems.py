@@ -51,3 +51,12 @@ def test_clear_without_confirm_speaks_http(call: AsgiApi) -> None:
     body = _problem(call("DELETE", "/v1/namespace", params={"namespace": "a"}, headers=H),
                     400, "invalid-input")
     assert "confirm=true" in body["detail"] and "confirm=True" not in body["detail"]
+
+
+def test_an_age_no_date_can_hold_is_400_not_500(call: AsgiApi) -> None:
+    r = call("POST", "/v1/forget", params={"namespace": "a"}, headers=H,
+             json={"strategy": "time", "max_age_days": 1e10})
+    assert "max_age_days" in _problem(r, 400, "invalid-input")["detail"]
+    ok = call("POST", "/v1/forget", params={"namespace": "a"}, headers=H,
+              json={"strategy": "time", "max_age_days": 36500, "dry_run": True})
+    assert ok.status_code == 200, ok.text
