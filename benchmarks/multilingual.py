@@ -111,7 +111,7 @@ def run_one(preset: str, data: dict[str, Any], threads: int | None) -> dict[str,
                 ranks.append(found.index(question["answer"]) + 1
                              if question["answer"] in found else None)
                 qv = embedder.embed_query(question["q"])
-                dense = mm.stores.vectors.search(MEMORY_COLLECTION, qv.tolist(), namespace=ns,
+                dense = mm.stores.vectors.nearest(MEMORY_COLLECTION, qv.tolist(), namespace=ns,
                                                  using=DENSE, limit=5)
                 dfound = [bench_id.get(h.id) for h in dense]
                 dense_ranks.append(dfound.index(question["answer"]) + 1

@@ -115,7 +115,7 @@ def top_ids(mm: Any, qs: Sequence[str], qvecs: QueryVectors, k: int = 10) -> lis
     """The vector store's top ``k`` ids per query in namespace "b" (index recall)."""
     from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 
-    return [[h.id for h in mm.stores.vectors.search(
+    return [[h.id for h in mm.stores.vectors.nearest(
         MEMORY_COLLECTION, qvecs.embed_query(q).tolist(), namespace="b", using=DENSE, limit=k)]
         for q in qs]
 

@@ -82,7 +82,7 @@ def dense_similarities(
 ) -> dict[str, float]:
     """Memory id -> cosine for the nearest memories matching ``flt`` (as a payload
     filter); ``ids`` restricts the candidates."""
-    hits = stores.vectors.search(MEMORY_COLLECTION, query_vector.tolist(), namespace=namespace,
+    hits = stores.vectors.nearest(MEMORY_COLLECTION, query_vector.tolist(), namespace=namespace,
                                  using=DENSE, limit=limit, filters=payload_filters(flt), ids=ids)
     return {h.id: h.score for h in hits}
 

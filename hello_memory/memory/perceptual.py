@@ -376,7 +376,7 @@ class PerceptualMemory:
             min_importance = validate_importance(min_importance)
             filters["importance"] = Range(gte=min_importance)
         qv = self._query_vector(query, qmod, target)
-        hits = self.vectors.search(COLLECTIONS[target], qv.tolist(), namespace=namespace,
+        hits = self.vectors.nearest(COLLECTIONS[target], qv.tolist(), namespace=namespace,
                                    using=DENSE, limit=top_k * CANDIDATE_FACTOR, filters=filters)
         sims = {h.id: h.score for h in hits}
         now = self._clock()

@@ -168,12 +168,12 @@ def search_chunks(
     for v in variants:
         vector = (index.embedder.embed([v.text])[0] if v.is_passage
                   else index.embedder.embed_query(v.text))
-        hits = index.vectors.search(CHUNK_COLLECTION, vector.tolist(), namespace=namespace,
+        hits = index.vectors.nearest(CHUNK_COLLECTION, vector.tolist(), namespace=namespace,
                                     using=DENSE, limit=limit, filters=payload_filters)
         lists[f"{v.name}:dense"] = [h.id for h in hits]
         sparse = index.lexical.query(v.text)
         if sparse is not None:
-            hits = index.vectors.search(CHUNK_COLLECTION, sparse, namespace=namespace,
+            hits = index.vectors.nearest(CHUNK_COLLECTION, sparse, namespace=namespace,
                                         using=BM25_VECTOR, limit=limit, filters=payload_filters)
             lists[f"{v.name}:bm25"] = [h.id for h in hits]
     fused = rrf_fuse(lists, rrf_k)[:limit]

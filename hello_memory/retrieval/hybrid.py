@@ -391,9 +391,7 @@ class HybridRetriever:
                 hits += manager.semantic.retrieve(ns, query, top_k=top_k, flt=flt,
                                                   query_vector=qv)
         if MemoryType.PERCEPTUAL in types and manager.perceptual is not None:
-            hits += [h for h in manager.perceptual_search(ns, query, top_k, flt.min_importance,
-                                                          flt.user_id)
-                     if matches(h.item, replace(flt, memory_types=None))]
+            hits += self._media_hits(ns, query, top_k, flt)
         hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
         return hits[:top_k]
 
@@ -535,13 +533,16 @@ class HybridRetriever:
             for h in hits:
                 state.items[h.id] = h.item
 
-    def _perceptual_view(self, ns: str, query: str, flt: ItemFilter, state: _Round) -> None:
+    def _media_hits(self, ns: str, query: str, limit: int, flt: ItemFilter) -> list[SearchHit]:
+        """Perceptual memory's hits under the caller's filters (session, agent, time,
+        status hold for media too)."""
         assert self.manager is not None
-        hits = self.manager.perceptual_search(ns, query, self.settings.candidates,
-                                              flt.min_importance, flt.user_id)
-        # The caller's filters (session, agent, time, status) hold for media too.
+        hits = self.manager.perceptual_search(ns, query, limit, flt.min_importance, flt.user_id)
         media_flt = replace(flt, memory_types=None)
-        kept = [h for h in hits if matches(h.item, media_flt)]
+        return [h for h in hits if matches(h.item, media_flt)]
+
+    def _perceptual_view(self, ns: str, query: str, flt: ItemFilter, state: _Round) -> None:
+        kept = self._media_hits(ns, query, self.settings.candidates, flt)
         if kept:
             state.results["perceptual"] = [(h.id, h.score) for h in kept]
             for h in kept:

@@ -82,7 +82,7 @@ def _dense(stores: Stores, req: ViewRequest, vector: npt.NDArray[np.float32],
            filters: Mapping[str, Any], limit: int,
            ids: Sequence[str] | None = None, *, positive: bool = True
            ) -> list[tuple[str, float]]:
-    hits = stores.vectors.search(MEMORY_COLLECTION, vector.tolist(), namespace=req.namespace,
+    hits = stores.vectors.nearest(MEMORY_COLLECTION, vector.tolist(), namespace=req.namespace,
                                  using=DENSE, limit=limit, filters=dict(filters), ids=ids)
     # A non-positive cosine is no evidence of relevance (as in the memory types), unless
     # another constraint (a time range) is the evidence and the cosine only orders.
@@ -107,7 +107,7 @@ def _sparse_search(stores: Stores, req: ViewRequest, terms: Mapping[int, float],
                    ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
     indices = sorted(terms)
     sparse = SparseVector(tuple(indices), tuple(terms[i] for i in indices))
-    hits = stores.vectors.search(MEMORY_COLLECTION, sparse, namespace=req.namespace,
+    hits = stores.vectors.nearest(MEMORY_COLLECTION, sparse, namespace=req.namespace,
                                  using=BM25_VECTOR, limit=limit, filters=dict(filters), ids=ids)
     return [(h.id, h.score) for h in hits if h.score > 0]
 

@@ -54,8 +54,6 @@ ROLE_WORDS: dict[str, str] = {
 }
 _EN_ROLES = sorted((w for w in ROLE_WORDS if w.isascii()), key=len, reverse=True)
 _ZH_ROLES = sorted((w for w in ROLE_WORDS if not w.isascii()), key=len, reverse=True)
-_EN_ROLE = "(" + "|".join(_EN_ROLES) + ")"
-_ZH_ROLE = "(" + "|".join(_ZH_ROLES) + ")"
 # A person's name in English text: capitalised words (Tom, Tom Berg, Priya).
 _NAME = r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){0,2})"
 _ZH_NAME = "([\u4e00-\u9fff]{2,3})"

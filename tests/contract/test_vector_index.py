@@ -69,7 +69,7 @@ def test_edge_graph_is_built_only_on_request_and_keeps_every_filter(tmp_path: Pa
     active = {"status": "active"}
 
     def ranked(ns: str, q: npt.NDArray[np.float32], k: int = 10) -> list[str]:
-        return [h.id for h in store.search(COL, q.tolist(), namespace=ns, limit=k,
+        return [h.id for h in store.nearest(COL, q.tolist(), namespace=ns, limit=k,
                                            filters=active)]
 
     # Before optimize every search is exact: the same ranking as brute force.
@@ -86,7 +86,7 @@ def test_edge_graph_is_built_only_on_request_and_keeps_every_filter(tmp_path: Pa
     assert recall >= 0.9, recall
     big_ids = {p.id for p in big if p.payload["status"] == "active"}
     for q in queries:
-        got = store.search(COL, q.tolist(), namespace="big", limit=20, filters=active)
+        got = store.nearest(COL, q.tolist(), namespace="big", limit=20, filters=active)
         assert {h.id for h in got} <= big_ids  # namespace and status filters hold
         # the small namespace is under the full-scan threshold: still exact
         assert ranked("small", q, 5) == brute(small_x, small, q, 5)
@@ -106,7 +106,7 @@ def test_edge_graph_is_built_only_on_request_and_keeps_every_filter(tmp_path: Pa
     again.open()
     assert dense_indexed(again) >= 3000
     q = queries[0]
-    top = [h.id for h in again.search(COL, q.tolist(), namespace="big", limit=10,
+    top = [h.id for h in again.nearest(COL, q.tolist(), namespace="big", limit=10,
                                       filters=active)]
     assert len(set(top) & set(brute(big_x, big, q, 10))) >= 8
     again.close()

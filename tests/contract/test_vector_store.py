@@ -93,21 +93,21 @@ def test_implements_protocol(h: Harness) -> None:
 def test_dense_search_ranks_nearest_first(h: Harness) -> None:
     pts = [point(e, n=i) for i, e in enumerate(E)]
     h.store.upsert(COL, pts)
-    hits = h.read().search(COL, [0.1, 0.9, 0.2, 0.0], namespace="a", limit=3)
+    hits = h.read().nearest(COL, [0.1, 0.9, 0.2, 0.0], namespace="a", limit=3)
     assert [x.id for x in hits] == [pts[1].id, pts[2].id, pts[0].id]
     assert hits[0].payload == {"namespace": "a", "n": 1}
     assert hits[0].score > hits[1].score > hits[2].score
-    high = h.store.search(COL, E[1], namespace="a", score_threshold=0.5)
+    high = h.store.nearest(COL, E[1], namespace="a", score_threshold=0.5)
     assert [x.id for x in high] == [pts[1].id]
 
 
 def test_search_restricted_to_ids(h: Harness) -> None:
     pts = [point(e, n=i) for i, e in enumerate(E)]
     h.store.upsert(COL, pts + [point(E[1], ns="b")])
-    hits = h.read().search(COL, E[1], namespace="a", ids=[pts[0].id, pts[3].id], limit=5)
+    hits = h.read().nearest(COL, E[1], namespace="a", ids=[pts[0].id, pts[3].id], limit=5)
     assert {x.id for x in hits} == {pts[0].id, pts[3].id}  # the nearest (pts[1]) excluded
-    assert h.store.search(COL, E[1], namespace="a", ids=[], limit=5) == []
-    other_ns = h.store.search(COL, E[1], namespace="b", ids=[pts[1].id], limit=5)
+    assert h.store.nearest(COL, E[1], namespace="a", ids=[], limit=5) == []
+    other_ns = h.store.nearest(COL, E[1], namespace="b", ids=[pts[1].id], limit=5)
     assert other_ns == []  # an id from another namespace is never reached
 
 
@@ -117,7 +117,7 @@ def test_set_payload_changes_filters_not_vectors(h: Harness) -> None:
     h.store.set_payload(COL, [pts[0].id], {"status": "forgotten"}, namespace="a")
     store = h.read()
     assert store.count(COL, namespace="a", filters={"status": "active"}) == 3
-    hits = store.search(COL, E[0], namespace="a", filters={"status": "forgotten"}, limit=2)
+    hits = store.nearest(COL, E[0], namespace="a", filters={"status": "forgotten"}, limit=2)
     assert [x.id for x in hits] == [pts[0].id] and hits[0].score == pytest.approx(1.0)
     assert hits[0].payload["n"] == 0  # merged, not replaced
     store.set_payload(COL, [pts[1].id], {"status": "x"}, namespace="b")  # other namespace
@@ -129,7 +129,7 @@ def test_set_payload_changes_filters_not_vectors(h: Harness) -> None:
 def test_numpy_vectors_accepted(h: Harness) -> None:
     p = VectorPoint(uid(), {"dense": np.array(E[2], dtype=np.float32)}, {"namespace": "a"})  # type: ignore[dict-item]
     h.store.upsert(COL, [p])
-    hits = h.read().search(COL, np.array(E[2]), namespace="a")  # type: ignore[arg-type]
+    hits = h.read().nearest(COL, np.array(E[2]), namespace="a")  # type: ignore[arg-type]
     assert [x.id for x in hits] == [p.id]
     assert math.isclose(hits[0].score, 1.0, rel_tol=1e-5)
 
@@ -141,12 +141,12 @@ def test_named_vectors_search_by_each(h: Harness) -> None:
     b = VectorPoint(uid(), {"text": E[1], "image": [1.0, 0.0, 0.0]}, {"namespace": "a"})
     h.store.upsert("multi", [a, b])
     store = h.read()
-    assert store.search("multi", E[0], namespace="a", using="text")[0].id == a.id
-    assert store.search("multi", [1.0, 0.1, 0.0], namespace="a", using="image")[0].id == b.id
+    assert store.nearest("multi", E[0], namespace="a", using="text")[0].id == a.id
+    assert store.nearest("multi", [1.0, 0.1, 0.0], namespace="a", using="image")[0].id == b.id
     with pytest.raises(DimensionMismatchError):
-        store.search("multi", E[0], namespace="a", using="image")
+        store.nearest("multi", E[0], namespace="a", using="image")
     with pytest.raises(VectorError, match="audio"):
-        store.search("multi", E[0], namespace="a", using="audio")
+        store.nearest("multi", E[0], namespace="a", using="audio")
 
 
 def test_sparse_search_uses_idf(h: Harness) -> None:
@@ -159,10 +159,10 @@ def test_sparse_search_uses_idf(h: Harness) -> None:
     rare, common, other = doc({1: 1.0, 2: 1.0}), doc({1: 3.0}), doc({1: 1.0, 3: 1.0})
     h.store.upsert(COL, [rare, common, other])
     q = SparseVector((1, 2), (1.0, 1.0))
-    hits = h.read().search(COL, q, namespace="a", using="bm25")
+    hits = h.read().nearest(COL, q, namespace="a", using="bm25")
     assert hits[0].id == rare.id
     assert hits[0].score > 2 * hits[1].score
-    assert h.store.search(COL, SparseVector((9,), (1.0,)), namespace="a", using="bm25") == []
+    assert h.store.nearest(COL, SparseVector((9,), (1.0,)), namespace="a", using="bm25") == []
 
 
 # --- filters ------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_filters_scalar_any_range_datetime_nested(h: Harness) -> None:
     s = h.read()
 
     def ids(**flt: Any) -> set[str]:
-        hits = s.search(COL, [1.0, 1.0, 1.0, 1.0], namespace="a", filters=flt)
+        hits = s.nearest(COL, [1.0, 1.0, 1.0, 1.0], namespace="a", filters=flt)
         assert s.count(COL, namespace="a", filters=flt) == len(hits)
         return {x.id for x in hits}
 
@@ -205,7 +205,7 @@ def test_upsert_is_idempotent_and_replaces_payload(h: Harness) -> None:
     s = h.read()
     assert s.count(COL, namespace="a") == 1
     assert s.retrieve(COL, [pid], namespace="a")[0].payload == {"namespace": "a", "v": 2}
-    assert s.search(COL, E[1], namespace="a")[0].score == pytest.approx(1.0, rel=1e-5)
+    assert s.nearest(COL, E[1], namespace="a")[0].score == pytest.approx(1.0, rel=1e-5)
 
 
 def test_batches_and_ids_pagination(h: Harness) -> None:
@@ -250,7 +250,7 @@ def test_namespace_isolation(h: Harness) -> None:
     assert s.retrieve(COL, [mine.id], namespace="b") == []
     assert s.count(COL, namespace="b") == 2
     assert mine.id not in s.ids(COL, namespace="b")
-    assert mine.id not in {x.id for x in s.search(COL, E[0], namespace="b")}
+    assert mine.id not in {x.id for x in s.nearest(COL, E[0], namespace="b")}
     s.delete(COL, [mine.id], namespace="b")
     assert h.read().count(COL, namespace="a") == 1
     # The same id in another namespace must not overwrite the owner's point.
@@ -269,7 +269,7 @@ def test_empty_namespace_is_refused_everywhere(h: Harness, ns: str) -> None:
     h.store.upsert(COL, [point(E[0])])
     s = h.store
     calls = [
-        lambda: s.search(COL, E[0], namespace=ns),
+        lambda: s.nearest(COL, E[0], namespace=ns),
         lambda: s.retrieve(COL, [uid()], namespace=ns),
         lambda: s.delete(COL, [uid()], namespace=ns),
         lambda: s.count(COL, namespace=ns),
@@ -301,13 +301,13 @@ def test_non_finite_vector_is_refused(h: Harness, bad: float) -> None:
         h.store.upsert(COL, [point(E[0]), point([0.0, bad, 0.0, 0.0])])
     assert not isinstance(err.value, DimensionMismatchError)
     with pytest.raises(VectorError):
-        h.store.search(COL, [0.0, bad, 0.0, 0.0], namespace="a")
+        h.store.nearest(COL, [0.0, bad, 0.0, 0.0], namespace="a")
     assert h.read().count(COL, namespace="a") == 0
 
 
 def test_wrong_query_dimension(h: Harness) -> None:
     with pytest.raises(DimensionMismatchError) as err:
-        h.store.search(COL, [1.0, 0.0], namespace="a")
+        h.store.nearest(COL, [1.0, 0.0], namespace="a")
     assert (err.value.expected, err.value.got) == (4, 2)
 
 
@@ -348,7 +348,7 @@ def test_unknown_vector_name_in_point(h: Harness) -> None:
 def test_unknown_collection(h: Harness) -> None:
     # its own type (a VectorStoreError), so callers can tell "never created" from a fault
     with pytest.raises(CollectionNotFoundError, match="nowhere"):
-        h.store.search("nowhere", E[0], namespace="a")
+        h.store.nearest("nowhere", E[0], namespace="a")
     with pytest.raises(CollectionNotFoundError, match="nowhere"):
         h.store.count("nowhere", namespace="a")
     with pytest.raises(CollectionNotFoundError, match="nowhere"):
@@ -428,7 +428,7 @@ def test_persistence_and_prefix_isolation(tmp_path: Path, kind: str) -> None:
 
     again = embedded(kind, path, "x_")
     again.open()  # no ensure_collection: the shape is loaded from the directory
-    assert [x.id for x in again.search(COL, E[3], namespace="a")] == [p.id]
+    assert [x.id for x in again.nearest(COL, E[3], namespace="a")] == [p.id]
     with pytest.raises(DimensionMismatchError):
         again.upsert(COL, [point([1.0, 2.0])])
     again.close()
@@ -466,9 +466,9 @@ def test_other_namespaces_do_not_change_results(tmp_path: Path) -> None:
     store.ensure_collection(SPEC)
     mine = [point(E[i], ns="small") for i in range(3)]
     store.upsert(COL, mine)
-    before = [(x.id, round(x.score, 6)) for x in store.search(COL, E[0], namespace="small")]
+    before = [(x.id, round(x.score, 6)) for x in store.nearest(COL, E[0], namespace="small")]
     rng = np.random.default_rng(1)
     store.upsert(COL, [point(list(rng.random(4) + 0.01), ns="big") for _ in range(3000)])
-    after = [(x.id, round(x.score, 6)) for x in store.search(COL, E[0], namespace="small")]
+    after = [(x.id, round(x.score, 6)) for x in store.nearest(COL, E[0], namespace="small")]
     assert after == before and store.count(COL, namespace="small") == 3
     store.close()

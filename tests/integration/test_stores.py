@@ -60,7 +60,7 @@ def dense(stores: Stores, ns: str, query: str, limit: int) -> list[tuple[str, fl
     """(content, cosine) of the nearest memories of ``ns``: the dense index the search
     engine's semantic view reads, joined to the records."""
     qv = stores.embedder.embed_query(query)
-    hits = stores.vectors.search(MEMORY_COLLECTION, qv.tolist(), namespace=ns, using=DENSE,
+    hits = stores.vectors.nearest(MEMORY_COLLECTION, qv.tolist(), namespace=ns, using=DENSE,
                                  limit=limit)
     items = {i.id: i for i in stores.records.get_items(ns, [h.id for h in hits])}
     return [(items[h.id].content, h.score) for h in hits if h.id in items]
@@ -177,7 +177,7 @@ def bm25(stores: Stores, ns: str, query: str, limit: int = 10) -> list[str]:
     sparse = stores.lexical.query(query)
     if sparse is None:
         return []
-    hits = stores.vectors.search(MEMORY_COLLECTION, sparse, namespace=ns, using=BM25_VECTOR,
+    hits = stores.vectors.nearest(MEMORY_COLLECTION, sparse, namespace=ns, using=BM25_VECTOR,
                                  limit=limit)
     items = {i.id: i for i in stores.records.get_items(ns, [h.id for h in hits])}
     return [items[h.id].content for h in hits if h.id in items]

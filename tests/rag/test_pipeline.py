@@ -88,10 +88,10 @@ def test_delete_document_removes_records_vectors_and_bm25_terms(rag: RAGPipeline
     rag.ingest([files["txt"], files["md"]], namespace="kb")
     lexical = rag.index.lexical.query("lighthouse keeper")
     assert lexical is not None
-    hits = rag.index.vectors.search(CHUNK_COLLECTION, lexical, namespace="kb", using="bm25")
+    hits = rag.index.vectors.nearest(CHUNK_COLLECTION, lexical, namespace="kb", using="bm25")
     assert len(hits) == 1
     assert rag.delete_document(str(files["txt"]), namespace="kb") == 1
-    assert rag.index.vectors.search(CHUNK_COLLECTION, lexical, namespace="kb", using="bm25") == []
+    assert rag.index.vectors.nearest(CHUNK_COLLECTION, lexical, namespace="kb", using="bm25") == []
     assert counts(rag, "kb") == (1, 2, 2)  # kitchen.md: two sections, two chunks
     doc = rag.documents("kb")[0]
     assert rag.delete_document(doc.id, namespace="other") == 0  # another namespace: untouched

@@ -246,7 +246,7 @@ ROWS: list[Row] = [
     # vectors and stores
     ("wrong vector dimension", _wrong_dimension, DimensionMismatchError, "size 17"),
     ("NaN vector", _nan_vector, VectorError, ""),
-    ("vector search without namespace", lambda c: c.mm.stores.vectors.search(
+    ("vector search without namespace", lambda c: c.mm.stores.vectors.nearest(
         MEMORY_COLLECTION, [0.0] * 384, namespace=""), NamespaceRequiredError, "namespace"),
     ("graph read without namespace", lambda c: c.mm.stores.graph.find_entities("", ["Ann"]),
      NamespaceRequiredError, "namespace"),

@@ -106,7 +106,7 @@ def _assert_found(mm: MemoryManager, ns: str, pairs: list[tuple[str, str]]) -> N
         return
     vecs = mm.stores.embedder.embed([c for _, c in pairs])
     for (memory_id, _content), vec in zip(pairs, vecs, strict=True):
-        hits = mm.stores.vectors.search(MEMORY_COLLECTION, vec.tolist(), namespace=ns,
+        hits = mm.stores.vectors.nearest(MEMORY_COLLECTION, vec.tolist(), namespace=ns,
                                         using=DENSE, limit=1)
         assert [h.id for h in hits] == [memory_id]
         assert hits[0].score > 0.99, "vector is stale: it does not match the record"

@@ -76,7 +76,7 @@ class VectorStore(Protocol):
         """Insert or replace points by id (UUID strings); idempotent. Validates every
         point before writing any: a wrong size or non-finite value writes nothing."""
 
-    def search(
+    def nearest(
         self,
         collection: str,
         query: Sequence[float] | SparseVector,

@@ -331,7 +331,7 @@ class QdrantEdgeVectorStore:
             self._shard(collection).update(e.UpdateOperation.delete_points_by_filter(flt))
 
     # --- reads ----------------------------------------------------------------------
-    def search(
+    def nearest(
         self,
         collection: str,
         query: Sequence[float] | SparseVector,

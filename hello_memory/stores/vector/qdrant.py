@@ -299,7 +299,7 @@ class QdrantVectorStore:
             self._c().delete(self._qname(collection), points_selector=selector, wait=True)
 
     # --- reads ----------------------------------------------------------------------
-    def search(
+    def nearest(
         self,
         collection: str,
         query: Sequence[float] | SparseVector,
