@@ -12,7 +12,7 @@ PIP_QUIET := --quiet --disable-pip-version-check
 comma := ,
 STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: help install demo test test-fast test-multimodal lint typecheck bench bench-quick \
+.PHONY: help install demo test test-fast system-deps test-multimodal lint typecheck bench bench-quick \
 	bench-deps bench-peer-venv bench-locomo bench-assistant bench-search-cost \
 	install-multimodal clean
 
@@ -38,12 +38,16 @@ demo: install
 
 # Two environments: the main one (torch 2.13.0 CPU) and the multimodal one (the
 # torch 2.14.1 + torchvision 0.29.1 pair that open_clip and laion-clap need).
-test: install
+test: install system-deps
 	$(BIN)/python -m pytest -q
 	$(MAKE) test-multimodal
 
 test-multimodal: install-multimodal
 	.venv-multimodal/bin/python -m pytest -q -p no:cacheprovider tests/multimodal
+
+# Debian packages the suites need (PostgreSQL, ...), installed when missing.
+system-deps:
+	scripts/system-deps.sh
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
