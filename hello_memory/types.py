@@ -105,6 +105,12 @@ class MemoryItem:
     status: MemoryStatus = MemoryStatus.ACTIVE
     metadata: dict[str, Any] = field(default_factory=dict)
     content_hash: str | None = None
+    # Validity (issue 15): the fact holds from ``valid_from`` (None: its event time)
+    # until ``valid_to`` (None: still true); ``superseded_by`` names the memory that
+    # replaced it (hello_memory/memory/supersede.py).
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True)

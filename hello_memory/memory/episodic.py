@@ -69,7 +69,18 @@ def matches(item: MemoryItem, flt: ItemFilter) -> bool:
         return False
     if flt.until is not None and item.event_time > flt.until:
         return False
+    if flt.as_of is not None and not holds_at(item, flt.as_of):
+        return False
+    if flt.only_current() and item.valid_to is not None:
+        return False
     return not (flt.min_importance is not None and item.importance < flt.min_importance)
+
+
+def holds_at(item: MemoryItem, when: datetime) -> bool:
+    """Whether ``item``'s fact was true at ``when``: valid_from <= when < valid_to
+    (issue 15; valid_from defaults to the event time, valid_to None is open)."""
+    start = item.valid_from or item.event_time
+    return start <= when and (item.valid_to is None or when < item.valid_to)
 
 
 def dense_similarities(

@@ -10,7 +10,12 @@ from hello_memory.stores.records import SCHEMA_VERSION, RecordStore
 from hello_memory.stores.records.store import ChunkRecord, DocumentRecord
 
 NOW = datetime(2024, 1, 1, tzinfo=timezone.utc)
-V4_UNDO = """
+V5_UNDO = """
+DROP INDEX ix_items_ns_valid_to; ALTER TABLE hm_memory_items DROP COLUMN valid_from;
+ALTER TABLE hm_memory_items DROP COLUMN valid_to;
+ALTER TABLE hm_memory_items DROP COLUMN superseded_by;
+"""
+V4_UNDO = V5_UNDO + """
 DROP INDEX ix_items_ns_topic; DROP INDEX ix_items_ns_type_importance;
 ALTER TABLE hm_memory_items DROP COLUMN topic; ALTER TABLE hm_memory_items DROP COLUMN tokens;
 DROP TABLE hm_namespace_totals;

@@ -89,9 +89,29 @@ def _v3_to_v4(conn: Connection) -> None:
         .where(items.c.status == "active").group_by(items.c.namespace)))
 
 
+def _v5_validity(conn: Connection) -> None:
+    """Validity of a memory (issue 15, facts that update): ``valid_from`` (backfilled
+    from the event time), ``valid_to`` and ``superseded_by`` (NULL: still true), and
+    the index the default search's "still true" filter reads."""
+    items = Base.metadata.tables[MemoryRow.__tablename__]
+    for name in ("valid_from", "valid_to", "superseded_by"):
+        ddl = items.c[name].type.compile(dialect=conn.dialect)
+        conn.execute(text(f"ALTER TABLE hm_memory_items ADD COLUMN {name} {ddl}"))
+    conn.execute(update(items).values(valid_from=items.c.event_time))
+    for index in items.indexes:
+        if index.name == "ix_items_ns_valid_to":
+            index.create(conn)
+
+
+def _v4_to_v5(conn: Connection) -> None:
+    """v5 (issue 15): each part of the step is its own function, all in this one
+    transaction."""
+    _v5_validity(conn)
+
+
 # MIGRATIONS[n] upgrades a database at version n to n + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
-                                                       3: _v3_to_v4}
+                                                       3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def read_version(conn: Connection) -> int | None:

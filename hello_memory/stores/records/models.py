@@ -1,4 +1,4 @@
-"""SQLAlchemy table definitions of the record store (schema version 4).
+"""SQLAlchemy table definitions of the record store (schema version 5).
 
 The record store is the source of truth: Qdrant and the graph are derived from it.
 All times are stored as timezone-aware UTC. The SQLite graph backend keeps its
@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Longest topic key kept in ``hm_memory_items.topic`` (the index column); longer keys are
 # stored cut and matched exactly on the rows read back (see RecordStore.recent_by_topic).
@@ -81,6 +81,8 @@ class MemoryRow(Base):
         Index("ix_items_ns_topic", "namespace", "topic", "status", "event_time"),
         Index("ix_items_ns_type_importance", "namespace", "memory_type", "status",
               "importance", "event_time"),
+        # Schema v5: default search keeps the memories still true (valid_to NULL).
+        Index("ix_items_ns_valid_to", "namespace", "valid_to"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -105,6 +107,12 @@ class MemoryRow(Base):
     # count by the default token counter.
     topic: Mapped[str | None] = mapped_column(String(TOPIC_CHARS))
     tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # Added in schema v5 (issue 15): when the memory's fact holds. ``valid_from`` is
+    # its event time unless given; ``valid_to`` / ``superseded_by`` are set when a
+    # newer memory supersedes it (NULL: still true). Nothing is deleted by this.
+    valid_from: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    superseded_by: Mapped[str | None] = mapped_column(ID)
 
 
 class NamespaceTotalsRow(Base):

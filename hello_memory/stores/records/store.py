@@ -75,6 +75,7 @@ ItemOrder = Literal["event_time", "-event_time", "-importance"]
 _UPDATABLE = {
     "content", "content_hash", "importance", "metadata", "status", "memory_type",
     "event_time", "user_id", "agent_id", "session_id", "access_count", "last_access",
+    "valid_from", "valid_to", "superseded_by",
 }
 
 
@@ -98,6 +99,19 @@ class ItemFilter:
     since: datetime | None = None
     until: datetime | None = None
     min_importance: float | None = None
+    # Validity (issue 15): ``as_of`` keeps the memories true at that time
+    # (valid_from <= as_of < valid_to); without it, ``current`` True keeps only those
+    # still true (valid_to NULL: not superseded), False every one. ``current`` None
+    # follows ``status``: the default (active) keeps the current ones, ``status=None``
+    # ("every memory": export, reconcile, reindex) keeps superseded ones too.
+    as_of: datetime | None = None
+    current: bool | None = None
+
+    def only_current(self) -> bool:
+        """Whether memories no longer true (superseded) are left out."""
+        if self.as_of is not None:
+            return False
+        return self.status is not None if self.current is None else self.current
 
 
 @dataclass(frozen=True)
@@ -160,6 +174,8 @@ def _to_item(row: MemoryRow) -> MemoryItem:
         importance=row.importance, access_count=row.access_count,
         last_access=row.last_access, status=MemoryStatus(row.status),
         metadata=dict(row.metadata_ or {}), content_hash=row.content_hash,
+        valid_from=row.valid_from or row.event_time, valid_to=row.valid_to,
+        superseded_by=row.superseded_by,
     )
 
 
@@ -191,6 +207,8 @@ def _to_row(item: MemoryItem) -> MemoryRow:
         access_count=item.access_count, last_access=item.last_access,
         status=item.status.value, metadata_=item.metadata,
         topic=item_topic(item)[:TOPIC_CHARS], tokens=count_tokens(item.content),
+        valid_from=item.valid_from or item.event_time, valid_to=item.valid_to,
+        superseded_by=item.superseded_by,
     )
 
 
@@ -368,6 +386,11 @@ class RecordStore:
             conds.append(MemoryRow.event_time <= flt.until)
         if flt.min_importance is not None:
             conds.append(MemoryRow.importance >= flt.min_importance)
+        if flt.as_of is not None:
+            conds.append(func.coalesce(MemoryRow.valid_from, MemoryRow.event_time) <= flt.as_of)
+            conds.append(MemoryRow.valid_to.is_(None) | (MemoryRow.valid_to > flt.as_of))
+        elif flt.only_current():
+            conds.append(MemoryRow.valid_to.is_(None))
         return conds
 
     def list_items(
