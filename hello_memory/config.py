@@ -362,6 +362,17 @@ class JobsSettings(_Section):
         return self
 
 
+class ObservabilitySettings(_Section):
+    """Traces and metrics (docs/OBSERVABILITY.md). ``tracing`` emits OpenTelemetry spans
+    through the global tracer provider (install ``opentelemetry-sdk`` and an exporter);
+    ``capture_query`` adds query text to search spans (off: it may hold personal data);
+    ``metrics`` serves ``GET /metrics`` (Prometheus text format) on the server."""
+
+    tracing: bool = False
+    capture_query: bool = False
+    metrics: bool = True
+
+
 class RagSettings(_Section):
     """Document ingestion and retrieval-augmented answers (``rag`` extra).
 
@@ -419,6 +430,7 @@ class Settings(BaseSettings):
     api: ApiSettings = ApiSettings()
     jobs: JobsSettings = JobsSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
+    observability: ObservabilitySettings = ObservabilitySettings()
 
     @classmethod
     def settings_customise_sources(

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from hello_memory import telemetry
 from hello_memory.config import JobsSettings
 from hello_memory.errors import ConfigError, InvalidInputError
 from hello_memory.types import MemoryType, utcnow
@@ -267,6 +268,7 @@ _RUNNERS: dict[str, Callable[..., tuple[dict[str, int], dict[str, Any]]]] = {
 }
 
 
+@telemetry.traced("hello_memory.job", name=lambda mm, job, **_: f"job {job}")
 def run_job(
     manager: MemoryManager,
     job: str,
@@ -305,6 +307,7 @@ def run_job(
     return run
 
 
+@telemetry.traced("hello_memory.job", name="job optimize")
 def run_optimize(manager: MemoryManager, *, clock: Callable[[], datetime] = utcnow
                  ) -> JobRun:
     """Build the vector index store-wide (:meth:`MemoryManager.optimize`) and audit it

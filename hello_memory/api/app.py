@@ -167,6 +167,10 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     app.include_router(admin.router)
     app.include_router(documents.router)
     app.include_router(media.router)
+    if settings.observability.metrics:
+        from hello_memory.api.metrics import install_metrics
+
+        install_metrics(app, Admin)
     app.add_middleware(BodyLimit, max_bytes=settings.api.max_request_bytes,
                        max_upload_bytes=settings.api.max_upload_bytes)
     return app

@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hello_memory import telemetry
 from hello_memory.errors import InvalidInputError
 from hello_memory.memory.episodic import EpisodicMemory
 from hello_memory.memory.importance import classify_memory_type, estimate_importance
@@ -192,6 +193,9 @@ class MemoryManager:
         from hello_memory.llm.openai_compat import from_settings
 
         settings = settings or load_settings(**overrides)
+        if settings.observability.tracing:  # spans stay off unless asked for
+            telemetry.configure(tracing=True,
+                                capture_query=settings.observability.capture_query)
         w, m, sem = settings.working, settings.memory, settings.semantic
         if sem.extractor == "rules":
             extractor: EntityExtractor = RuleExtractor()
@@ -299,6 +303,7 @@ class MemoryManager:
                                    session_id=session_id, event_time=event_time,
                                    auto_classify=auto_classify)])[0]
 
+    @telemetry.traced("create_memory", count=len)
     def add_many(self, entries: Iterable[Mapping[str, Any]]) -> list[MemoryItem]:
         """Store many memories: every entry is validated first (one bad entry stores
         nothing), then one embedding batch and one transaction for the stored types."""
@@ -503,6 +508,7 @@ class MemoryManager:
         return {"imported": len(fresh), "skipped": skipped}
 
     # --- lifecycle (forget / restore / consolidate) live in lifecycle.py --------------
+    @telemetry.traced("delete_memory", name="forget hello-memory")
     def forget(self, strategy: str | None = None, **kwargs: Any) -> Any:
         """Forget by ``strategy``; the strategy and its parameters left out (or None)
         come from :attr:`lifecycle` (the ``jobs`` settings)."""
@@ -527,6 +533,7 @@ class MemoryManager:
 
         return restore(self, ids, namespace=self._ns(namespace))
 
+    @telemetry.traced("update_memory", name="consolidate hello-memory")
     def consolidate(self, from_type: MemoryType | str | None = None,
                     to_type: MemoryType | str | None = None, **kwargs: Any) -> Any:
         """Promote important memories one step (working -> episodic -> semantic); the

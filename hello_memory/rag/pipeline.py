@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hello_memory import telemetry
 from hello_memory.config import RagSettings
 from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
@@ -213,6 +214,7 @@ class RAGPipeline:
         return self._index_document(ns, key, loaded, existing, None)[0]
 
     # --- reads ----------------------------------------------------------------------
+    @telemetry.traced("retrieval", name="retrieval hello-memory", count=len, query_arg=1)
     def search(self, query: str, *, namespace: str, top_k: int = 5,
                filters: dict[str, Any] | None = None, mqe: bool | None = None,
                hyde: bool | None = None, rerank: bool | None = None) -> list[RAGHit]:
@@ -250,6 +252,7 @@ class RAGPipeline:
                     fixed.append(resolved)
         return {**filters, "source": fixed}
 
+    @telemetry.traced("retrieval", name="ask hello-memory", query_arg=1)
     def ask(self, question: str, *, namespace: str, max_context_tokens: int | None = None,
             top_k: int | None = None, filters: dict[str, Any] | None = None) -> Answer:
         """Answer ``question`` from the namespace's documents with numbered citations

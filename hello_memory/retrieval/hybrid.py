@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from hello_memory import telemetry
 from hello_memory.config import RetrievalSettings
 from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
@@ -216,6 +217,7 @@ class HybridRetriever:
         return RetrievalPlan(analysis, info, tuple(queries))
 
     # --- search -----------------------------------------------------------------------
+    @telemetry.traced("search_memory", count=len, query_arg=1, top_k_arg=2)
     def retrieve(
         self,
         query: str,
@@ -479,7 +481,10 @@ class HybridRetriever:
                    and not {"semantic", "lexical"} & set(active) and (v != "semantic" or vectors)]
         parallel = self.settings.parallel and len(runnable) + len(helpers) > 1
         for view in [*runnable, *helpers]:
-            jobs[view] = self._submit(calls[view], parallel)
+            # one span per view when tracing is on (docs/OBSERVABILITY.md)
+            call = telemetry.wrap_for_thread(calls[view], f"hello_memory.view {view}",
+                                             {"hello_memory.view.name": view})
+            jobs[view] = self._submit(call, parallel)
         for view, result in jobs.items():
             state.results[view] = list(result())
             for memory_id, _ in state.results[view]:

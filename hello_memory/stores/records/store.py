@@ -548,6 +548,18 @@ class RecordStore:
         with self.transaction() as s:
             return sorted(s.scalars(select(MemoryRow.namespace).distinct()).all())
 
+    def gauges(self) -> dict[str, dict[Any, int]]:
+        """Store-wide counts for monitoring (docs/OBSERVABILITY.md): memories by
+        ``(memory_type, status)`` and pending outbox rows by kind; no namespace."""
+        with self.transaction() as s:
+            memories = {(str(t), str(st)): int(n) for t, st, n in s.execute(
+                select(MemoryRow.memory_type, MemoryRow.status, func.count())
+                .group_by(MemoryRow.memory_type, MemoryRow.status))}
+            outbox = {kind: int(s.scalar(select(func.count()).select_from(row)
+                                         .where(row.applied_at.is_(None))) or 0)
+                      for kind, row in (("memory", OutboxRow), ("chunk", RagOutboxRow))}
+        return {"memories": memories, "outbox": outbox}
+
     def all_ids(self, namespace: str) -> set[str]:
         require_namespace(namespace)
         with self.transaction() as s:
