@@ -6,7 +6,8 @@ so callers never need to import qdrant-client, neo4j or SQLAlchemy to catch them
 
     HelloMemoryError
     ├── ConfigError                  bad settings file / env / argument
-    │   └── UnknownConfigKeyError    a key no model declares (names the key)
+    │   ├── UnknownConfigKeyError    a key no model declares (names the key)
+    │   └── PerceptualNotConfiguredError  images / audio used while perceptual memory is off
     ├── InvalidInputError            bad caller input; nothing was written
     │   ├── EmptyContentError
     │   ├── InvalidImportanceError
@@ -19,6 +20,8 @@ so callers never need to import qdrant-client, neo4j or SQLAlchemy to catch them
     │   └── ModelNotFoundError       names the setting to change
     └── StoreError                   a backend failed
         ├── BackendUnavailableError  cannot reach a server / open a file
+        ├── InsufficientStorageError under storage.min_free_bytes (HTTP 507)
+        ├── IndexWorkError           index work of a committed record failed
         ├── SchemaVersionError       record store schema newer than this code
         ├── RecordStoreError
         ├── VectorStoreError
@@ -40,6 +43,8 @@ __all__ = [
     "EmptyContentError",
     "GraphStoreError",
     "HelloMemoryError",
+    "IndexWorkError",
+    "InsufficientStorageError",
     "InvalidImportanceError",
     "InvalidInputError",
     "JobBusyError",
@@ -47,6 +52,7 @@ __all__ = [
     "NamespaceRequiredError",
     "NotFoundError",
     "PayloadTooLargeError",
+    "PerceptualNotConfiguredError",
     "RecordStoreError",
     "SchemaVersionError",
     "StoreError",
@@ -75,6 +81,11 @@ class UnknownConfigKeyError(ConfigError):
 
 
 # --- caller input --------------------------------------------------------------------
+class PerceptualNotConfiguredError(ConfigError):
+    """Perceptual memory (images, audio) was used while it is off; the message names
+    the extra to install and the settings to set (HTTP 501)."""
+
+
 class InvalidInputError(HelloMemoryError, ValueError):
     """The caller passed something invalid. Nothing was written."""
 
@@ -154,6 +165,16 @@ class StoreError(HelloMemoryError):
 
 class BackendUnavailableError(StoreError):
     """A backend could not be reached or opened."""
+
+
+class InsufficientStorageError(StoreError):
+    """Free disk space is under ``storage.min_free_bytes``: the write was refused
+    before anything was written (HTTP 507)."""
+
+
+class IndexWorkError(StoreError):
+    """Index work (embedding, vectors, graph extraction) for a committed record failed;
+    the record stays pending for ``reconcile`` (an outbox row)."""
 
 
 class SchemaVersionError(StoreError):

@@ -5,30 +5,63 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime
+import unicodedata
+from datetime import datetime, timezone
 from typing import Any
 
+from hello_memory.config import LimitsSettings
 from hello_memory.errors import (
     EmptyContentError,
     InvalidImportanceError,
     InvalidInputError,
     NamespaceRequiredError,
+    PayloadTooLargeError,
 )
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality
 
 __all__ = [
     "MAX_CONTENT_CHARS",
+    "check_text",
+    "configure_limits",
     "content_hash",
+    "current_limits",
+    "normalized_length",
     "require_namespace",
+    "validate_batch",
     "validate_content",
     "validate_importance",
     "validate_item",
+    "validate_metadata",
+    "validate_query",
+    "validate_time",
     "validate_top_k",
 ]
 
 # A memory is a thought, not a document: larger texts belong in the RAG pipeline,
 # which chunks them. 1 MiB of text is far past any useful single memory.
+# Counted after NFKC normalisation, the form text analysis sees. The per-memory and
+# per-query limits of ``limits`` (LimitsSettings) are lower; this one holds for any text.
 MAX_CONTENT_CHARS = 1_000_000
+
+_limits = LimitsSettings()
+
+
+def configure_limits(limits: LimitsSettings) -> None:
+    """Use ``limits`` (the ``limits`` settings section) for every check of this process
+    (the server and MemoryManager.open call this; defaults otherwise)."""
+    global _limits
+    _limits = limits
+
+
+def current_limits() -> LimitsSettings:
+    return _limits
+
+
+def normalized_length(text: str) -> int:
+    """Characters of ``text`` after NFKC (what entity extraction and spaCy count)."""
+    if text.isascii():
+        return len(text)
+    return len(unicodedata.normalize("NFKC", text))
 
 
 def require_namespace(namespace: object) -> str:
@@ -37,27 +70,107 @@ def require_namespace(namespace: object) -> str:
         raise NamespaceRequiredError(f"a non-empty namespace is required, got {namespace!r}")
     if "\x00" in namespace:
         raise InvalidInputError("namespace must not contain NUL characters")
+    check_text("namespace", namespace)
     return namespace
 
 
-def validate_content(content: object) -> str:
-    if not isinstance(content, str):
-        raise InvalidInputError(f"content must be a str, got {type(content).__name__}")
-    if not content.strip():
-        raise EmptyContentError("content is empty or whitespace only")
+def check_text(name: str, value: str) -> str:
+    """``value`` when it can be stored and returned as UTF-8 (no lone surrogate)."""
     try:
-        content.encode("utf-8")
+        value.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate: decoded from invalid UTF-8
         raise InvalidInputError(
-            f"content is not valid Unicode text (unpaired surrogate at position {exc.start}); "
+            f"{name} is not valid Unicode text (unpaired surrogate at position {exc.start}); "
             "decode the input with errors='replace' or fix its encoding"
         ) from None
-    if len(content) > MAX_CONTENT_CHARS:
-        raise InvalidInputError(
-            f"content has {len(content):,} characters, more than the {MAX_CONTENT_CHARS:,} "
-            "allowed for one memory; ingest long texts as documents (RAG) instead"
-        )
+    return value
+
+
+def _bounded(name: str, text: str, limit: int, hint: str) -> None:
+    # Raw length first: normalising a huge text is itself work to avoid.
+    n = len(text) if len(text) > limit else normalized_length(text)
+    if n > limit:
+        raise PayloadTooLargeError(
+            f"{name} has {n:,} characters (after Unicode NFKC normalisation), more than "
+            f"the {limit:,} allowed{hint}")
+
+
+def validate_content(content: object, *, max_chars: int = MAX_CONTENT_CHARS,
+                     name: str = "content") -> str:
+    if not isinstance(content, str):
+        raise InvalidInputError(f"{name} must be a str, got {type(content).__name__}")
+    if not content.strip():
+        raise EmptyContentError(f"{name} is empty or whitespace only")
+    check_text(name, content)
+    _bounded(name, content, max_chars,
+             "; ingest long texts as documents (RAG) instead" if name == "content" else "")
     return content
+
+
+def validate_query(query: object) -> str:
+    """A search query: text, within ``limits.max_query_chars``."""
+    return validate_content(query, max_chars=_limits.max_query_chars, name="query")
+
+
+def validate_batch(n: int) -> None:
+    if n > _limits.max_batch:
+        raise PayloadTooLargeError(f"a batch of {n:,} memories is more than limits.max_batch "
+                                   f"({_limits.max_batch:,}) allows")
+
+
+def validate_metadata(metadata: object, name: str = "metadata") -> dict[str, Any]:
+    """``metadata`` when the record store can hold it and give it back unchanged: JSON
+    values only (finite numbers, valid Unicode strings), nested at most
+    ``limits.max_metadata_depth`` deep and at most ``limits.max_metadata_bytes`` as JSON.
+    Walked without recursion, so 100,000 levels are a typed error, not RecursionError."""
+    if not isinstance(metadata, dict):
+        raise InvalidInputError(f"{name} must be a dict")
+    max_depth = _limits.max_metadata_depth
+    stack: list[tuple[Any, int, str]] = [(metadata, 1, name)]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, (dict, list, tuple)):
+            if depth > max_depth:
+                raise InvalidInputError(f"{name} is nested more than {max_depth} levels deep "
+                                        f"(limits.max_metadata_depth) at {where}")
+            if isinstance(value, dict):
+                for key, child in value.items():
+                    if isinstance(key, str):
+                        check_text(f"{where} key", key)
+                    elif not (key is None or isinstance(key, (int, float, bool))):
+                        raise InvalidInputError(f"{where}: key {key!r} is not a string")
+                    elif isinstance(key, float) and not math.isfinite(key):
+                        raise InvalidInputError(f"{where}: key {key!r} is not a finite number")
+                    stack.append((child, depth + 1, f"{where}.{key}"))
+            else:
+                stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in
+                             enumerate(value))
+        elif isinstance(value, str):
+            check_text(where, value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InvalidInputError(f"{where} is {value!r}: JSON holds finite numbers only "
+                                        "(it would come back as null)")
+        elif not (value is None or isinstance(value, (bool, int))):
+            raise InvalidInputError(f"{name} must be JSON-serialisable: {where} is a "
+                                    f"{type(value).__name__}")
+    size = len(json.dumps(metadata, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    if size > _limits.max_metadata_bytes:
+        raise PayloadTooLargeError(f"{name} is {size:,} bytes as JSON, more than "
+                                   f"limits.max_metadata_bytes ({_limits.max_metadata_bytes:,})")
+    return metadata
+
+
+def validate_time(name: str, value: datetime) -> datetime:
+    """``value`` when it is timezone-aware and its UTC instant is representable (year 1
+    at +14:00 is before datetime.min in UTC)."""
+    _aware(name, value)
+    try:
+        value.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise InvalidInputError(f"{name} {value.isoformat()} is outside the representable "
+                                "range once converted to UTC (years 1-9999)") from None
+    return value
 
 
 def validate_importance(value: object) -> float:
@@ -87,13 +200,17 @@ def validate_top_k(top_k: object) -> int:
 
 
 def content_hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    """The identity of a text (issue 15, idempotent add): SHA-256 of its NFC form with
+    runs of whitespace made one space and the ends trimmed, so "Alice likes tea" and
+    "Alice  likes tea\n" are the same memory; case and punctuation still count."""
+    key = " ".join(unicodedata.normalize("NFC", content).split())
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def validate_item(item: MemoryItem) -> MemoryItem:
     """Check every field of ``item`` and normalise enums in place; returns it."""
     require_namespace(item.namespace)
-    validate_content(item.content)
+    validate_content(item.content, max_chars=_limits.max_content_chars)
     item.importance = validate_importance(item.importance)
     try:
         item.memory_type = MemoryType(item.memory_type)
@@ -102,17 +219,16 @@ def validate_item(item: MemoryItem) -> MemoryItem:
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from exc
     for name in ("event_time", "recorded_time", "last_access"):
-        _aware(name, getattr(item, name))
-    if not isinstance(item.metadata, dict):
-        raise InvalidInputError("metadata must be a dict")
-    try:  # the record store keeps metadata as JSON: refuse what it cannot hold
-        json.dumps(item.metadata)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"metadata must be JSON-serialisable: {exc}") from None
+        if getattr(item, name) is not None:
+            validate_time(name, getattr(item, name))
+    # the record store keeps metadata as JSON: refuse what it cannot hold or give back
+    validate_metadata(item.metadata)
     for name in ("user_id", "agent_id", "session_id"):
         v = getattr(item, name)
         if v is not None and not isinstance(v, str):
             raise InvalidInputError(f"{name} must be a str or None")
+        if v is not None:
+            check_text(name, v)
     if item.content_hash is None:
         item.content_hash = content_hash(item.content)
     return item

@@ -23,8 +23,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hello_memory import __version__
-from hello_memory.api.problems import AccessDenied, problem, problem_for
-from hello_memory.api.security import Access, BodyLimit
+from hello_memory.api.problems import AccessDenied, add_problem_responses, problem, problem_for
+from hello_memory.api.security import Access, BodyLimit, HostCheck
 from hello_memory.config import Settings, load_settings
 from hello_memory.errors import HelloMemoryError
 
@@ -114,7 +114,9 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
                 app.state.manager.close()
                 app.state.manager = None
 
+    # /docs is Swagger UI from the package's own files (hello_memory.ui, no CDN)
     app = FastAPI(title="hello-memory", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None,
                   description="Long-term memory for LLM agents: working, episodic, semantic "
                   "and perceptual memory, document RAG. Every call names its namespace.")
     app.state.manager = manager
@@ -155,6 +157,19 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         return _problem_response(problem(422, "validation", "Invalid request", detail,
                                          errors=errs))
 
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # A bug, still as a problem (logged with its traceback by the server); the
+        # connection stays usable.
+        import logging
+
+        logging.getLogger("hello_memory.api").error("unhandled error on %s %s",
+                                                    request.method, request.url.path,
+                                                    exc_info=exc)
+        return _problem_response(problem(500, "internal", "Internal error",
+                                         f"{type(exc).__name__} (see the server log)",
+                                         error=type(exc).__name__))
+
     @app.get("/healthz", tags=["meta"])
     def healthz() -> dict[str, Any]:
         """Liveness: the server answers and its memory manager is open."""
@@ -167,10 +182,23 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     app.include_router(admin.router)
     app.include_router(documents.router)
     app.include_router(media.router)
+    from hello_memory.ui import mount as mount_ui
+
+    mount_ui(app)  # /docs and the /ui dashboard (same keys and namespace grants)
     if settings.observability.metrics:
         from hello_memory.api.metrics import install_metrics
 
         install_metrics(app, Admin)
     app.add_middleware(BodyLimit, max_bytes=settings.api.max_request_bytes,
                        max_upload_bytes=settings.api.max_upload_bytes)
+    # outermost: the Host check runs before anything else, for every route (/docs too)
+    app.add_middleware(HostCheck, allowed_hosts=settings.api.allowed_hosts)
+    plain_openapi = app.openapi
+
+    def openapi_with_problems() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = add_problem_responses(plain_openapi())
+        return app.openapi_schema
+
+    app.openapi = openapi_with_problems  # type: ignore[method-assign]
     return app

@@ -6,7 +6,6 @@ and re-ingestable); a server path is accepted only under ``api.read_dirs``.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from pathlib import Path
@@ -19,6 +18,7 @@ from hello_memory.api.app import Namespace, manager_of
 from hello_memory.api.security import confine_path
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import MemoryManager
+from hello_memory.stores.uploads import upload_folder
 from hello_memory.tools.rag_access import build_rag
 
 __all__ = ["allowed_path", "router", "save_upload"]
@@ -73,10 +73,8 @@ def save_upload(request: Request, namespace: str, upload: UploadFile, kind: str)
     data = upload.file.read()
     if not data:
         raise InvalidInputError(f"uploaded file {upload.filename!r} is empty")
-    digest = hashlib.sha256(data).hexdigest()
-    ns_dir = hashlib.sha256(namespace.encode()).hexdigest()[:16]
     name = _SAFE_NAME.sub("_", Path(upload.filename or "upload").name).strip("._") or "upload"
-    folder = Path(request.app.state.settings.data_dir) / "uploads" / kind / ns_dir / digest[:16]
+    folder = upload_folder(request.app.state.settings.data_dir, kind, namespace, data)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     if not path.exists():

@@ -7,7 +7,6 @@ extra); without it every route answers a 501 problem naming what to change.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,32 +17,24 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.api.app import Namespace, manager_of
 from hello_memory.api.documents import allowed_path, save_upload
-from hello_memory.errors import ConfigError, InvalidInputError, NotFoundError
+from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import MemoryManager, item_to_json
 from hello_memory.memory.scoring import SearchHit
+from hello_memory.stores.uploads import uploads_root
 from hello_memory.types import MemoryType, Modality
 
-__all__ = ["perceptual_of", "router"]
+__all__ = ["media_roots", "media_source", "perceptual_of", "router"]
 
 router = APIRouter(prefix="/v1/media", tags=["multimodal"])
 Manager = Annotated[MemoryManager, Depends(manager_of)]
 MediaKind = Literal["image", "audio"]
 Target = Literal["text", "image", "audio"]
-_EXTRA = ("open_clip", "laion_clap", "PIL")
 
 
 def perceptual_of(mm: Manager) -> Any:
-    """The manager's perceptual memory, or a ConfigError saying how to turn it on."""
-    if mm.perceptual is not None:
-        return mm.perceptual
-    missing = [m for m in _EXTRA if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ConfigError("image and audio memory need the multimodal extra (missing: "
-                          f"{', '.join(missing)}): pip install 'hello-memory[multimodal]', "
-                          "then set perceptual.enabled: true")
-    raise ConfigError("perceptual memory is off: set perceptual.enabled: true "
-                      "(HELLO_MEMORY__PERCEPTUAL__ENABLED=true) and the weights in "
-                      "perceptual.image.pretrained / perceptual.audio.checkpoint")
+    """The manager's perceptual memory, or its PerceptualNotConfiguredError (a 501
+    problem saying what to install and set)."""
+    return mm.perceptual
 
 
 Perceptual = Annotated[Any, Depends(perceptual_of)]
@@ -79,6 +70,28 @@ def media_hit(hit: SearchHit, namespace: str) -> dict[str, Any]:
         out["thumbnail_url"] = (f"/v1/media/{item.id}/thumbnail?"
                                 f"{urlencode({'namespace': namespace})}")
     return out
+
+
+def media_roots(request: Request) -> list[Path]:
+    """Where a media memory's file may lie: the uploads folder and ``api.read_dirs``."""
+    settings = request.app.state.settings
+    return [uploads_root(settings.data_dir).resolve(),
+            *(Path(d).resolve() for d in settings.api.read_dirs)]
+
+
+def media_source(request: Request, source: str) -> Path:
+    """``source`` resolved, when it lies under :func:`media_roots`; else an
+    InvalidInputError (400): a stored path pointing elsewhere is never opened."""
+    if "\x00" in source:
+        raise InvalidInputError("the stored source path holds a NUL character")
+    try:
+        path = Path(source).resolve()
+    except (OSError, ValueError, RuntimeError):
+        raise InvalidInputError("the stored source path cannot be resolved") from None
+    if not any(path == root or root in path.parents for root in media_roots(request)):
+        raise InvalidInputError("the stored source file lies outside the uploads folder and "
+                                "api.read_dirs; it is not served")
+    return path
 
 
 @router.post("", status_code=201)
@@ -136,15 +149,20 @@ def search_file(
 
 @router.get("/{memory_id}/thumbnail", response_class=Response,
             responses={200: {"content": {"image/png": {}}}})
-def thumbnail(memory_id: str, namespace: Namespace, perceptual: Perceptual,
+def thumbnail(request: Request, memory_id: str, namespace: Namespace, perceptual: Perceptual,
               mm: Manager, size: Annotated[int, Query(ge=16, le=512)] = 128) -> Response:
-    """A PNG thumbnail of an image memory (from its stored source file)."""
+    """A PNG thumbnail of an image memory (from its stored source file, which must lie
+    under the uploads folder or ``api.read_dirs``)."""
     item = mm.stores.records.get_item(namespace, memory_id)
     source = item.metadata.get("source")
     if item.memory_type is not MemoryType.PERCEPTUAL or item.modality is not Modality.IMAGE:
         raise InvalidInputError(f"memory {memory_id!r} is not an image")
-    if not source or not Path(source).is_file():
+    if not isinstance(source, str) or not source:
         raise NotFoundError(f"the source file of image {memory_id!r} is gone")
+    path = media_source(request, source)
+    if not path.is_file():
+        raise NotFoundError(f"the source file of image {memory_id!r} is gone")
+    source = str(path)
     from PIL import Image
 
     with Image.open(source) as img:

@@ -13,7 +13,8 @@ from typing import Any
 from hello_memory import errors
 from hello_memory.llm.base import LLMError, LLMUnavailableError
 
-__all__ = ["PROBLEM_TYPE", "STATUS", "AccessDenied", "problem", "problem_for", "status_for"]
+__all__ = ["PROBLEM_RESPONSES", "PROBLEM_TYPE", "STATUS", "AccessDenied",
+           "add_problem_responses", "problem", "problem_for", "status_for"]
 
 PROBLEM_TYPE = "https://hello-memory.dev/problems/"
 
@@ -29,6 +30,8 @@ STATUS: dict[type[BaseException], tuple[int, str, str]] = {
     errors.EmbeddingError: (503, "embedding-unavailable", "Embedding model unavailable"),
     errors.StoreError: (500, "store-error", "Storage backend failed"),
     errors.BackendUnavailableError: (503, "backend-unavailable", "Backend unavailable"),
+    errors.InsufficientStorageError: (507, "insufficient-storage", "Insufficient storage"),
+    errors.IndexWorkError: (500, "index-work-failed", "Index work failed"),
     LLMError: (502, "llm-error", "LLM endpoint failed"),
     LLMUnavailableError: (503, "llm-unavailable", "LLM endpoint unavailable"),
 }
@@ -58,3 +61,44 @@ def problem(status: int, slug: str, title: str, detail: str, **extra: Any) -> di
 def problem_for(exc: BaseException) -> dict[str, Any]:
     status, slug, title = status_for(exc)
     return problem(status, slug, title, str(exc), error=type(exc).__name__)
+
+
+# What every route may answer besides its success, as the OpenAPI document lists them.
+PROBLEM_RESPONSES: dict[int, str] = {
+    400: "Invalid input (nothing was written)",
+    401: "No or unknown API key",
+    403: "The key may not use this namespace, or the Host is not this server's",
+    404: "No such memory, document or route",
+    413: "The request body, a text or a batch is over its limit",
+    422: "The request does not match the schema",
+    500: "Internal error (a problem object; the connection stays usable)",
+    501: "Feature not configured",
+    503: "A backend or model is unavailable",
+    507: "Free disk space is under storage.min_free_bytes; nothing was written",
+}
+
+
+def add_problem_responses(schema: dict[str, Any]) -> dict[str, Any]:
+    """Declare the problem responses on every operation of an OpenAPI ``schema``
+    (in place; returns it)."""
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components.setdefault("Problem", {
+        "type": "object", "title": "Problem",
+        "description": "RFC 9457 problem details",
+        "properties": {"type": {"type": "string"}, "title": {"type": "string"},
+                       "status": {"type": "integer"}, "detail": {"type": "string"},
+                       "error": {"type": "string"}},
+        "required": ["type", "title", "status", "detail"]})
+    content = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for path_item in schema.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            responses = operation.setdefault("responses", {})
+            for status, description in PROBLEM_RESPONSES.items():
+                if str(status) == "422" and "422" in responses:
+                    responses["422"] = {"description": description, "content": content}
+                    continue
+                responses.setdefault(str(status), {"description": description,
+                                                   "content": content})
+    return schema

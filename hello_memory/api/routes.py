@@ -6,12 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.api.app import Namespace, manager_of
 from hello_memory.errors import InvalidInputError
 from hello_memory.memory.manager import MemoryManager, hit_to_json, item_to_json
+from hello_memory.stores.uploads import uploads_root
 
 __all__ = ["router"]
 
@@ -199,14 +200,17 @@ def stats(namespace: Namespace, mm: Manager) -> dict[str, Any]:
 
 
 @router.delete("/namespace")
-def clear(namespace: Namespace, mm: Manager,
+def clear(request: Request, namespace: Namespace, mm: Manager,
           confirm: Annotated[bool, Query(description="must be true")] = False
           ) -> dict[str, Any]:
-    """Delete every memory of the namespace (and only that namespace)."""
+    """Delete everything of the namespace (and only that namespace): memories,
+    documents and chunks, vectors, graph, audit rows, uploaded files. Returns counts
+    per kind."""
     if confirm is not True:  # said in HTTP's words, not the Python keyword's
-        raise InvalidInputError(f"this deletes every memory of namespace {namespace!r}: "
-                                "add confirm=true to the query string")
-    return mm.clear(namespace, confirm=True)
+        raise InvalidInputError(f"this deletes every memory and document of namespace "
+                                f"{namespace!r}: add confirm=true to the query string")
+    return mm.clear(namespace, confirm=True,
+                    uploads_dir=uploads_root(request.app.state.settings.data_dir))
 
 
 @router.post("/context")

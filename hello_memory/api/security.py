@@ -11,9 +11,13 @@ and run or inspect the server's maintenance jobs (``/v1/namespaces``, ``/v1/jobs
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import ipaddress
 import json
+import re
+import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,8 +27,8 @@ from hello_memory.config import ApiSettings
 from hello_memory.errors import ConfigError, InvalidInputError
 from hello_memory.validation import require_namespace
 
-__all__ = ["Access", "BodyLimit", "check_bind", "confine_path", "is_loopback",
-           "namespace_allowed"]
+__all__ = ["Access", "BodyLimit", "HostCheck", "check_bind", "confine_path", "host_allowed",
+           "is_loopback", "namespace_allowed", "safe_upload_name"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -114,12 +118,37 @@ def confine_path(raw: str, read_dirs: Sequence[str]) -> Path:
     if not roots:
         raise InvalidInputError("this server reads no paths (api.read_dirs is empty); "
                                 "upload the file or send the text instead")
-    path = Path(raw).resolve()
+    if "\x00" in raw:
+        raise InvalidInputError(f"path {raw!r} holds a NUL character")
+    try:
+        path = Path(raw).resolve()
+    except (OSError, ValueError, RuntimeError) as exc:  # too long, a link loop
+        raise InvalidInputError(f"path {raw[:200]!r} cannot be resolved: {exc}") from None
     if not any(path == r or r in path.parents for r in roots):
         raise InvalidInputError(f"path {raw!r} is outside api.read_dirs")
-    if not path.exists():
-        raise InvalidInputError(f"path {raw!r} does not exist")
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # a name over NAME_MAX
+        exists = False
+    if not exists:
+        raise InvalidInputError(f"path {raw[:200]!r} does not exist")
     return path
+
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,10}$")
+
+
+def safe_upload_name(filename: str | None) -> str:
+    """A file name to keep an upload under: ASCII letters, digits, ``._-`` only, at
+    most ~110 bytes (a file system allows 255), and the extension of the name given
+    (``会议记录.md`` becomes ``upload.md``, not ``md``), lower-cased."""
+    base = re.split(r"[\\/]", filename or "")[-1]
+    match = _SUFFIX.search(base)
+    suffix = match.group(0).lower() if match else ""
+    stem = base[: match.start()] if match else base
+    stem = _UNSAFE_NAME.sub("_", stem).strip("._")[:100] or "upload"
+    return stem + suffix
 
 
 def check_bind(settings: ApiSettings, host: str) -> None:
@@ -129,9 +158,77 @@ def check_bind(settings: ApiSettings, host: str) -> None:
                           f"to serve without keys on {host!r} (set api.api_keys instead)")
 
 
+def _host_name(header: str) -> str:
+    """The name of a Host header, lower case, without port and brackets."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header[1:]
+    if header.count(":") == 1:
+        return header.rsplit(":", 1)[0]
+    return header
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def host_allowed(header: str | None, server_host: str | None,
+                 allowed_hosts: Sequence[str]) -> bool:
+    """Whether a request whose ``Host`` is ``header`` may be answered by a server
+    listening on ``server_host`` (the address the connection arrived on): that address,
+    a name of ``allowed_hosts`` ("*": any), and on loopback the loopback names."""
+    if header is None:  # HTTP/1.0 without Host: no browser sends that
+        return True
+    name = _host_name(header)
+    allowed = {h.strip().lower() for h in allowed_hosts}
+    if "*" in allowed or name in allowed:
+        return True
+    bound = _host_name(server_host) if server_host else ""
+    if name and name == bound:
+        return True
+    return (not bound or is_loopback(bound)) and name in _LOOPBACK_NAMES
+
+
+class HostCheck:
+    """ASGI middleware: 403 for a request whose ``Host`` names neither the address the
+    server is bound to nor one of ``api.allowed_hosts`` (DNS rebinding: a web page
+    whose domain resolves to 127.0.0.1 sends its own name). Applies to every route,
+    auth or not."""
+
+    def __init__(self, app: ASGIApp, *, allowed_hosts: Sequence[str]) -> None:
+        self.app = app
+        self.allowed_hosts = list(allowed_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        header = next((v.decode("latin-1") for k, v in scope.get("headers", [])
+                       if k.lower() == b"host"), None)
+        server = scope.get("server")
+        if host_allowed(header, server[0] if server else None, self.allowed_hosts):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        body = json.dumps(problem(
+            403, "host-not-allowed", "Host not allowed",
+            f"this server does not answer for Host {header!r}; add the name to "
+            "api.allowed_hosts if it is yours")).encode()
+        await send({"type": "http.response.start", "status": 403,
+                    "headers": [(b"content-type", b"application/problem+json"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
 class BodyLimit:
     """ASGI middleware: 413 for a body over the limit (multipart uploads get the upload
-    limit), whether announced by Content-Length or streamed in chunks."""
+    limit), whether announced by Content-Length or streamed in chunks.
+
+    The body is read here, whole, before the route runs (so a streamed body over the
+    limit is a 413, not a parse error); then the connection is watched: when the client
+    goes away, :data:`hello_memory.rag.safe_parse.client_gone` is set, and a document
+    parse running for this request is stopped."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int, max_upload_bytes: int) -> None:
         self.app = app
@@ -150,29 +247,53 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await self._reject(send, limit)
             return
+        from hello_memory.rag.safe_parse import client_gone
+
+        chunks: list[bytes] = []
         seen = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise _TooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
+            if message["type"] == "http.disconnect":
+                return  # nobody to answer
+            if message["type"] != "http.request":
+                continue
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > limit:
                 await self._reject(send, limit)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        gone = threading.Event()
+        gone_async = asyncio.Event()
+        body: bytes | None = b"".join(chunks)
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    gone.set()
+                    gone_async.set()
+                    return
+
+        async def replay() -> Message:
+            nonlocal body
+            if body is not None:
+                data, body = body, None
+                return {"type": "http.request", "body": data, "more_body": False}
+            await gone_async.wait()
+            return {"type": "http.disconnect"}
+
+        watcher = asyncio.ensure_future(watch())
+        token = client_gone.set(gone)
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            client_gone.reset(token)
+            watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await watcher
 
     @staticmethod
     async def _reject(send: Send, limit: int) -> None:
@@ -183,6 +304,3 @@ class BodyLimit:
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 
-
-class _TooLarge(Exception):
-    pass

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hello_memory import telemetry
-from hello_memory.errors import InvalidInputError
+from hello_memory.errors import InvalidInputError, PerceptualNotConfiguredError
 from hello_memory.memory.episodic import EpisodicMemory
 from hello_memory.memory.importance import classify_memory_type, estimate_importance
 from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from hello_memory.retrieval.recipes import SearchRecipe
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
+from hello_memory.stores.uploads import remove_namespace_uploads, uploads_root
 from hello_memory.text.entities import (
     EntityExtractor,
     RuleExtractor,
@@ -133,6 +134,26 @@ def item_from_json(data: Mapping[str, Any], namespace: str | None = None) -> Mem
         raise InvalidInputError(f"not a hello-memory export record: {exc}") from exc
 
 
+_MULTIMODAL_MODULES = ("open_clip", "laion_clap", "PIL")
+
+
+def perceptual_off_error() -> PerceptualNotConfiguredError:
+    """The error for perceptual memory used while it is off: what to install (when
+    the multimodal extra is missing) and what to set."""
+    import importlib.util
+
+    missing = [m for m in _MULTIMODAL_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        return PerceptualNotConfiguredError(
+            "image and audio memory need the multimodal extra (missing: "
+            f"{', '.join(missing)}): pip install 'hello-memory[multimodal]', then set "
+            "perceptual.enabled: true (HELLO_MEMORY__PERCEPTUAL__ENABLED=true)")
+    return PerceptualNotConfiguredError(
+        "perceptual memory is off: set perceptual.enabled: true "
+        "(HELLO_MEMORY__PERCEPTUAL__ENABLED=true) and the weights in "
+        "perceptual.image.pretrained / perceptual.audio.checkpoint")
+
+
 def _default_lifecycle() -> JobsSettings:
     from hello_memory.config import JobsSettings
 
@@ -157,6 +178,7 @@ class MemoryManager:
         llm: LLMClient | None = None,
         retrieval: RetrievalSettings | None = None,
         lifecycle: JobsSettings | None = None,
+        uploads_dir: str | Path | None = None,
     ) -> None:
         self.stores = stores
         self.extractor = extractor or default_extractor()
@@ -165,9 +187,13 @@ class MemoryManager:
         self.semantic = SemanticMemory(stores, self.extractor, max_hops=max_hops, clock=clock)
         self.default_namespace = require_namespace(default_namespace)
         self.default_type = _memory_type(default_type)
-        # Perceptual memory (images, audio) when the stores were opened with it.
-        self.perceptual: PerceptualMemory | None = stores.indexer(  # type: ignore[assignment]
+        # Perceptual memory (images, audio) when the stores were opened with it; the
+        # ``perceptual`` property raises a typed error naming the setting otherwise.
+        self._perceptual: PerceptualMemory | None = stores.indexer(  # type: ignore[assignment]
             MemoryType.PERCEPTUAL)
+        # Where the server keeps uploaded files (<data_dir>/uploads): clear() removes a
+        # namespace's folder there. None: this manager knows of no uploads.
+        self.uploads_dir = Path(uploads_dir) if uploads_dir is not None else None
         self.dedup_threshold = dedup_threshold
         self._clock = clock
         # The configured LLM client (None: every LLM step stays off); RAG and the
@@ -211,7 +237,21 @@ class MemoryManager:
                    episodic_profile=EPISODIC.model_copy(
                        update={"half_life_days": m.episodic_half_life_days}),
                    max_hops=sem.max_hops, llm=from_settings(settings.llm),
-                   retrieval=settings.retrieval, lifecycle=settings.jobs)
+                   retrieval=settings.retrieval, lifecycle=settings.jobs,
+                   uploads_dir=uploads_root(settings.data_dir))
+
+    @property
+    def perceptual(self) -> PerceptualMemory:
+        """Image, audio and perceptual-text memory; raises PerceptualNotConfiguredError
+        (naming the extra and the settings) when the stores were opened without it."""
+        if self._perceptual is None:
+            raise perceptual_off_error()
+        return self._perceptual
+
+    @property
+    def has_perceptual(self) -> bool:
+        """Whether perceptual memory is configured (``perceptual`` would not raise)."""
+        return self._perceptual is not None
 
     def close(self) -> None:
         self.retriever.close()
@@ -389,7 +429,6 @@ class MemoryManager:
         text→image through CLIP's text tower, text→audio through CLAP's)."""
         from hello_memory.types import Modality
 
-        assert self.perceptual is not None
         hits: list[SearchHit] = []
         for target in Modality:
             if target == Modality.TEXT or self.perceptual._encoder_or_none(target) is not None:
@@ -448,21 +487,41 @@ class MemoryManager:
             "working_tokens": self.working.tokens(ns),
         }
 
-    def clear(self, namespace: str, *, confirm: bool = False) -> dict[str, int]:
-        """Delete everything in ONE namespace (records, vectors, graph, working)."""
+    def clear(self, namespace: str, *, confirm: bool = False,
+              uploads_dir: str | Path | None = None) -> dict[str, Any]:
+        """Delete everything of ONE namespace: memories of every type, documents and
+        their chunks, outbox and audit rows, entity graph, namespace totals (every row
+        of every table that belongs to it, see RecordStore.purge_namespace), its points
+        in every vector collection (memories, chunks, each perceptual modality), working
+        memory, and the files kept for it under ``uploads_dir`` (default: this
+        manager's, ``<data_dir>/uploads``). Records go first, in one transaction: a
+        clear cut short by a crash leaves only derived data, which running it again
+        removes. Returns counts per kind; one audit row of counts (no content) stays."""
         ns = require_namespace(namespace)
         if confirm is not True:
-            raise InvalidInputError(f"clear({ns!r}) deletes every memory of that namespace; "
-                                    "pass confirm=True")
-        ids = sorted(self.stores.records.all_ids(ns))
-        removed = self.stores.delete(ns, ids) if ids else 0
-        self.stores.vectors.clear(MEMORY_COLLECTION, namespace=ns)
-        self.stores.graph.clear(ns)
+            raise InvalidInputError(f"clear({ns!r}) deletes every memory and document of that "
+                                    "namespace; pass confirm=True")
+        graph = self.stores.graph.stats(ns)
+        rows = self.stores.records.purge_namespace(ns)
+        vectors: dict[str, int] = {}
+        for collection in self.stores.vectors.collections():
+            n = self.stores.vectors.count(collection, namespace=ns)
+            if n:
+                self.stores.vectors.clear(collection, namespace=ns)
+                vectors[collection] = n
+        self.stores.graph.clear(ns)  # a graph server keeps its own copy (SQLite: gone above)
         working = self.working.clear(ns)
-        if self.perceptual is not None:
-            self.perceptual.clear(ns)
-        self.stores.records.add_audit(ns, "clear", {"records": removed, "working": working})
-        return {"records": removed, "working": working}
+        root = uploads_dir if uploads_dir is not None else self.uploads_dir
+        files = remove_namespace_uploads(root, ns) if root is not None else 0
+        report: dict[str, Any] = {
+            "records": rows.get("hm_memory_items", 0), "working": working,
+            "documents": rows.get("hm_documents", 0), "chunks": rows.get("hm_chunks", 0),
+            "entities": graph.entities, "relations": graph.relations,
+            "audit": rows.get("hm_audit_log", 0), "vectors": vectors, "files": files,
+            "rows": rows}
+        self.stores.records.add_audit(ns, "clear", {
+            k: v for k, v in report.items() if k not in ("rows", "vectors")})
+        return report
 
     # --- export / import --------------------------------------------------------------
     def export_jsonl(self, path: str | Path, *, namespace: str | None = None) -> int:

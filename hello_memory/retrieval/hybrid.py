@@ -392,7 +392,7 @@ class HybridRetriever:
             if MemoryType.SEMANTIC in stored:
                 hits += manager.semantic.retrieve(ns, query, top_k=top_k, flt=flt,
                                                   query_vector=qv)
-        if MemoryType.PERCEPTUAL in types and manager.perceptual is not None:
+        if MemoryType.PERCEPTUAL in types and manager.has_perceptual:
             hits += self._media_hits(ns, query, top_k, flt)
         hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
         return hits[:top_k]
@@ -408,7 +408,7 @@ class HybridRetriever:
 
     # --- internals --------------------------------------------------------------------
     def _types(self, memory_types: Sequence[MemoryType | str] | None) -> list[MemoryType]:
-        perceptual = self.manager is not None and self.manager.perceptual is not None
+        perceptual = self.manager is not None and self.manager.has_perceptual
         if not memory_types:
             return list(SEARCHED_TYPES) + ([MemoryType.PERCEPTUAL] if perceptual else [])
         out: list[MemoryType] = []

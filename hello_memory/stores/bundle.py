@@ -10,25 +10,34 @@ safe: vector upserts are keyed by the memory's UUID and graph links are upserts.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from hello_memory.embedding.base import Embedder
-from hello_memory.errors import StoreError
+from hello_memory.errors import (
+    HelloMemoryError,
+    IndexWorkError,
+    InsufficientStorageError,
+    InvalidInputError,
+    StoreError,
+)
 from hello_memory.retrieval.lexical import BM25_VECTOR, LexicalEncoder
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records import OutboxEntry, RecordStore
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore
 from hello_memory.types import Entity, MemoryItem, MemoryType, Relation, VectorPoint
-from hello_memory.validation import validate_item
+from hello_memory.validation import validate_batch, validate_item
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "MEMORY_COLLECTION", "Extractor", "Indexer", "Stores", "memory_payload",
+    "MEMORY_COLLECTION", "Extractor", "IndexFailure", "Indexer", "Stores", "memory_payload",
 ]
 
 MEMORY_COLLECTION = "memories"
@@ -37,6 +46,30 @@ DENSE = "dense"
 # Given a memory, the entities and relations it mentions (spaCy or rules: the memory
 # types plug theirs in). None means the graph is not fed.
 Extractor = Callable[[MemoryItem], tuple[Sequence[Entity], Sequence[Relation]]]
+
+@dataclass
+class IndexFailure:
+    """A memory whose index work failed (its outbox rows stay pending): what
+    ``reconcile`` reports, and ``jobs reconcile --retry / --drop-failed`` act on."""
+
+    namespace: str
+    memory_id: str
+    error: str
+    attempts: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "memory_id": self.memory_id,
+                "error": self.error, "attempts": self.attempts}
+
+
+def _typed(exc: BaseException, memory_id: str) -> StoreError:
+    """Any failure of index work as a StoreError (an untyped ValueError from an
+    analysis library must not escape open() or reconcile)."""
+    if isinstance(exc, StoreError):
+        return exc
+    return IndexWorkError(f"index work for memory {memory_id} failed: "
+                          f"{type(exc).__name__}: {exc}")
+
 
 class Indexer(Protocol):
     """Index work for a memory type whose vectors live outside the text collection."""
@@ -97,6 +130,37 @@ class Stores:
         self._indexers: dict[MemoryType, Indexer] = {}
         self.lexical = LexicalEncoder()
         self._replay_deferred = False
+        # memory id -> its failing index work (this process's view; every open replays)
+        self.index_failures: dict[str, IndexFailure] = {}
+        self._disk_path: str | None = None
+        self._min_free_bytes = 0
+
+    def guard_disk(self, path: str | os.PathLike[str], min_free_bytes: int) -> None:
+        """Refuse writes (:class:`InsufficientStorageError`) while the file system of
+        ``path`` has less than ``min_free_bytes`` free (``storage.min_free_bytes``)."""
+        self._disk_path = os.fspath(path)
+        self._min_free_bytes = int(min_free_bytes)
+
+    def check_disk(self, incoming: int = 0) -> None:
+        """Raise before a write of about ``incoming`` bytes would leave less than the
+        configured free space (the embedded engines crash on a full disk)."""
+        if self._disk_path is None or self._min_free_bytes <= 0:
+            return
+        probe = self._disk_path
+        while probe and not os.path.exists(probe):
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                break
+            probe = parent
+        try:
+            free = shutil.disk_usage(probe or ".").free
+        except OSError:
+            return
+        if free - incoming < self._min_free_bytes:
+            raise InsufficientStorageError(
+                f"only {free:,} bytes free on the data directory's disk, less than "
+                f"storage.min_free_bytes ({self._min_free_bytes:,}): the write was refused "
+                "and nothing was written; free space (the store reopens once there is)")
 
     def open(self) -> None:
         """Open every store, make sure the memory collection matches the embedder's
@@ -148,17 +212,37 @@ class Stores:
         self.close()
 
     # writes ------------------------------------------------------------------------
-    def add(self, items: Sequence[MemoryItem]) -> list[MemoryItem]:
+    def add(self, items: Sequence[MemoryItem],
+            vectors: npt.NDArray[np.float32] | None = None) -> list[MemoryItem]:
         """Validate, embed (one batch), commit records (one transaction), index.
-        Invalid input or an embedding failure writes nothing."""
+        Invalid input or an embedding failure writes nothing. ``vectors``: the items'
+        embeddings when the caller already has them (the add path's duplicate check)."""
+        validate_batch(len(items))
         for item in items:
             validate_item(item)
         if not items:
             return []
+        # a generous estimate: text, metadata, vectors and index overhead
+        self.check_disk(sum(8 * len(i.content) + 4096 for i in items))
         self._ensure_replayed()
-        vectors = self.embedder.embed([i.content for i in items])
+        if vectors is None or len(vectors) != len(items):
+            vectors = self.embedder.embed([i.content for i in items])
         seqs = self.records.add_items(items)
-        self._index(items, vectors)
+        try:
+            self._index(items, vectors)
+        except StoreError:
+            raise  # a backend failed: the write is durable and queued (reconcile)
+        except Exception as exc:
+            # The input itself cannot be indexed (an analysis library refused it):
+            # take the records back out rather than keep a row that fails every replay.
+            by_ns: dict[str, list[str]] = {}
+            for item in items:
+                by_ns.setdefault(item.namespace, []).append(item.id)
+            for ns, ids in by_ns.items():
+                self.records.delete_items(ns, ids)
+            self.apply_outbox()
+            raise InvalidInputError(f"this memory cannot be indexed ({type(exc).__name__}: "
+                                    f"{exc}); nothing was stored") from exc
         self.records.mark_applied(seqs)
         return list(items)
 
@@ -179,12 +263,26 @@ class Stores:
     def index(self, items: Sequence[MemoryItem]) -> None:
         """Embed ``items`` (one batch) and upsert their text-collection vectors and graph
         links from the records as given; records are not touched (reconcile, reindex)."""
-        if items:
+        if not items:
+            return
+        try:
             self._index(items, self.embedder.embed([i.content for i in items]))
+            return
+        except Exception:
+            if len(items) == 1:
+                raise
+        for item in items:  # isolate the one that fails; the others are indexed
+            try:
+                self._index([item], self.embedder.embed([item.content]))
+                self.index_failures.pop(item.id, None)
+            except Exception as exc:
+                self._failed(item.namespace, item.id, _typed(exc, item.id))
 
     def update(self, namespace: str, memory_id: str, **changes: Any) -> MemoryItem:
         """Change a record, then its index: new content is re-embedded and re-extracted;
         other fields only rewrite the vector payload."""
+        content = changes.get("content")
+        self.check_disk(8 * len(content) + 4096 if isinstance(content, str) else 4096)
         item = self.records.update_item(namespace, memory_id, **changes)
         self.apply_outbox(raise_for={memory_id})
         return item
@@ -213,7 +311,7 @@ class Stores:
         writes to every other memory and namespace. The failure is raised only when it
         concerns a memory in ``raise_for`` (the caller's own write); otherwise logged."""
         done, after = 0, 0
-        failure: StoreError | None = None
+        failure: HelloMemoryError | None = None
         while True:
             pending = self.records.pending_outbox(limit=batch, after=after)
             if not pending:
@@ -224,21 +322,69 @@ class Stores:
                 try:
                     self._apply(ns, entries)
                     applied.extend(e.seq for e in entries)
-                except StoreError:
+                except Exception:  # any error: a poison row must not stop open()
                     for entry in entries:  # isolate the failing memory
                         try:
                             self._apply(ns, [entry])
                             applied.append(entry.seq)
-                        except StoreError as exc:
-                            log.warning("index work for memory %s in %r left pending: %s",
-                                        entry.memory_id, ns, exc)
+                        except Exception as exc:
+                            typed = _typed(exc, entry.memory_id)
+                            self._failed(ns, entry.memory_id, typed)
                             if entry.memory_id in raise_for and failure is None:
-                                failure = exc
+                                failure = typed
+            for seq_entry in pending:
+                if seq_entry.seq in applied:
+                    self.index_failures.pop(seq_entry.memory_id, None)
             self.records.mark_applied(applied)
             done += len(applied)
         if failure is not None:
             raise failure
         return done
+
+    def _failed(self, namespace: str, memory_id: str, exc: BaseException) -> None:
+        log.warning("index work for memory %s in %r left pending: %s", memory_id,
+                    namespace, exc)
+        known = self.index_failures.get(memory_id)
+        attempts = known.attempts + 1 if known else 1
+        self.index_failures[memory_id] = IndexFailure(namespace, memory_id, str(exc),
+                                                      attempts)
+
+    def retry_failed(self, memory_ids: Sequence[str]) -> dict[str, str | None]:
+        """Retry the index work of these failing memories now: id -> None when it
+        succeeded, else its error (it stays pending)."""
+        out: dict[str, str | None] = {}
+        for memory_id in memory_ids:
+            known = self.index_failures.get(memory_id)
+            ns = known.namespace if known else None
+            item = self.records.get_items(ns, [memory_id]) if ns else []
+            try:
+                if item:
+                    self._index(item, self.embedder.embed([item[0].content]))
+                self.apply_outbox(raise_for={memory_id})
+                self.index_failures.pop(memory_id, None)
+                out[memory_id] = None
+            except Exception as exc:
+                typed = _typed(exc, memory_id)
+                if ns:
+                    self._failed(ns, memory_id, typed)
+                out[memory_id] = str(typed)
+        return out
+
+    def drop_failed(self, memory_ids: Sequence[str]) -> list[str]:
+        """Delete memories whose index work keeps failing (record, pending rows,
+        vectors, graph links): the operator's way out of a poison row. Returns the ids
+        deleted; an id that is not failing is left alone."""
+        dropped: list[str] = []
+        for memory_id in memory_ids:
+            known = self.index_failures.get(memory_id)
+            if known is None:
+                continue
+            self.records.delete_items(known.namespace, [memory_id])
+            dropped.append(memory_id)
+            self.index_failures.pop(memory_id, None)
+        if dropped:
+            self.apply_outbox()
+        return dropped
 
     def _apply(self, namespace: str, entries: list[OutboxEntry]) -> None:
         deleted = [e.memory_id for e in entries if e.op == "delete"]

@@ -56,9 +56,11 @@ def test_rag_search_and_clear_stay_in_their_namespace(env: tuple[MemoryManager, 
     assert rag.documents("a") == [] and rag.search("deploys", namespace="a") == []
     assert _rag_state(rag, "b") == b_before
     assert fingerprint(mm, ["a", "b"]) == mem_before  # memories untouched by a RAG clear
+    # Clearing a namespace takes its documents too (issue 20), and only its own.
+    a_after = _rag_state(rag, "a")
     mm.clear("b", confirm=True)
-    assert _rag_state(rag, "b") == b_before  # and chunks untouched by a memory clear
-    assert [h.source for h in rag.search("Fridays", namespace="b")] == ["beta.md"]
+    assert rag.documents("b") == [] and rag.search("Fridays", namespace="b") == []
+    assert _rag_state(rag, "b") == ([], 0, 0) and _rag_state(rag, "a") == a_after
 
 
 def test_memory_maintenance_leaves_chunks_alone(env: tuple[MemoryManager, Any]) -> None:

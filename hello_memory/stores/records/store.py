@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from sqlalchemy import (
     Engine,
+    MetaData,
     TextClause,
     create_engine,
     delete,
@@ -731,3 +732,43 @@ class RecordStore:
         with self.transaction() as s:
             s.execute(update(RagOutboxRow).where(RagOutboxRow.seq.in_(list(seqs)))
                       .values(applied_at=utcnow()))
+
+    # a whole namespace -------------------------------------------------------------
+    def purge_namespace(self, namespace: str) -> dict[str, int]:
+        """Delete every row of ``namespace`` from every table of the database, in ONE
+        transaction: rows whose ``namespace`` column holds it, and rows of a table
+        without that column whose ``memory_id``, ``chunk_id`` or ``document_id`` is
+        one of the namespace's. The tables are read from the database itself (not
+        from this module's models), so tables of a later schema version, or the SQLite
+        graph's, go too. Returns the rows deleted per table (tables with none left out).
+        The caller clears the derived indexes (vectors, a graph server) afterwards."""
+        ns = require_namespace(namespace)
+        meta = MetaData()
+        try:
+            meta.reflect(self.engine)
+        except SQLAlchemyError as exc:
+            raise RecordStoreError(f"cannot read the record store's tables: {exc}") from exc
+        counts: dict[str, int] = {}
+        with self.transaction() as s:
+            keys: dict[str, list[str]] = {
+                "memory_id": list(s.scalars(select(MemoryRow.id)
+                                            .where(MemoryRow.namespace == ns))),
+                "chunk_id": list(s.scalars(select(ChunkRow.id).where(ChunkRow.namespace == ns))),
+                "document_id": list(s.scalars(select(DocumentRow.id)
+                                              .where(DocumentRow.namespace == ns))),
+            }
+            for table in reversed(meta.sorted_tables):  # children before their parents
+                n = 0
+                if "namespace" in table.c:
+                    n = s.execute(delete(table).where(table.c.namespace == ns)).rowcount or 0
+                else:
+                    for column, ids in keys.items():
+                        if column not in table.c:
+                            continue
+                        for start in range(0, len(ids), 500):
+                            part = ids[start:start + 500]
+                            n += s.execute(delete(table).where(
+                                table.c[column].in_(part))).rowcount or 0
+                if n:
+                    counts[table.name] = n
+        return counts

@@ -116,6 +116,10 @@ class VectorStore(Protocol):
     def clear(self, collection: str, *, namespace: str) -> None:
         """Delete every point of ``namespace`` in the collection, nothing else."""
 
+    def collections(self) -> list[str]:
+        """Names of every collection in the store (as passed to ``ensure_collection``),
+        sorted; clearing a namespace walks them all."""
+
     def optimize(self, collection: str) -> bool:
         """Build the collection's search index where the backend builds it only on
         request (embedded Qdrant Edge: HNSW segments); blocks until done. True if

@@ -389,6 +389,19 @@ class QdrantEdgeVectorStore:
         with self._guard(collection):
             return int(self._shard(collection).count(e.CountRequest(filter=flt, exact=True)))
 
+    def collections(self) -> list[str]:
+        """Names of the collections this store holds (without the prefix), sorted."""
+        if self._lock_file is None:
+            raise VectorStoreError("QdrantEdgeVectorStore is not open; call open() first")
+        root = Path(self._path, "edge")
+        with self._mutex:
+            found = set(self._shards)
+            if root.is_dir():
+                found |= {d.name[len(self._prefix):] for d in root.iterdir()
+                          if d.name.startswith(self._prefix) and len(d.name) > len(self._prefix)
+                          and _has_shard(d)}
+        return sorted(found)
+
     def ids(self, collection: str, *, namespace: str) -> set[str]:
         """Every point id in ``namespace`` (used by reconcile)."""
         e = _edge()

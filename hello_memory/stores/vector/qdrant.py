@@ -359,6 +359,17 @@ class QdrantVectorStore:
         with self._translate(collection):
             return self._c().count(self._qname(collection), count_filter=flt, exact=True).count
 
+    def collections(self) -> list[str]:
+        """Names of the collections this store holds (without the prefix), sorted."""
+        try:
+            names = [c.name for c in self._c().get_collections().collections]
+        except VectorStoreError:
+            raise
+        except Exception as exc:
+            raise VectorStoreError(f"cannot list the collections: {exc}") from exc
+        return sorted(n[len(self._prefix):] for n in names
+                      if n.startswith(self._prefix) and len(n) > len(self._prefix))
+
     def ids(self, collection: str, *, namespace: str) -> set[str]:
         """Every point id in ``namespace`` (used by reconcile)."""
         flt = self._filter(namespace, None)
