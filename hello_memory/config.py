@@ -201,6 +201,15 @@ class MemorySettings(_Section):
     default_type: Literal["working", "episodic", "semantic"] = "episodic"
     dedup_threshold: float = Field(default=0.92, gt=0, le=1)
     episodic_half_life_days: float = Field(default=30.0, gt=0)
+    # Facts that update (hello_memory/memory/supersede.py): "auto" decides with the LLM
+    # when one is configured, else by the rules; "rules" never asks the LLM; "off"
+    # never supersedes. ``supersede_candidates``: nearest memories the LLM is shown.
+    supersede: Literal["auto", "rules", "off"] = "auto"
+    supersede_candidates: int = Field(default=5, ge=1, le=20)
+    # Conversation extraction (hello_memory/memory/extraction.py): record_turn and
+    # remember_conversation ask the LLM for the lasting facts of a conversation
+    # (without an LLM, or when it fails, the turns themselves are kept).
+    extract_facts: bool = False
 
 
 class ImageSettings(_Section):

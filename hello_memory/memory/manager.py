@@ -28,6 +28,7 @@ from hello_memory.memory.episodic import EpisodicMemory
 from hello_memory.memory.importance import classify_memory_type, estimate_importance
 from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit
 from hello_memory.memory.semantic import SemanticMemory
+from hello_memory.memory.supersede import Superseder
 from hello_memory.memory.working import WorkingMemory
 from hello_memory.retrieval.hybrid import HybridRetriever
 
@@ -89,6 +90,8 @@ def item_to_json(item: MemoryItem) -> dict[str, Any]:
         "importance": item.importance, "access_count": item.access_count,
         "last_access": iso(item.last_access), "status": item.status.value,
         "metadata": item.metadata,
+        "valid_from": iso(item.valid_from or item.event_time), "valid_to": iso(item.valid_to),
+        "superseded_by": item.superseded_by,
     }
 
 
@@ -129,6 +132,8 @@ def item_from_json(data: Mapping[str, Any], namespace: str | None = None) -> Mem
             last_access=when(data.get("last_access")),
             status=MemoryStatus(data.get("status", "active")),
             metadata=dict(data.get("metadata") or {}),
+            valid_from=when(data.get("valid_from")), valid_to=when(data.get("valid_to")),
+            superseded_by=_validity_link(data.get("superseded_by"), source_ns, target_ns),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInputError(f"not a hello-memory export record: {exc}") from exc
@@ -152,6 +157,16 @@ def perceptual_off_error() -> PerceptualNotConfiguredError:
         "perceptual memory is off: set perceptual.enabled: true "
         "(HELLO_MEMORY__PERCEPTUAL__ENABLED=true) and the weights in "
         "perceptual.image.pretrained / perceptual.audio.checkpoint")
+
+
+def _validity_link(memory_id: Any, source_ns: str, target_ns: str) -> str | None:
+    """An export's ``superseded_by``, re-pointed like the ids of a copy into another
+    namespace (see item_from_json)."""
+    if not memory_id:
+        return None
+    if target_ns == source_ns:
+        return str(memory_id)
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"hello-memory:{target_ns}:{memory_id}"))
 
 
 def _default_lifecycle() -> JobsSettings:
@@ -178,6 +193,9 @@ class MemoryManager:
         llm: LLMClient | None = None,
         retrieval: RetrievalSettings | None = None,
         lifecycle: JobsSettings | None = None,
+        supersede: str = "auto",
+        supersede_candidates: int = 5,
+        extract_facts: bool = False,
         uploads_dir: str | Path | None = None,
     ) -> None:
         self.stores = stores
@@ -205,6 +223,10 @@ class MemoryManager:
         # The lifecycle defaults (the ``jobs`` settings): forget / consolidate below, and
         # so REST, the MemoryTool and the jobs, fill what a call leaves out from here.
         self.lifecycle = lifecycle if lifecycle is not None else _default_lifecycle()
+        # Facts that update (memory.supersede, hello_memory/memory/supersede.py) and
+        # conversation extraction (memory.extract_facts, memory/extraction.py).
+        self.superseder = Superseder(self, mode=supersede, candidates=supersede_candidates)
+        self.extract_facts = extract_facts
         # Only semantic memories feed the entity graph.
         stores.install_extractor(self._extract)  # runs the replay open() left for it
 
@@ -238,6 +260,8 @@ class MemoryManager:
                        update={"half_life_days": m.episodic_half_life_days}),
                    max_hops=sem.max_hops, llm=from_settings(settings.llm),
                    retrieval=settings.retrieval, lifecycle=settings.jobs,
+                   supersede=m.supersede, supersede_candidates=m.supersede_candidates,
+                   extract_facts=m.extract_facts,
                    uploads_dir=uploads_root(settings.data_dir))
 
     @property
@@ -364,6 +388,7 @@ class MemoryManager:
             validate_item(item)
         stored = [i for i in items if i.memory_type != MemoryType.WORKING]
         self.stores.add(stored)
+        self.superseder.apply(stored)  # facts that update: memory/supersede.py
         self.working.add_many([i for i in items if i.memory_type == MemoryType.WORKING])
         return items
 
@@ -389,6 +414,7 @@ class MemoryManager:
         enable_planning: bool | None = None,
         enable_reflection: bool | None = None,
         touch: bool = True,
+        as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """The one search (docs/RETRIEVAL.md): the hybrid engine over the requested
         memory types (all by default), best first. Every interface calls this.
@@ -399,19 +425,25 @@ class MemoryManager:
         :mod:`~hello_memory.retrieval.recipes` preset (``hybrid`` by default,
         ``per-type`` and view ablations for comparisons); ``views``,
         ``view_weights``, ``neighbor_weight`` and the LLM switches override the
-        ``retrieval`` settings for this call; ``touch`` records the access."""
+        ``retrieval`` settings for this call; ``touch`` records the access.
+        ``as_of`` (an aware datetime, also a ``filters`` key) searches what was true
+        then: memories superseded since are found, those not yet true are not
+        (valid_from <= as_of < valid_to, memory/supersede.py); without it only the
+        memories still true are searched."""
         if filters:
-            allowed = {"user_id", "agent_id", "session_id", "min_importance", "time_range"}
+            allowed = {"user_id", "agent_id", "session_id", "min_importance", "time_range",
+                       "as_of"}
             unknown = set(filters) - allowed
             if unknown:
                 raise InvalidInputError(f"unknown search filter(s) {sorted(unknown)}; "
                                         f"use {sorted(allowed)}")
             given = {"min_importance": min_importance, "time_range": time_range,
-                     "user_id": user_id, "agent_id": agent_id, "session_id": session_id}
+                     "user_id": user_id, "agent_id": agent_id, "session_id": session_id,
+                     "as_of": as_of}
             merged = {**given, **filters}
             min_importance, time_range = merged["min_importance"], merged["time_range"]
             user_id, agent_id = merged["user_id"], merged["agent_id"]
-            session_id = merged["session_id"]
+            session_id, as_of = merged["session_id"], merged["as_of"]
         types = [_memory_type(t) for t in memory_types] if memory_types else None
         if min_importance is not None:
             min_importance = validate_importance(min_importance)
@@ -421,7 +453,8 @@ class MemoryManager:
             time_range=time_range, min_importance=min_importance,
             reference_time=reference_time, recipe=recipe, views=views,
             view_weights=view_weights, neighbor_weight=neighbor_weight,
-            enable_planning=enable_planning, enable_reflection=enable_reflection, touch=touch)
+            enable_planning=enable_planning, enable_reflection=enable_reflection, touch=touch,
+            as_of=as_of)
 
     def perceptual_search(self, ns: str, query: str, top_k: int,
                            min_importance: float | None, user_id: str | None) -> list[SearchHit]:

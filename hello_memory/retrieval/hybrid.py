@@ -238,6 +238,7 @@ class HybridRetriever:
         neighbor_weight: float | None = None,
         recipe: str | SearchRecipe | None = None,
         touch: bool = True,
+        as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """The ``top_k`` best memories of ``namespace`` for ``query``, best first.
 
@@ -248,7 +249,9 @@ class HybridRetriever:
         ``reference_time`` resolves relative time expressions ("last week"; default
         now); ``enable_planning`` / ``enable_reflection`` override the settings for
         this call (both only matter with an LLM). ``touch`` records the access on the
-        returned memories, as :meth:`MemoryManager.search` does.
+        returned memories, as :meth:`MemoryManager.search` does. ``as_of`` searches
+        the memories true at that time (superseded since or not; see
+        :class:`~hello_memory.stores.records.ItemFilter`), default: those still true.
         """
         ns = require_namespace(namespace)
         validate_content(query)
@@ -263,7 +266,8 @@ class HybridRetriever:
                           else float(neighbor_weight))
         if not 0 <= context_weight <= 1:
             raise InvalidInputError(f"neighbor_weight must be in [0, 1], got {neighbor_weight!r}")
-        flt = self._filter(types, user_id, agent_id, session_id, time_range, min_importance)
+        flt = self._filter(types, user_id, agent_id, session_id, time_range, min_importance,
+                           as_of)
         if chosen.engine == "per_type":
             hits = self._per_type(ns, query, types, top_k, flt, time_range)
         else:
@@ -437,8 +441,10 @@ class HybridRetriever:
     @staticmethod
     def _filter(types: Sequence[MemoryType], user_id: str | None, agent_id: str | None,
                 session_id: str | None, time_range: TimeRange | None,
-                min_importance: float | None) -> ItemFilter:
+                min_importance: float | None, as_of: datetime | None = None) -> ItemFilter:
         since, until = time_range or (None, None)
+        if as_of is not None and (not isinstance(as_of, datetime) or as_of.tzinfo is None):
+            raise InvalidInputError("as_of must be a timezone-aware datetime")
         for bound in (since, until):
             if bound is not None and (not isinstance(bound, datetime) or bound.tzinfo is None):
                 raise InvalidInputError("time_range bounds must be timezone-aware datetimes")
@@ -447,7 +453,8 @@ class HybridRetriever:
         stored = tuple(t for t in types if t in TEXT_COLLECTION_TYPES)
         return ItemFilter(memory_types=stored or None, status=MemoryStatus.ACTIVE,
                           user_id=user_id, agent_id=agent_id, session_id=session_id,
-                          since=since, until=until, min_importance=min_importance)
+                          since=since, until=until, min_importance=min_importance,
+                          as_of=as_of)
 
     def _submit(self, fn: Callable[[], ViewResult], parallel: bool) -> Callable[[], ViewResult]:
         if not parallel:

@@ -61,6 +61,7 @@ from hello_memory.stores.records.models import (
     OutboxRow,
     RagOutboxRow,
 )
+from hello_memory.text.facts import fact_key
 from hello_memory.text.tokens import default_token_counter
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality, utcnow
 from hello_memory.validation import require_namespace, validate_item
@@ -209,7 +210,7 @@ def _to_row(item: MemoryItem) -> MemoryRow:
         status=item.status.value, metadata_=item.metadata,
         topic=item_topic(item)[:TOPIC_CHARS], tokens=count_tokens(item.content),
         valid_from=item.valid_from or item.event_time, valid_to=item.valid_to,
-        superseded_by=item.superseded_by,
+        superseded_by=item.superseded_by, fact_key=fact_key(item.content),
     )
 
 
@@ -481,6 +482,18 @@ class RecordStore:
             for sess, memory_id in s.execute(q):
                 out[str(sess)].append(memory_id)
         return {sess: tuple(ids) for sess, ids in out.items()}
+
+    def same_fact(self, namespace: str, key: str) -> list[MemoryItem]:
+        """Active memories of ``namespace`` whose content states the fact ``key``
+        (``subject|attribute``, hello_memory/text/facts.py), superseded ones too,
+        oldest valid first: one read of ix_items_ns_fact_key."""
+        require_namespace(namespace)
+        q = (select(MemoryRow).where(MemoryRow.namespace == namespace,
+                                     MemoryRow.fact_key == key,
+                                     MemoryRow.status == MemoryStatus.ACTIVE.value)
+             .order_by(MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id))
+        with self.transaction() as s:
+            return [_to_item(r) for r in s.scalars(q).all()]
 
     def count_items(self, namespace: str, flt: ItemFilter = ItemFilter()) -> int:
         q = select(func.count()).select_from(MemoryRow).where(*self._where(namespace, flt))
