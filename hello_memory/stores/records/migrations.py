@@ -91,15 +91,24 @@ def _v3_to_v4(conn: Connection) -> None:
 
 def _v5_validity(conn: Connection) -> None:
     """Validity of a memory (issue 15, facts that update): ``valid_from`` (backfilled
-    from the event time), ``valid_to`` and ``superseded_by`` (NULL: still true), and
-    the index the default search's "still true" filter reads."""
+    from the event time), ``valid_to`` and ``superseded_by`` (NULL: still true),
+    ``fact_key`` (backfilled by the rules of hello_memory/text/facts.py), and the
+    indexes that the "still true" filter and the same-fact lookup read."""
+    from hello_memory.text.facts import fact_key
+
     items = Base.metadata.tables[MemoryRow.__tablename__]
-    for name in ("valid_from", "valid_to", "superseded_by"):
+    for name in ("valid_from", "valid_to", "superseded_by", "fact_key"):
         ddl = items.c[name].type.compile(dialect=conn.dialect)
         conn.execute(text(f"ALTER TABLE hm_memory_items ADD COLUMN {name} {ddl}"))
     conn.execute(update(items).values(valid_from=items.c.event_time))
     for index in items.indexes:
-        if index.name == "ix_items_ns_valid_to":
+        if index.name in ("ix_items_ns_valid_to", "ix_items_ns_fact_key"):
+    keys = [{"_id": rid, "_key": key} for rid, content in
+            conn.execute(select(items.c.id, items.c.content))
+            if (key := fact_key(content)) is not None]
+    if keys:  # one executemany over the rows that state a fact
+        conn.execute(update(items).where(items.c.id == bindparam("_id"))
+                     .values(fact_key=bindparam("_key")), keys)
             index.create(conn)
 
 

@@ -26,6 +26,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from hello_memory.text.facts import FACT_KEY_CHARS
+
 SCHEMA_VERSION = 5
 
 # Longest topic key kept in ``hm_memory_items.topic`` (the index column); longer keys are
@@ -83,6 +85,7 @@ class MemoryRow(Base):
               "importance", "event_time"),
         # Schema v5: default search keeps the memories still true (valid_to NULL).
         Index("ix_items_ns_valid_to", "namespace", "valid_to"),
+        Index("ix_items_ns_fact_key", "namespace", "fact_key"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -113,6 +116,9 @@ class MemoryRow(Base):
     valid_from: Mapped[datetime | None] = mapped_column(UTCDateTime)
     valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime)
     superseded_by: Mapped[str | None] = mapped_column(ID)
+    # ``subject|attribute`` of the single-valued fact the content states, if any
+    # (hello_memory/text/facts.py): the memories about the same fact, one index away.
+    fact_key: Mapped[str | None] = mapped_column(String(FACT_KEY_CHARS))
 
 
 class NamespaceTotalsRow(Base):

@@ -1,0 +1,261 @@
+"""Facts that update (issue 15): a newer memory that contradicts an older one about the
+same subject and attribute supersedes it, bi-temporally and without deleting anything.
+
+Every memory keeps its event time and recorded time and gains validity (schema v5):
+``valid_from`` (its event time unless given), ``valid_to`` and ``superseded_by``. When
+memory B replaces memory A, A gets ``valid_to = B.valid_from`` and ``superseded_by =
+B.id``; A stays in the record store, in export and in ``search(..., as_of=...)`` (what
+was true then: ``valid_from <= as_of < valid_to``), and leaves default search, whose
+filter keeps ``valid_to IS NULL`` (:class:`~hello_memory.stores.records.ItemFilter`).
+
+:meth:`Superseder.apply` runs once per add, on the memories just stored
+(``MemoryManager.add_many``):
+
+* **with an LLM** (``memory.supersede`` ``auto`` and an LLM configured): one structured
+  decision per memory, ``ADD`` / ``UPDATE`` / ``SUPERSEDE`` / ``NOOP``
+  (:class:`SupersedeDecision`, schema-validated JSON), against its nearest current
+  memories (dense search) and the ones the rules say state the same fact. No
+  candidate, no call. An answer that fails, does not validate, or names a candidate
+  that is not there falls back to the rules (:func:`~hello_memory.llm.base.call_or_fallback`):
+  the memory is already stored either way, so nothing is lost.
+* **rules** (no LLM, ``memory.supersede: rules``, or the fallback): the clear cases of
+  :mod:`hello_memory.text.facts` ("lives in", "moved to", "works at", "is married to",
+  "我的手机号是" ... in English and Chinese). The memories stating the same
+  ``subject|attribute`` are put in valid-time order; each change of value ends the
+  validity of the memories before it. Restating the same value supersedes nothing, so
+  "Tom lives in Bergen" twice stays two current memories (duplicates are the business
+  of ``memory.on_duplicate``).
+
+A newer memory about an older time ("In 2019 Tom lived in Oslo", added after "Tom
+lives in Bergen" with an earlier event time) is the one whose validity ends, not the
+current one. Each decision that changes validity is written to the audit log
+(``supersede``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hello_memory.llm.base import LLMClient, LLMSchemaError, Message, call_or_fallback
+from hello_memory.memory.episodic import matches, payload_filters
+from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
+from hello_memory.stores.records import ItemFilter
+from hello_memory.text.facts import parse_fact, same_value
+from hello_memory.types import MemoryItem, MemoryType
+
+if TYPE_CHECKING:
+    from hello_memory.memory.manager import MemoryManager
+
+__all__ = ["MODES", "SupersedeDecision", "Superseder", "Supersession"]
+
+log = logging.getLogger(__name__)
+
+MODES = ("auto", "rules", "off")
+FACT_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
+# A nearest memory under this cosine is not shown to the LLM (MiniLM puts unrelated
+# sentences at 0-0.1 and related ones at 0.25-0.5: docs/RETRIEVAL.md).
+MIN_CANDIDATE_COSINE = 0.2
+
+
+class SupersedeDecision(BaseModel):
+    """The LLM's decision for one new memory against numbered existing ones.
+
+    ``ADD``: a new fact, nothing changes. ``SUPERSEDE``: the fact changed; the
+    ``targets`` held before and no longer do. ``UPDATE``: the new memory states the
+    targets' fact better or more completely; they leave default search the same way.
+    ``NOOP``: the new memory restates ``targets[0]``, which keeps holding the fact; the
+    new one is stored with no validity of its own (kept in export, out of search)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    action: Literal["ADD", "UPDATE", "SUPERSEDE", "NOOP"]
+    targets: list[int] = Field(default_factory=list, max_length=20)
+    reason: str = Field(default="", max_length=1000)
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class Supersession:
+    """One decision as applied: ``superseded`` lost its validity to ``by``."""
+
+    memory_id: str
+    action: str
+    decided_by: str  # "llm" | "rules"
+    superseded: tuple[str, ...] = ()
+
+
+_SYSTEM = (
+    "You keep a memory store consistent. A NEW memory is being stored; numbered EXISTING "
+    "memories are the most similar ones already stored. Decide one action:\n"
+    "ADD - the new memory states a new fact; nothing existing changes.\n"
+    "SUPERSEDE - the new memory says a fact changed (someone moved, changed jobs, "
+    "married, a number or preference changed): the existing memories it contradicts "
+    "about the SAME subject and attribute are no longer true. List them in targets.\n"
+    "UPDATE - the new memory states the same fact as existing ones, more completely or "
+    "corrected; list them in targets.\n"
+    "NOOP - the new memory only restates one existing memory; put it first in targets.\n"
+    "Different people, different attributes, or facts that can hold together (several "
+    "friends, hobbies, trips) are ADD. Answer JSON only: "
+    '{"action": "ADD|UPDATE|SUPERSEDE|NOOP", "targets": [numbers], "reason": "short"}')
+
+
+def _valid_from(item: MemoryItem) -> datetime:
+    return item.valid_from or item.event_time
+
+
+class Superseder:
+    """The supersede step of a :class:`MemoryManager` (see the module doc)."""
+
+    def __init__(self, manager: MemoryManager, *, mode: str = "auto",
+                 candidates: int = 5) -> None:
+        if mode not in MODES:
+            raise ValueError(f"memory.supersede must be one of {MODES}, got {mode!r}")
+        self.manager = manager
+        self.mode = mode
+        self.candidates = candidates
+
+    @property
+    def llm(self) -> LLMClient | None:
+        return self.manager.llm if self.mode == "auto" else None
+
+    def apply(self, items: Sequence[MemoryItem]) -> list[Supersession]:
+        """Decide and apply supersession for ``items``, memories just stored (in
+        order); the items given are updated in place with their own validity."""
+        if self.mode == "off":
+            return []
+        done: list[Supersession] = []
+        for item in items:
+            if item.memory_type not in FACT_TYPES:
+                continue
+            result = (self._with_llm(item) if self.llm is not None else self._rules(item))
+            if result is not None and (result.superseded or result.action == "NOOP"):
+                self.manager.stores.records.add_audit(item.namespace, "supersede", {
+                    "memory": result.memory_id, "action": result.action,
+                    "by": result.decided_by, "superseded": list(result.superseded)})
+                done.append(result)
+        return done
+
+    # --- rules ----------------------------------------------------------------------
+    def _rules(self, item: MemoryItem) -> Supersession | None:
+        fact = parse_fact(item.content)
+        if fact is None:
+            return None
+        records = self.manager.stores.records
+        members = [m for m in records.same_fact(item.namespace, fact.key)
+                   if m.memory_type in FACT_TYPES]
+        if item.id not in {m.id for m in members}:
+            return None  # not stored as a fact memory (another type, forgotten)
+        values: dict[str, str] = {}
+        for m in members:
+            parsed = parse_fact(m.content)
+            if parsed is not None and parsed.key == fact.key:
+                values[m.id] = parsed.value
+        chain = [m for m in members if m.id in values]
+        ids = {m.id for m in chain}
+        # Only links the rules own are rewritten: a memory superseded by one outside
+        # this chain (an LLM decision) keeps its link.
+        chain = [m for m in chain if m.superseded_by is None or m.superseded_by in ids]
+        chain.sort(key=lambda m: (_valid_from(m), m.recorded_time, m.id))
+        runs: list[list[MemoryItem]] = []
+        for m in chain:
+            if runs and same_value(values[runs[-1][0].id], values[m.id]):
+                runs[-1].append(m)
+            else:
+                runs.append([m])
+        wanted: dict[str, tuple[datetime | None, str | None]] = {}
+        for n, run in enumerate(runs):
+            nxt = runs[n + 1][0] if n + 1 < len(runs) else None
+            for m in run:
+                wanted[m.id] = ((_valid_from(nxt), nxt.id) if nxt is not None else (None, None))
+        superseded = self._set_validity(item, chain, wanted)
+        return Supersession(item.id, "SUPERSEDE" if superseded else "ADD", "rules",
+                            tuple(superseded))
+
+    def _set_validity(self, item: MemoryItem, members: Sequence[MemoryItem],
+                      wanted: dict[str, tuple[datetime | None, str | None]]) -> list[str]:
+        """Write the validity ``wanted`` (memory id -> (valid_to, superseded_by)) where
+        it differs; returns the ids that lost their validity."""
+        lost: list[str] = []
+        for m in members:
+            valid_to, by = wanted.get(m.id, (m.valid_to, m.superseded_by))
+            if (valid_to, by) == (m.valid_to, m.superseded_by):
+                continue
+            self.manager.stores.update(m.namespace, m.id, valid_to=valid_to, superseded_by=by)
+            if m.id == item.id:
+                item.valid_to, item.superseded_by = valid_to, by
+            if by is not None:
+                lost.append(m.id)
+        return lost
+
+    # --- LLM ------------------------------------------------------------------------
+    def _candidates(self, item: MemoryItem) -> list[MemoryItem]:
+        """The nearest current memories of ``item``'s namespace (not itself), then the
+        ones the rules say state the same fact."""
+        stores = self.manager.stores
+        flt = ItemFilter(memory_types=FACT_TYPES)
+        vector = stores.embedder.embed_query(item.content)
+        hits = stores.vectors.nearest(MEMORY_COLLECTION, vector.tolist(),
+                                      namespace=item.namespace, using=DENSE,
+                                      limit=self.candidates + 1, filters=payload_filters(flt))
+        ids = [h.id for h in hits if h.id != item.id and h.score >= MIN_CANDIDATE_COSINE]
+        fact = parse_fact(item.content)
+        if fact is not None:
+            ids += [m.id for m in stores.records.same_fact(item.namespace, fact.key)
+                    if m.id != item.id and m.valid_to is None]
+        ids = list(dict.fromkeys(ids))[: self.candidates * 2]
+        found = stores.records.get_items(item.namespace, ids)
+        return [m for m in found if matches(m, flt)]
+
+    def _with_llm(self, item: MemoryItem) -> Supersession | None:
+        candidates = self._candidates(item)
+        if not candidates:
+            return None
+        llm = self.llm
+        assert llm is not None
+        return call_or_fallback(llm, lambda c: self._decide(c, item, candidates),
+                                lambda: self._rules(item), what="supersede decision")
+
+    def _decide(self, llm: LLMClient, item: MemoryItem, candidates: Sequence[MemoryItem]
+                ) -> Supersession:
+        listing = [{"n": n, "content": m.content, "event_time": _valid_from(m).isoformat()}
+                   for n, m in enumerate(candidates, 1)]
+        prompt = json.dumps({"new": {"content": item.content,
+                                     "event_time": _valid_from(item).isoformat()},
+                             "existing": listing}, ensure_ascii=False)
+        messages: list[Message] = [{"role": "system", "content": _SYSTEM},
+                                   {"role": "user", "content": prompt}]
+        decision = llm.complete_json(messages, SupersedeDecision)
+        targets = list(dict.fromkeys(decision.targets))
+        if decision.action != "ADD" and (not targets or any(
+                not 1 <= t <= len(candidates) for t in targets)):
+            raise LLMSchemaError(f"{decision.action} names no candidate 1..{len(candidates)}: "
+                                 f"{decision.targets}", schema=SupersedeDecision,
+                                 answer=decision.model_dump_json())
+        chosen = [candidates[t - 1] for t in targets]
+        if decision.action == "ADD":
+            return Supersession(item.id, "ADD", "llm")
+        if decision.action == "NOOP":
+            # The existing memory keeps holding the fact; the restatement holds nothing.
+            holder = chosen[0]
+            start = _valid_from(item)
+            self._set_validity(item, [item], {item.id: (start, holder.id)})
+            return Supersession(item.id, "NOOP", "llm")
+        wanted: dict[str, tuple[datetime | None, str | None]] = {}
+        for old in chosen:
+            if _valid_from(old) <= _valid_from(item):
+                wanted[old.id] = (_valid_from(item), item.id)
+            else:  # the new memory is about an earlier time: its validity ends
+                wanted[item.id] = (_valid_from(old), old.id)
+        lost = self._set_validity(item, [*chosen, item], wanted)
+        return Supersession(item.id, decision.action, "llm", tuple(lost))
