@@ -1,5 +1,7 @@
-"""One contract for every GraphStore backend: SQLite tables, and Bolt (Neo4jGraphStore
-against a real FalkorDB server started by the ``falkordb_bolt_url`` fixture)."""
+"""One contract for every GraphStore backend: the SQL tables (SQLiteGraphStore) in an
+SQLite file and in a real PostgreSQL database (the record store's database, where the
+graph tables live; the ``postgres_url`` fixture), and Bolt (Neo4jGraphStore against a
+real FalkorDB server started by the ``falkordb_bolt_url`` fixture)."""
 
 from __future__ import annotations
 
@@ -61,13 +63,20 @@ def _sqlite_engine(path: str) -> sa.Engine:
     return engine
 
 
-@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.bolt)])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres),
+                        pytest.param("neo4j", marks=pytest.mark.bolt)])
 def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Backend]:
     engines: list[sa.Engine] = []
     if request.param == "sqlite":
 
         def factory() -> GraphStore:
             engines.append(_sqlite_engine(f"{tmp_path}/g.db"))
+            return SQLiteGraphStore(engines[-1])
+    elif request.param == "postgresql":
+        pg_url = request.getfixturevalue("postgres_url")  # a fresh database per test
+
+        def factory() -> GraphStore:
+            engines.append(sa.create_engine(pg_url))
             return SQLiteGraphStore(engines[-1])
     else:
         url = request.getfixturevalue("falkordb_bolt_url")

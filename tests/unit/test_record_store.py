@@ -1,15 +1,19 @@
-"""Record store: schema creation, reopen, upgrade, atomic batches, filters, isolation."""
+"""Record store: schema creation, reopen, upgrade, atomic batches, filters, isolation.
+
+Every test that takes ``records_url`` (or ``store``) runs on SQLite and on a real
+PostgreSQL server (tests/postgres_server.py); the SQLite-only ones check SQLite's
+own mechanisms (WAL, the backup file beside the database, its query planner)."""
 
 from __future__ import annotations
 
 import hashlib
-import sqlite3
+import socket
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, inspect, text
 
 from hello_memory.errors import (
     BackendUnavailableError,
@@ -36,40 +40,76 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path):
+def store(records_url: str):
+    s = RecordStore(records_url)
+    s.open()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sqlite_store(db_path: Path):
     s = RecordStore(f"sqlite:///{db_path}")
     s.open()
     yield s
     s.close()
 
 
+def _engine(url: str) -> Engine:
+    return create_engine(url)
+
+
+def _version(url: str) -> int:
+    engine = _engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(text(
+                "SELECT value FROM hm_schema_meta WHERE key='schema_version'")).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def _contents(url: str) -> dict[str, list[str]]:
+    """Every table's rows (as sorted reprs): a database's whole content."""
+    engine = _engine(url)
+    try:
+        with engine.connect() as conn:
+            tables = inspect(conn).get_table_names()
+            return {t: sorted(repr(tuple(r)) for r in conn.execute(text(f'SELECT * FROM "{t}"')))
+                    for t in tables}
+    finally:
+        engine.dispose()
+
+
 def item(content: str = "hello", ns: str = "ns1", **kw) -> MemoryItem:
     return MemoryItem(content=content, namespace=ns, **kw)
 
 
-def test_open_creates_schema_wal_and_foreign_keys(store: RecordStore, db_path: Path) -> None:
-    assert db_path.exists()
+def test_open_creates_schema(store: RecordStore) -> None:
+    assert _version(store.url) == SCHEMA_VERSION
     with store.engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-        version = conn.exec_driver_sql(
-            "SELECT value FROM hm_schema_meta WHERE key='schema_version'").scalar()
-    assert int(version) == SCHEMA_VERSION
-    tables = {r[0] for r in sqlite3.connect(db_path).execute(
-        "SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = set(inspect(conn).get_table_names())
     for t in ("hm_memory_items", "hm_entities", "hm_relations", "hm_entity_mentions",
-              "hm_relation_mentions", "hm_documents", "hm_chunks", "hm_outbox", "hm_audit_log"):
+              "hm_relation_mentions", "hm_documents", "hm_chunks", "hm_outbox", "hm_audit_log",
+              "hm_rag_outbox", "hm_namespace_totals", "hm_schema_meta"):
         assert t in tables
 
 
-def test_items_survive_reopen(db_path: Path) -> None:
-    s = RecordStore(f"sqlite:///{db_path}")
+def test_sqlite_open_uses_wal_and_foreign_keys(sqlite_store: RecordStore, db_path: Path) -> None:
+    assert db_path.exists()
+    with sqlite_store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+
+
+def test_items_survive_reopen(records_url: str) -> None:
+    s = RecordStore(records_url)
     s.open()
     it = item("I moved to Berlin in May", importance=0.8, session_id="s1",
               metadata={"tags": ["move"], "emoji": "🦊"}, event_time=T0)
     s.add_items([it])
     s.close()
-    s2 = RecordStore(f"sqlite:///{db_path}")
+    s2 = RecordStore(records_url)
     s2.open()
     got = s2.get_item("ns1", it.id)
     s2.close()
@@ -80,66 +120,129 @@ def test_items_survive_reopen(db_path: Path) -> None:
     assert got.content_hash == content_hash(it.content)
 
 
-def _make_v1(db_path: Path) -> list[tuple[str, str]]:
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db_path)
-    conn.executescript(V1_SQL.read_text())
+# The frozen v1 DDL is SQLite's; on PostgreSQL, SQLAlchemy made the same tables with
+# aware timestamps and SERIAL keys (where SQLite's INTEGER PRIMARY KEY is its rowid).
+_V1_POSTGRESQL = (("DATETIME", "TIMESTAMP WITH TIME ZONE"),
+                  ("\tid INTEGER NOT NULL", "\tid SERIAL NOT NULL"),
+                  ("\tseq INTEGER NOT NULL", "\tseq SERIAL NOT NULL"))
+
+
+def _stamp(engine: Engine) -> str:
+    """2023-01-01 UTC as an old version wrote it (SQLite: naive text, meaning UTC)."""
+    return "2023-01-01 00:00:00+00" if engine.dialect.name == "postgresql" else (
+        "2023-01-01 00:00:00")
+
+
+def _make_v1(url: str) -> list[tuple[str, str]]:
+    """A schema-v1 database at ``url`` with two memories in namespace "old"."""
+    sql = V1_SQL.read_text()
+    engine = _engine(url)
+    if engine.dialect.name == "postgresql":
+        for old, new in _V1_POSTGRESQL:
+            sql = sql.replace(old, new)
     rows = [("11111111-1111-4111-8111-111111111111", "first memory"),
             ("22222222-2222-4222-8222-222222222222", "第二条记忆")]
-    for rid, content in rows:
-        conn.execute(
-            "INSERT INTO hm_memory_items (id, namespace, memory_type, modality, content, "
-            "event_time, recorded_time, importance, access_count, status, metadata) "
-            "VALUES (?, 'old', 'episodic', 'text', ?, '2023-01-01 00:00:00', "
-            "'2023-01-01 00:00:00', 0.7, 3, 'active', '{\"k\": 1}')", (rid, content))
-    conn.commit()
-    conn.close()
+    try:
+        with engine.begin() as conn:
+            for statement in sql.split(";\n"):
+                if statement.strip():
+                    conn.exec_driver_sql(statement)
+            for rid, content in rows:
+                conn.execute(text(
+                    "INSERT INTO hm_memory_items (id, namespace, memory_type, modality, content, "
+                    "event_time, recorded_time, importance, access_count, status, metadata) "
+                    "VALUES (:id, 'old', 'episodic', 'text', :c, :t, :t, 0.7, 3, 'active', "
+                    "'{\"k\": 1}')"), {"id": rid, "c": content, "t": _stamp(engine)})
+    finally:
+        engine.dispose()
     return rows
 
 
-def test_upgrade_from_v1_keeps_data_and_backfills(db_path: Path) -> None:
-    rows = _make_v1(db_path)
-    s = RecordStore(f"sqlite:///{db_path}")
+def test_upgrade_from_v1_keeps_data_and_backfills(records_url: str, tmp_path: Path) -> None:
+    """From the oldest schema through every step to the current one, data kept."""
+    rows = _make_v1(records_url)
+    s = RecordStore(records_url)
     s.open()
     items = s.get_items("old", [r[0] for r in rows])
     s.close()
     assert [i.content for i in items] == [r[1] for r in rows]
     assert all(i.content_hash == content_hash(i.content) for i in items)
     assert items[0].access_count == 3 and items[0].metadata == {"k": 1}
-    assert (db_path.parent / "records.db.v1.bak").exists()
-    version = sqlite3.connect(db_path).execute(
-        "SELECT value FROM hm_schema_meta WHERE key='schema_version'").fetchone()[0]
-    assert int(version) == SCHEMA_VERSION
+    assert items[0].event_time == datetime(2023, 1, 1, tzinfo=timezone.utc)
+    if records_url.startswith("sqlite"):
+        assert (tmp_path / "records.db.v1.bak").exists()
+    assert _version(records_url) == SCHEMA_VERSION
     # A second open is a no-op upgrade.
-    s = RecordStore(f"sqlite:///{db_path}")
+    s = RecordStore(records_url)
     s.open()
     assert s.count_items("old") == 2
+    s.add_items([item("written after the upgrade", ns="old")])  # every column accepts
+    assert s.count_items("old") == 3 and s.namespace_totals("old")[0] == 3
     s.close()
+    assert _version(records_url) == SCHEMA_VERSION
 
 
-def test_newer_schema_is_refused_untouched(db_path: Path) -> None:
-    s = RecordStore(f"sqlite:///{db_path}")
+def _schema(url: str) -> dict[str, object]:
+    """Columns (name, type, nullable) and index names of every table at ``url``."""
+    engine = _engine(url)
+    try:
+        with engine.connect() as conn:
+            insp = inspect(conn)
+            return {t: (sorted((c["name"], str(c["type"]), c["nullable"])
+                               for c in insp.get_columns(t)),
+                        sorted(str(i["name"]) for i in insp.get_indexes(t)))
+                    for t in insp.get_table_names()}
+    finally:
+        engine.dispose()
+
+
+def test_upgraded_schema_matches_a_fresh_one(records_url: str, tmp_path: Path,
+                                            request: pytest.FixtureRequest) -> None:
+    """Every migration step together builds the tables, columns and indexes a new
+    database gets from the models (the ALTER TABLE steps spell types per dialect)."""
+    _make_v1(records_url)
+    upgraded = RecordStore(records_url)
+    upgraded.open()
+    upgraded.close()
+    if records_url.startswith("sqlite"):
+        fresh_url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    else:
+        server = request.getfixturevalue("postgres_server")
+        fresh_url = server.create_schema()
+        request.addfinalizer(lambda: server.drop_schema(fresh_url))
+    fresh = RecordStore(fresh_url)
+    fresh.open()
+    fresh.close()
+    assert _schema(records_url) == _schema(fresh_url)
+
+
+def test_newer_schema_is_refused_untouched(records_url: str, tmp_path: Path) -> None:
+    s = RecordStore(records_url)
     s.open()
     s.add_items([item()])
     s.close()
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE hm_schema_meta SET value='99' WHERE key='schema_version'")
-    conn.commit()
-    conn.close()
-    before = hashlib.sha256(db_path.read_bytes()).hexdigest()
+    engine = _engine(records_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE hm_schema_meta SET value='99' WHERE key='schema_version'"))
+    engine.dispose()
+    db_file = tmp_path / "records.db"
+    before = (_contents(records_url),
+              hashlib.sha256(db_file.read_bytes()).hexdigest() if db_file.exists() else None)
     with pytest.raises(SchemaVersionError, match="99"):
-        RecordStore(f"sqlite:///{db_path}").open()
-    assert hashlib.sha256(db_path.read_bytes()).hexdigest() == before
+        RecordStore(records_url).open()
+    assert (_contents(records_url),
+            hashlib.sha256(db_file.read_bytes()).hexdigest() if db_file.exists() else None
+            ) == before
 
 
-def test_tables_without_version_row_are_refused(db_path: Path) -> None:
-    _make_v1(db_path)
-    conn = sqlite3.connect(db_path)
-    conn.execute("DROP TABLE hm_schema_meta")
-    conn.commit()
-    conn.close()
+def test_tables_without_version_row_are_refused(records_url: str) -> None:
+    _make_v1(records_url)
+    engine = _engine(records_url)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE hm_schema_meta"))
+    engine.dispose()
     with pytest.raises(SchemaVersionError):
-        RecordStore(f"sqlite:///{db_path}").open()
+        RecordStore(records_url).open()
 
 
 def test_batch_is_atomic_on_bad_item(store: RecordStore) -> None:
@@ -266,6 +369,14 @@ def test_any_sqlalchemy_url_and_unopenable_paths(tmp_path: Path) -> None:
         RecordStore("nosuchdialect://x").open()
 
 
+def test_unreachable_postgresql_is_backend_unavailable() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(BackendUnavailableError, match="cannot reach"):
+        RecordStore(f"postgresql+psycopg://hm@127.0.0.1:{port}/nowhere?connect_timeout=3").open()
+
+
 # --- schema v4: stored topics and token counts, namespace totals, bounded reads -----
 def _active_totals(store: RecordStore, ns: str) -> tuple[int, int]:
     """The totals recomputed from the rows, independently of the store's bookkeeping."""
@@ -273,9 +384,10 @@ def _active_totals(store: RecordStore, ns: str) -> tuple[int, int]:
     return len(items), sum(count_tokens(i.content) for i in items)
 
 
-def test_upgrade_from_v3_fills_topics_tokens_and_totals(db_path: Path) -> None:
-    _make_v1(db_path)  # two episodic rows in namespace "old"
-    engine = create_engine(f"sqlite:///{db_path}")
+def test_upgrade_from_v3_fills_topics_tokens_and_totals(records_url: str, tmp_path: Path
+                                                        ) -> None:
+    _make_v1(records_url)  # two episodic rows in namespace "old"
+    engine = _engine(records_url)
     with engine.begin() as conn:
         MIGRATIONS[1](conn)
         MIGRATIONS[2](conn)
@@ -290,15 +402,16 @@ def test_upgrade_from_v3_fills_topics_tokens_and_totals(db_path: Path) -> None:
                 "INSERT INTO hm_memory_items (id, namespace, session_id, memory_type, modality, "
                 "content, event_time, recorded_time, importance, access_count, status, "
                 "metadata) VALUES (:id, 'v3', :s, 'semantic', 'text', :c, "
-                "'2023-01-01 00:00:00', '2023-01-01 00:00:00', 0.5, 0, :st, :m)"),
-                {"id": rid, "s": session, "c": content, "m": meta, "st": status})
-    engine.dispose()
-    s = RecordStore(f"sqlite:///{db_path}")
+                ":t, :t, 0.5, 0, :st, :m)"),
+                {"id": rid, "s": session, "c": content, "m": meta, "st": status,
+                 "t": _stamp(engine)})
+    s = RecordStore(records_url)
     s.open()
     try:
-        assert (db_path.parent / "records.db.v3.bak").exists()
-        rows = dict(sqlite3.connect(db_path).execute(
-            "SELECT id, topic FROM hm_memory_items").fetchall())
+        if records_url.startswith("sqlite"):
+            assert (tmp_path / "records.db.v3.bak").exists()
+        with engine.connect() as conn:
+            rows = dict(conn.execute(text("SELECT id, topic FROM hm_memory_items")).all())
         assert rows["33333333-3333-4333-8333-333333333333"] == "trip planning"
         assert rows["44444444-4444-4444-8444-444444444444"] == "s9"
         assert rows["11111111-1111-4111-8111-111111111111"] == (
@@ -307,14 +420,12 @@ def test_upgrade_from_v3_fills_topics_tokens_and_totals(db_path: Path) -> None:
             assert s.namespace_totals(ns) == _active_totals(s, ns)
         assert s.namespace_totals("v3")[0] == 2  # the forgotten row is not counted
         assert [i.content for i in s.recent_by_topic("v3", ["s9"], 5)["s9"]] == ["in a session"]
-        indexes = {r[0] for r in sqlite3.connect(db_path).execute(
-            "SELECT name FROM sqlite_master WHERE type='index'")}
+        indexes = {i["name"] for i in inspect(engine).get_indexes("hm_memory_items")}
         assert {"ix_items_ns_topic", "ix_items_ns_type_importance"} <= indexes
     finally:
         s.close()
-    version = sqlite3.connect(db_path).execute(
-        "SELECT value FROM hm_schema_meta WHERE key='schema_version'").fetchone()[0]
-    assert int(version) == SCHEMA_VERSION  # upgraded on through every later step
+        engine.dispose()
+    assert _version(records_url) == SCHEMA_VERSION  # upgraded on through every later step
 
 
 def test_totals_follow_every_write(store: RecordStore) -> None:
@@ -344,8 +455,8 @@ def test_totals_follow_every_write(store: RecordStore) -> None:
     assert store.namespace_totals("ns1") == _active_totals(store, "ns1")
     assert store.delete_items("ns1", [b.id]) == 1
     assert store.namespace_totals("ns1") == (0, 0) and store.namespace_totals("nobody") == (0, 0)
-    with sqlite3.connect(store.engine.url.database) as conn:  # edited out of band ...
-        conn.execute("UPDATE hm_namespace_totals SET tokens = 999")
+    with store.engine.begin() as conn:  # edited out of band ...
+        conn.execute(text("UPDATE hm_namespace_totals SET tokens = 999"))
     assert store.recount_totals() == {"ns2": (1, count_tokens(other.content))}  # ... repaired
     assert store.namespace_totals("ns1") == (0, 0)
 
@@ -380,9 +491,10 @@ def test_topics_and_importance_orders(store: RecordStore) -> None:
         store.list_items("ns1", order="size")  # type: ignore[arg-type]
 
 
-def test_per_call_reads_run_on_indexes(store: RecordStore) -> None:
+def test_per_call_reads_run_on_indexes(sqlite_store: RecordStore) -> None:
     """The loader's per-call reads are index searches with LIMIT: no scan of the
     namespace's rows and no sort of them (SQLite's query plan)."""
+    store = sqlite_store
     store.add_items([item(f"memory {n}", session_id=f"s{n % 7}", importance=(n % 10) / 10,
                           memory_type=(MemoryType.SEMANTIC, MemoryType.EPISODIC)[n % 2],
                           event_time=T0 + timedelta(minutes=n)) for n in range(300)])
