@@ -14,7 +14,7 @@ STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: help install demo test test-fast system-deps test-multimodal lint typecheck bench bench-quick \
 	bench-deps bench-peer-venv bench-locomo bench-assistant bench-search-cost \
-	install-multimodal clean
+	install-multimodal install-adapters test-adapters clean
 
 help:
 	@echo "make demo | make test | make lint | make typecheck | make bench | make clean"
@@ -31,7 +31,21 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
 	$(BIN)/python -c "import hello_memory, torch; print('installed hello-memory', hello_memory.__version__, 'with torch', torch.__version__)"
 	touch $@
 
-install: $(STAMP)
+install: $(STAMP) ui-assets
+
+# The dashboard's browser libraries (Cytoscape.js, Swagger UI for /docs), from the npm
+# registry at the versions of hello_memory/ui/npm/package-lock.json, bundled into
+# hello_memory/ui/static/vendor/ (git-ignored; nothing is loaded from a CDN at run time).
+UI_VENDOR := hello_memory/ui/static/vendor
+.PHONY: ui-assets ui-screenshots
+ui-assets: $(UI_VENDOR)/VERSIONS.txt
+
+$(UI_VENDOR)/VERSIONS.txt: hello_memory/ui/npm/package.json hello_memory/ui/npm/package-lock.json scripts/ui-assets.sh
+	scripts/ui-assets.sh
+
+# The README's dashboard pictures (docs/images/ui-*.png), taken by the end-to-end tests.
+ui-screenshots: install system-deps
+	HELLO_MEMORY_UI_README_SHOTS=1 $(BIN)/python -m pytest -q tests/ui
 
 demo: install
 	$(BIN)/hello-memory demo
@@ -41,9 +55,20 @@ demo: install
 test: install system-deps
 	$(BIN)/python -m pytest -q
 	$(MAKE) test-multimodal
+	$(MAKE) test-adapters
 
 test-multimodal: install-multimodal
 	.venv-multimodal/bin/python -m pytest -q -p no:cacheprovider tests/multimodal
+
+# The framework adapters (docs/ADAPTERS.md) in their own venv: their dependency trees
+# move protobuf and bring pytest plugins, which must not reach the main suite.
+ADAPTERS_PYTEST := -q -p no:cacheprovider -o asyncio_mode=auto \
+	-o asyncio_default_fixture_loop_scope=function
+install-adapters:
+	$(MAKE) install VENV=.venv-adapters EXTRAS=adapters-test
+
+test-adapters: install-adapters
+	.venv-adapters/bin/python -m pytest $(ADAPTERS_PYTEST) tests/adapters
 
 # Debian packages the suites need (PostgreSQL, ...), installed when missing.
 system-deps:
@@ -108,4 +133,4 @@ docker-verify:
 	docker/verify-image.sh
 
 clean:
-	rm -rf $(VENV) .venv-multimodal .venv-peer .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .venv-multimodal .venv-adapters .venv-peer .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,162 @@
+"""``AsyncMemoryManager``: the memory layer for ``async`` code.
+
+>>> from hello_memory.aio import AsyncMemoryManager                    # doctest: +SKIP
+>>> async with await AsyncMemoryManager.open(data_dir="/tmp/hm") as amm:  # doctest: +SKIP
+...     await amm.add("Alice prefers green tea.", "semantic", namespace="alice")
+...     hits = await amm.search("what does Alice drink?", namespace="alice")
+
+There is one implementation of every operation, :class:`~hello_memory.MemoryManager`'s.
+This facade runs those blocking calls in a bounded thread pool (``max_workers``
+threads, default 4), so an event loop never blocks on SQLite, Qdrant or the embedder,
+and at most ``max_workers`` calls run at once (the rest wait their turn in the pool's
+queue). Each method is derived from the synchronous one by :class:`_Async` (same
+arguments, same result, same errors), never written twice. The caller's context
+variables travel into the worker thread.
+
+Any other blocking callable (a ``MemoryTool`` action, a context block) runs in the
+same pool through :meth:`AsyncMemoryManager.run`; the framework adapters do that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.memory.manager import MemoryManager
+
+if TYPE_CHECKING:
+    from hello_memory.tools.memory_tool import MemoryTool
+
+__all__ = ["DEFAULT_MAX_WORKERS", "AsyncMemoryManager"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_MAX_WORKERS = 4
+
+
+class _Async(Generic[P, R]):
+    """A descriptor: ``AsyncMemoryManager.<name>`` is ``MemoryManager.<name>`` run in
+    the facade's pool. Typed from the synchronous method, so the awaitable takes the
+    same parameters and returns the same type."""
+
+    def __init__(self, method: Callable[Concatenate[MemoryManager, P], R]) -> None:
+        self.method = method
+        self.__doc__ = method.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Async[P, R]: ...
+
+    @overload
+    def __get__(self, obj: AsyncMemoryManager, owner: type) -> Callable[P, Awaitable[R]]: ...
+
+    def __get__(self, obj: AsyncMemoryManager | None, owner: type
+                ) -> _Async[P, R] | Callable[P, Awaitable[R]]:
+        if obj is None:
+            return self
+        method = self.method
+        manager = obj.manager
+
+        @functools.wraps(method)
+        async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            return await obj.run(method, manager, *args, **kwargs)
+
+        return call
+
+
+class AsyncMemoryManager:
+    """An ``async`` face over one :class:`~hello_memory.MemoryManager` (module doc).
+
+    Wrap a manager you opened (``AsyncMemoryManager(mm)``: closing the facade then
+    leaves the manager open) or let :meth:`open` build one (the facade owns and closes
+    it). ``max_workers`` bounds how many calls run at once."""
+
+    def __init__(self, manager: MemoryManager, *, max_workers: int = DEFAULT_MAX_WORKERS,
+                 owns_manager: bool = False) -> None:
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+            raise InvalidInputError(f"max_workers must be a positive integer, got {max_workers!r}")
+        self.manager = manager
+        self.max_workers = max_workers
+        self._owns = owns_manager
+        self._pool = ThreadPoolExecutor(max_workers=max_workers,
+                                        thread_name_prefix="hello-memory")
+        self._closed = False
+
+    @classmethod
+    async def open(cls, settings: Any = None, *, embedder: Any = None,
+                   max_workers: int = DEFAULT_MAX_WORKERS, **overrides: Any
+                   ) -> AsyncMemoryManager:
+        """``MemoryManager.open(...)`` (loading the stores and the model) off the event
+        loop; the facade owns the manager."""
+        loop = asyncio.get_running_loop()
+        manager = await loop.run_in_executor(None, functools.partial(
+            MemoryManager.open, settings, embedder=embedder, **overrides))
+        return cls(manager, max_workers=max_workers, owns_manager=True)
+
+    @classmethod
+    def wrap(cls, manager: MemoryManager | AsyncMemoryManager, *,
+             max_workers: int = DEFAULT_MAX_WORKERS) -> AsyncMemoryManager:
+        """``manager`` itself when it already is a facade, else a facade over it."""
+        if isinstance(manager, AsyncMemoryManager):
+            return manager
+        return cls(manager, max_workers=max_workers)
+
+    async def run(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run any blocking callable in this facade's pool, with the caller's context
+        variables, and return (or raise) what it does."""
+        if self._closed:
+            raise RuntimeError("this AsyncMemoryManager is closed")
+        ctx = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._pool, functools.partial(ctx.run, fn, *args, **kwargs))
+
+    async def context_for_query(self, tool: MemoryTool, query: str,
+                                max_tokens: int | None = None) -> str:
+        """``tool.get_context_for_query(query, max_tokens)`` in the pool: the progressive
+        loader's prompt block for ``tool``'s namespace."""
+        return await self.run(tool.get_context_for_query, query, max_tokens)
+
+    async def close(self) -> None:
+        """Wait for the calls in flight, stop the pool, and close the manager when this
+        facade opened it. Closing twice is a no-op."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, functools.partial(self._pool.shutdown, wait=True))
+        if self._owns:
+            await loop.run_in_executor(None, self.manager.close)
+
+    async def __aenter__(self) -> AsyncMemoryManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- MemoryManager's operations, each the sync method run in the pool -------------
+    add = _Async(MemoryManager.add)
+    add_many = _Async(MemoryManager.add_many)
+    search = _Async(MemoryManager.search)
+    get = _Async(MemoryManager.get)
+    update = _Async(MemoryManager.update)
+    remove = _Async(MemoryManager.remove)
+    stats = _Async(MemoryManager.stats)
+    clear = _Async(MemoryManager.clear)
+    export_jsonl = _Async(MemoryManager.export_jsonl)
+    import_jsonl = _Async(MemoryManager.import_jsonl)
+    forget = _Async(MemoryManager.forget)
+    forget_ids = _Async(MemoryManager.forget_ids)
+    restore = _Async(MemoryManager.restore)
+    consolidate = _Async(MemoryManager.consolidate)
+    reconcile = _Async(MemoryManager.reconcile)
+    reindex = _Async(MemoryManager.reindex)
+    optimize = _Async(MemoryManager.optimize)
