@@ -14,6 +14,8 @@ check() {  # check <command, or an absolute path glob> <debian package>...
 
 # PostgreSQL server binaries for the records-store suites (issue 14).
 check "/usr/lib/postgresql/*/bin/pg_ctl" postgresql
+# Chromium for the dashboard's end-to-end tests (tests/ui, Playwright; issue 18).
+check /usr/bin/chromium chromium
 # Add further lines here: check <command> <package>...
 
 ((${#need[@]})) || exit 0

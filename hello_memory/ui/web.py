@@ -1,0 +1,497 @@
+"""The ``/ui`` dashboard: server-rendered pages over the REST app's memory manager.
+
+A sub-application mounted at ``/ui`` by :func:`hello_memory.ui.mount`; it reads the
+parent app's state (the open :class:`MemoryManager`, the :class:`Access` rules built
+from ``api.api_keys``, the job scheduler), so the same keys grant the same namespaces
+here as on the REST API. Every page is thin over the facade: search is
+``MemoryManager.search`` (the one engine; the dashboard ranks nothing itself), edits
+are ``update`` / ``forget_ids`` / ``restore`` / ``remove``, jobs are the scheduler's
+``run``. What each page computes lives in :mod:`hello_memory.ui.pages`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Depends, FastAPI, Form, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from hello_memory import __version__
+from hello_memory.api.problems import AccessDenied, status_for
+from hello_memory.api.security import Access, is_loopback, namespace_allowed
+from hello_memory.errors import HelloMemoryError, InvalidInputError
+from hello_memory.ui import STATIC_DIR
+from hello_memory.ui import pages as P
+from hello_memory.ui.sessions import COOKIE, Session, Sessions
+
+__all__ = ["CSP", "build_ui"]
+
+TEMPLATES = Path(__file__).parent / "templates"
+# Pages load only the package's own scripts and styles; the graph library draws on a
+# canvas and sets element styles through the DOM, which this policy allows.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; font-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+       "form-action 'self'")
+SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Frame-Options": "DENY",
+                    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+                    "Cache-Control": "no-store"}
+router = APIRouter()
+_rag_lock = threading.Lock()
+
+
+class LoginRequired(Exception):
+    """No valid dashboard session: the browser is sent to the login page."""
+
+
+class BadForm(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+@dataclass
+class Viewer:
+    """Who is looking: the session and the namespace patterns its key grants (None:
+    auth is disabled for this loopback client, every namespace)."""
+
+    token: str
+    session: Session
+    patterns: list[str] | None
+    host: str | None
+    access: Access
+
+    @property
+    def admin(self) -> bool:
+        return self.patterns is None or "*" in self.patterns
+
+    @property
+    def anonymous(self) -> bool:
+        return self.session.key is None
+
+    def may(self, namespace: str) -> bool:
+        return self.patterns is None or namespace_allowed(namespace, self.patterns)
+
+    def namespace(self, namespace: str) -> str:
+        """``namespace`` if this key may use it, else AccessDenied (403)."""
+        return self.access.check(namespace, self.session.key, self.host)
+
+    def require_admin(self) -> None:
+        self.access.check_admin(self.session.key, self.host)
+
+
+def _parent(request: Request) -> FastAPI:
+    parent: FastAPI = request.app.state.parent
+    return parent
+
+
+def _base(request: Request) -> str:
+    """The dashboard's URL prefix (``/ui`` behind whatever root path the app has)."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def _host(request: Request) -> str | None:
+    return request.client.host if request.client else None
+
+
+def _manager(request: Request) -> Any:
+    from hello_memory.api.app import manager_of_app
+
+    return manager_of_app(_parent(request))
+
+
+def viewer_of(request: Request) -> Viewer:
+    sessions: Sessions = request.app.state.sessions
+    token = request.cookies.get(COOKIE)
+    session = sessions.get(token)
+    if session is None or token is None:
+        raise LoginRequired
+    access: Access = _parent(request).state.access
+    host = _host(request)
+    try:
+        patterns = access._granted(session.key, host)
+    except AccessDenied:  # the key is no longer known, or auth no longer disabled
+        sessions.drop(token)
+        raise LoginRequired from None
+    return Viewer(token, session, patterns, host, access)
+
+
+ViewerDep = Annotated[Viewer, Depends(viewer_of)]
+NamespaceQ = Annotated[str, Query(min_length=1, max_length=512)]
+
+
+def _check_csrf(viewer: Viewer, token: str | None) -> None:
+    if not viewer.session.csrf_ok(token):
+        raise BadForm(403, "this form is stale or did not come from the dashboard; reload "
+                           "the page and try again")
+
+
+def render(request: Request, template: str, viewer: Viewer | None, *, status: int = 200,
+           namespace: str | None = None, **context: Any) -> Response:
+    base = _base(request)
+    names: list[str] = []
+    if viewer is not None:
+        try:
+            names = P.visible_namespaces(_manager(request), viewer)
+        except HelloMemoryError:
+            names = []
+    ctx = {"base": base, "viewer": viewer, "namespace": namespace, "namespaces": names,
+           "csrf": viewer.session.csrf if viewer else "", "version": __version__,
+           "path": request.url.path, "url": _url_builder(base),
+           "docs_url": base.rsplit("/ui", 1)[0] + "/docs", **context}
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.TemplateResponse(request, template, ctx, status_code=status,
+                                      headers=SECURITY_HEADERS)
+
+
+def _url_builder(base: str) -> Any:
+    def url(page: str, **params: Any) -> str:
+        query = urlencode([(k, v) for k, v in params.items() if v not in (None, "")],
+                          doseq=True)
+        return f"{base}/{page.lstrip('/')}" + (f"?{query}" if query else "")
+
+    return url
+
+
+def _redirect(request: Request, page: str, **params: Any) -> RedirectResponse:
+    return RedirectResponse(_url_builder(_base(request))(page, **params), status_code=303)
+
+
+def _safe_next(request: Request, target: str | None) -> str:
+    base = _base(request)
+    if target and target.startswith(base + "/") and not target.startswith("//") \
+            and "\\" not in target:
+        return target
+    return base + "/"
+
+
+def _set_cookie(request: Request, response: Response, token: str) -> None:
+    response.set_cookie(COOKIE, token, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path=_base(request) + "/")
+
+
+# --- login -----------------------------------------------------------------------------
+@router.get("/login")
+def login_page(request: Request, next: str | None = None) -> Response:  # noqa: A002
+    access: Access = _parent(request).state.access
+    if access.auth_disabled and is_loopback(_host(request)):
+        sessions: Sessions = request.app.state.sessions
+        token, _ = sessions.create(None)
+        response = RedirectResponse(_safe_next(request, next), status_code=303)
+        _set_cookie(request, response, token)
+        return response
+    return render(request, "login.html", None, next=next or "", error=None)
+
+
+@router.post("/login")
+def login(request: Request, key: Annotated[str, Form(max_length=4096)] = "",
+          next: Annotated[str, Form(max_length=4096)] = "") -> Response:  # noqa: A002
+    access: Access = _parent(request).state.access
+    key = key.strip()
+    try:
+        if not key:
+            raise AccessDenied(401, "enter an API key")
+        access._granted(key, _host(request))
+    except AccessDenied as exc:
+        return render(request, "login.html", None, status=401, next=next, error=exc.detail)
+    sessions: Sessions = request.app.state.sessions
+    token, _ = sessions.create(key)
+    response = RedirectResponse(_safe_next(request, next), status_code=303)
+    _set_cookie(request, response, token)
+    return response
+
+
+@router.post("/logout")
+def logout(request: Request, viewer: ViewerDep,
+           csrf: Annotated[str, Form()] = "") -> Response:
+    _check_csrf(viewer, csrf)
+    sessions: Sessions = request.app.state.sessions
+    sessions.drop(viewer.token)
+    response = _redirect(request, "login")
+    response.delete_cookie(COOKIE, path=_base(request) + "/")
+    return response
+
+
+# --- namespaces ------------------------------------------------------------------------
+@router.get("/")
+def home(request: Request, viewer: ViewerDep) -> Response:
+    mm = _manager(request)
+    rows = P.namespace_overview(mm, viewer)
+    return render(request, "namespaces.html", viewer, rows=rows)
+
+
+@router.get("/go")
+def go(request: Request, viewer: ViewerDep, namespace: NamespaceQ,
+       page: str = "search") -> Response:
+    """The namespace picker's target: the same page for another namespace."""
+    ns = viewer.namespace(namespace)
+    if page not in P.NAMESPACE_PAGES:
+        page = "search"
+    return _redirect(request, page, namespace=ns)
+
+
+# --- search ----------------------------------------------------------------------------
+@router.get("/search")
+def search(request: Request, viewer: ViewerDep, namespace: NamespaceQ,
+           q: Annotated[str, Query(max_length=4000)] = "",
+           type: Annotated[list[str] | None, Query()] = None,  # noqa: A002
+           since: str = "", until: str = "", session: str = "",
+           min_importance: str = "", top_k: Annotated[int, Query(ge=1, le=100)] = 10,
+           recipe: str = "hybrid") -> Response:
+    ns = viewer.namespace(namespace)
+    form = {"q": q, "types": type or [], "since": since, "until": until,
+            "session": session, "min_importance": min_importance, "top_k": top_k,
+            "recipe": recipe}
+    result = P.run_search(_manager(request), ns, form) if q.strip() else None
+    return render(request, "search.html", viewer, namespace=ns, form=form, result=result,
+                  types=P.SEARCH_TYPES, recipes=P.recipe_names())
+
+
+# --- one memory ------------------------------------------------------------------------
+@router.get("/memories/{memory_id}")
+def memory(request: Request, viewer: ViewerDep, memory_id: str, namespace: NamespaceQ,
+           done: str = "") -> Response:
+    ns = viewer.namespace(namespace)
+    page = P.memory_page(_manager(request), ns, memory_id)
+    return render(request, "memory.html", viewer, namespace=ns, m=page, done=done,
+                  error=None)
+
+
+@router.post("/memories/{memory_id}/edit")
+def edit_memory(request: Request, viewer: ViewerDep, memory_id: str, namespace: NamespaceQ,
+                csrf: Annotated[str, Form()] = "",
+                importance: Annotated[str, Form(max_length=64)] = "",
+                metadata: Annotated[str, Form(max_length=200_000)] = "") -> Response:
+    ns = viewer.namespace(namespace)
+    _check_csrf(viewer, csrf)
+    mm = _manager(request)
+    try:
+        changes = P.parse_edit(importance, metadata)
+        mm.update(memory_id, namespace=ns, **changes)
+    except InvalidInputError as exc:
+        page = P.memory_page(mm, ns, memory_id)
+        return render(request, "memory.html", viewer, status=400, namespace=ns, m=page,
+                      done="", error=str(exc))
+    return _redirect(request, f"memories/{quote(memory_id, safe='')}", namespace=ns,
+                     done="saved")
+
+
+ACTIONS = {
+    "forget": ("Forget this memory?", "It leaves search but stays stored; Restore "
+               "brings it back.", "Forget"),
+    "restore": ("Restore this memory?", "It comes back into search.", "Restore"),
+    "delete": ("Delete this memory for good?", "Its record, vector and graph links are "
+               "removed from every store. This cannot be undone.", "Delete for good"),
+}
+
+
+@router.post("/memories/{memory_id}/{action}")
+def memory_action(request: Request, viewer: ViewerDep, memory_id: str, action: str,
+                  namespace: NamespaceQ, csrf: Annotated[str, Form()] = "",
+                  confirm: Annotated[str, Form()] = "") -> Response:
+    ns = viewer.namespace(namespace)
+    _check_csrf(viewer, csrf)
+    if action not in ACTIONS:
+        raise StarletteHTTPException(404, f"no action {action!r}")
+    mm = _manager(request)
+    item = mm.get(memory_id, namespace=ns)  # 404 before asking anything
+    if confirm != "yes":
+        title, text, button = ACTIONS[action]
+        return render(request, "confirm.html", viewer, namespace=ns, title=title, text=text,
+                      button=button, danger=action == "delete",
+                      action=f"memories/{quote(memory_id, safe='')}/{action}",
+                      params={"namespace": ns}, fields={},
+                      back=_url_builder(_base(request))(
+                          f"memories/{quote(memory_id, safe='')}", namespace=ns),
+                      subject=item.content)
+    page = f"memories/{quote(memory_id, safe='')}"
+    if action == "forget":
+        mm.forget_ids([memory_id], namespace=ns)
+        return _redirect(request, page, namespace=ns, done="forgotten")
+    if action == "restore":
+        mm.restore([memory_id], namespace=ns)
+        return _redirect(request, page, namespace=ns, done="restored")
+    mm.remove(memory_id, namespace=ns)
+    return _redirect(request, "timeline", namespace=ns, done="deleted")
+
+
+# --- timeline and graph ------------------------------------------------------------------
+@router.get("/timeline")
+def timeline(request: Request, viewer: ViewerDep, namespace: NamespaceQ,
+             zoom: str = "day", session: str = "", done: str = "") -> Response:
+    ns = viewer.namespace(namespace)
+    if zoom not in P.ZOOMS:
+        zoom = "day"
+    data = P.timeline(_manager(request), ns, zoom, session or None)
+    return render(request, "timeline.html", viewer, namespace=ns, zoom=zoom,
+                  zooms=P.ZOOMS, session=session, t=data, done=done)
+
+
+@router.get("/graph")
+def graph(request: Request, viewer: ViewerDep, namespace: NamespaceQ,
+          entity: Annotated[str, Query(max_length=500)] = "") -> Response:
+    ns = viewer.namespace(namespace)
+    base = _base(request)
+    data = P.graph(_manager(request), ns, entity.strip() or None,
+                   lambda name: _url_builder(base)("graph", namespace=ns, entity=name))
+    return render(request, "graph.html", viewer, namespace=ns, entity=entity, g=data,
+                  graph_json=json.dumps(data["cy"], ensure_ascii=False))
+
+
+# --- documents -------------------------------------------------------------------------
+def _rag(request: Request) -> Any:
+    from hello_memory.tools.rag_access import build_rag
+
+    parent = _parent(request)
+    with _rag_lock:  # one pipeline per app, shared with the REST document routes
+        if parent.state.rag is None:
+            parent.state.rag = build_rag(_manager(request), parent.state.settings)
+        return parent.state.rag
+
+
+@router.get("/documents")
+def documents(request: Request, viewer: ViewerDep, namespace: NamespaceQ,
+              done: str = "") -> Response:
+    ns = viewer.namespace(namespace)
+    data = P.documents(_manager(request), ns)
+    return render(request, "documents.html", viewer, namespace=ns, d=data, done=done)
+
+
+@router.get("/documents/{document_id}")
+def document(request: Request, viewer: ViewerDep, document_id: str,
+             namespace: NamespaceQ) -> Response:
+    ns = viewer.namespace(namespace)
+    data = P.document(_manager(request), ns, document_id)
+    return render(request, "document.html", viewer, namespace=ns, doc=data)
+
+
+@router.post("/documents/{document_id}/delete")
+def delete_document(request: Request, viewer: ViewerDep, document_id: str,
+                    namespace: NamespaceQ, csrf: Annotated[str, Form()] = "",
+                    confirm: Annotated[str, Form()] = "") -> Response:
+    ns = viewer.namespace(namespace)
+    _check_csrf(viewer, csrf)
+    data = P.document(_manager(request), ns, document_id)  # 404 before asking
+    if confirm != "yes":
+        page = f"documents/{quote(document_id, safe='')}"
+        return render(request, "confirm.html", viewer, namespace=ns,
+                      title="Delete this document?",
+                      text=f"The document and its {len(data['chunks'])} chunks leave the "
+                           "namespace's index. Ingest the file again to bring it back.",
+                      button="Delete document", danger=True, action=page + "/delete",
+                      params={"namespace": ns}, fields={},
+                      back=_url_builder(_base(request))(page, namespace=ns),
+                      subject=data["name"])
+    _rag(request).delete_document(document_id, namespace=ns)
+    return _redirect(request, "documents", namespace=ns, done="deleted")
+
+
+# --- jobs ------------------------------------------------------------------------------
+@router.get("/jobs")
+def jobs(request: Request, viewer: ViewerDep) -> Response:
+    viewer.require_admin()
+    scheduler = _parent(request).state.jobs
+    return render(request, "jobs.html", viewer, jobs=P.job_rows(scheduler),
+                  scheduler_running=scheduler.running, result=None)
+
+
+@router.post("/jobs/{name}")
+def run_job(request: Request, viewer: ViewerDep, name: str,
+            csrf: Annotated[str, Form()] = "", job_namespace: Annotated[str, Form()] = "",
+            all_namespaces: Annotated[str, Form()] = "",
+            dry_run: Annotated[str, Form()] = "", confirm: Annotated[str, Form()] = ""
+            ) -> Response:
+    viewer.require_admin()
+    _check_csrf(viewer, csrf)
+    scheduler = _parent(request).state.jobs
+    fields = {"job_namespace": job_namespace, "all_namespaces": all_namespaces,
+              "dry_run": dry_run}
+    if not dry_run and confirm != "yes":
+        where = ("every namespace" if all_namespaces else
+                 (f"namespace {job_namespace!r}" if job_namespace else "the whole store"))
+        return render(request, "confirm.html", viewer, title=f"Run {name} now?",
+                      text=f"This runs {name} for real over {where}, not as a dry run.",
+                      button=f"Run {name}", danger=True, action=f"jobs/{quote(name)}",
+                      params={}, fields=fields, back=_url_builder(_base(request))("jobs"),
+                      subject=None)
+    namespaces = [job_namespace.strip()] if job_namespace.strip() and not all_namespaces \
+        else []
+    runs = scheduler.run(name, namespaces=namespaces, all_namespaces=bool(all_namespaces),
+                         dry_run=bool(dry_run))
+    result = {"job": name, "runs": [r.as_dict() for r in runs]}
+    return render(request, "jobs.html", viewer, jobs=P.job_rows(scheduler),
+                  scheduler_running=scheduler.running, result=result)
+
+
+# --- the application -------------------------------------------------------------------
+def _error(request: Request, status: int, title: str, detail: str) -> Response:
+    try:
+        viewer: Viewer | None = viewer_of(request)
+    except LoginRequired:
+        viewer = None
+    ns = request.query_params.get("namespace")
+    if viewer is not None and ns and not viewer.may(ns):
+        ns = None
+    return render(request, "error.html", viewer, status=status, title=title, detail=detail,
+                  namespace=ns if ns else None)
+
+
+def build_ui(parent: FastAPI) -> FastAPI:
+    """The dashboard app, to be mounted at ``/ui`` of ``parent`` (the REST app)."""
+    ui = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, title="hello-memory ui")
+    ui.state.parent = parent
+    ui.state.sessions = Sessions()
+    templates = Jinja2Templates(directory=str(TEMPLATES))
+    templates.env.filters["when"] = P.when
+    templates.env.filters["pretty"] = P.pretty
+    templates.env.filters["short"] = P.short
+    templates.env.globals["PAGES"] = P.NAMESPACE_PAGES
+    ui.state.templates = templates
+    ui.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    ui.include_router(router)
+
+    @ui.exception_handler(LoginRequired)
+    async def _login(request: Request, exc: LoginRequired) -> Response:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        if request.method != "GET":
+            target = _base(request) + "/"
+        return _redirect(request, "login", next=target)
+
+    @ui.exception_handler(AccessDenied)
+    async def _denied(request: Request, exc: AccessDenied) -> Response:
+        title = "Not signed in" if exc.status == 401 else "Not allowed"
+        return _error(request, exc.status, title, exc.detail)
+
+    @ui.exception_handler(BadForm)
+    async def _bad_form(request: Request, exc: BadForm) -> Response:
+        return _error(request, exc.status, "Form refused", exc.detail)
+
+    @ui.exception_handler(HelloMemoryError)
+    async def _hm(request: Request, exc: HelloMemoryError) -> Response:
+        status, _, title = status_for(exc)
+        return _error(request, status, title, str(exc))
+
+    @ui.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        title = {404: "Not found", 405: "Method not allowed"}.get(exc.status_code, "Error")
+        detail = ("no such page: " + request.url.path
+                  if exc.status_code == 404 and exc.detail == "Not Found" else str(exc.detail))
+        return _error(request, exc.status_code, title, detail)
+
+    @ui.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        errs = "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg', '')}"
+                         for e in exc.errors())
+        return _error(request, 422, "Invalid request", errs)
+
+    return ui
+
