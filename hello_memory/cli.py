@@ -325,9 +325,10 @@ def search(query: str, namespace: NamespaceOpt = None,
                "--explain", help="Show each hit's per-view ranks and profile parts.")] = False,
            as_json: JsonOpt = False) -> None:
     """Search every memory type (or --type ones) with the one hybrid search."""
-    _, mm = _open()
-    with mm:
-        hits = mm.search(query, memory_type or None, top_k, namespace=namespace, recipe=recipe)
+    when = _as_of_option(as_of)
+    with _backend() as be:
+        hits = be.search(query, memory_type or None, top_k, namespace=namespace, recipe=recipe,
+                         as_of=when)
     if as_json:
         from hello_memory.memory.manager import hit_to_json
 
@@ -411,6 +412,18 @@ def forget(
             if strategy or hard:
                 raise InvalidInputError("give ids or a --strategy (--hard), not both")
             done = mm.forget_ids(ids, namespace=ns, dry_run=dry_run)
+def _as_of_option(value: str | None) -> datetime | None:
+    """``search --as-of``: an ISO 8601 date or time; without an offset, UTC."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}",
+                                 param_hint="--as-of") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
             result: dict[str, Any] = {"ids": done, "count": len(done), "dry_run": dry_run}
         else:
             j = settings.jobs
@@ -422,6 +435,9 @@ def forget(
                             dry_run=dry_run, hard=hard)
             result = {"ids": list(rep.ids), "count": rep.count, "dry_run": dry_run,
                       "hard": hard, "strategy": rep.strategy}
+           as_of: Annotated[str | None, typer.Option(
+               "--as-of", help="What was true then (ISO 8601, UTC if no offset): "
+               "memories superseded since are found too.")] = None,
     if as_json:
         _print_json(result)
         return

@@ -12,6 +12,7 @@ The module is named ``mcp_server`` so that it never shadows the ``mcp`` package.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -112,11 +113,13 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
                 "importance": item.importance}
 
     @tool
-    def recall(namespace: str, query: str, top_k: int = 5) -> dict[str, Any]:
+    def recall(namespace: str, query: str, top_k: int = 5,
+               as_of: str | None = None) -> dict[str, Any]:
         """Search memories relevant to a query (the one hybrid search); best first, with
-        ids, scores and each view's rank."""
+        ids, scores and each view's rank. ``as_of`` (ISO 8601 with offset) searches what
+        was true then, superseded memories included."""
         ns = check(namespace)
-        hits = manager.search(query, top_k=top_k, namespace=ns)
+        hits = manager.search(query, top_k=top_k, namespace=ns, as_of=_as_of(as_of))
         return {"hits": [hit_to_json(h) for h in hits]}
 
     @tool
@@ -167,3 +170,16 @@ def _payload_bytes(values: Sequence[Any]) -> int:
         elif isinstance(value, (list, tuple)):
             total += _payload_bytes(value)
     return total
+
+
+def _as_of(value: str | None) -> datetime | None:
+    """``recall``'s ``as_of``: an ISO 8601 time with its offset (issue 15)."""
+    if value is None or not value.strip():
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInputError(f"as_of must be an ISO 8601 time, got {value!r}") from None
+    if when.tzinfo is None:
+        raise InvalidInputError("as_of needs a UTC offset (e.g. 2024-06-01T00:00:00+00:00)")
+    return when

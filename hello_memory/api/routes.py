@@ -59,6 +59,9 @@ class SearchRequest(_Body):
         "default now")
     recipe: RecipeName = Field("hybrid", description="search recipe: 'hybrid' (the "
                                "default) or an ablation (docs/RETRIEVAL.md)")
+    as_of: datetime | None = Field(
+        None, description="what was true then (timezone-aware): memories superseded "
+        "since are found, default search keeps only those still true")
 
 
 class UpdateMemory(_Body):
@@ -128,7 +131,8 @@ def search(body: SearchRequest, namespace: Namespace, mm: Manager) -> dict[str, 
     hits = mm.search(body.query, body.memory_types, body.top_k, namespace=namespace,
                      min_importance=body.min_importance, time_range=time_range,
                      user_id=body.user_id, agent_id=body.agent_id, session_id=body.session_id,
-                     reference_time=body.reference_time, recipe=body.recipe)
+                     reference_time=body.reference_time, recipe=body.recipe,
+                     as_of=body.as_of)
     return {"recipe": body.recipe, "hits": [hit_to_json(h) for h in hits]}
 
 

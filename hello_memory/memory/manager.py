@@ -392,6 +392,16 @@ class MemoryManager:
         self.working.add_many([i for i in items if i.memory_type == MemoryType.WORKING])
         return items
 
+    def remember_conversation(self, turns: Sequence[Mapping[str, Any] | tuple[str, str]],
+                              **options: Any) -> list[MemoryItem]:
+        """Store the lasting facts of a conversation (``[{"role", "content"}, ...]``):
+        extracted by the LLM when ``memory.extract_facts`` (or ``extract=True``) and
+        an LLM is configured, else the turns themselves; see memory/extraction.py.
+        ``options``: namespace, user_id, agent_id, session_id, event_time, extract."""
+        from hello_memory.memory.extraction import remember_conversation
+
+        return remember_conversation(self, turns, **options)
+
     # --- reads ----------------------------------------------------------------------
     def search(
         self,

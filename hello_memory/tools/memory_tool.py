@@ -432,10 +432,23 @@ class MemoryTool:
 
     def record_turn(self, role: str, content: str, *, importance: float | None = None
                     ) -> dict[str, Any]:
-        """Keep one conversation turn in working memory (``metadata.role``)."""
+        """Keep one conversation turn in working memory (``metadata.role``). With
+        ``memory.extract_facts`` on and an LLM configured, the lasting facts of a user or
+        assistant turn are also stored (``facts``: their ids; memory/extraction.py);
+        without, or when the LLM fails, the turn kept is the fallback."""
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
         item = self.manager.add(content, MemoryType.WORKING, importance, {"role": role},
                                 namespace=self.namespace, user_id=self.user_id,
                                 session_id=self.session_id)
-        return self._ok("record_turn", f"recorded {role} turn id={item.id}", id=item.id)
+        facts: list[str] = []
+        if self.manager.extract_facts and role in ("user", "assistant"):
+            from hello_memory.memory.extraction import extract_facts
+
+            stored = extract_facts(self.manager, [(role, content)], namespace=self.namespace,
+                                   user_id=self.user_id, session_id=self.session_id)
+            facts = [f.id for f in stored or []]
+        text = f"recorded {role} turn id={item.id}"
+        if facts:
+            text += f"; {len(facts)} fact(s) kept: {', '.join(facts)}"
+        return self._ok("record_turn", text, id=item.id, facts=facts)
