@@ -326,8 +326,9 @@ def search(query: str, namespace: NamespaceOpt = None,
            as_json: JsonOpt = False) -> None:
     """Search every memory type (or --type ones) with the one hybrid search."""
     when = _as_of_option(as_of)
-    with _backend() as be:
-        hits = be.search(query, memory_type or None, top_k, namespace=namespace, recipe=recipe,
+    _, mm = _open()
+    with mm:
+        hits = mm.search(query, memory_type or None, top_k, namespace=namespace, recipe=recipe,
                          as_of=when)
     if as_json:
         from hello_memory.memory.manager import hit_to_json
