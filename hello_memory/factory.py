@@ -113,10 +113,16 @@ def open_stores(
 ) -> Stores:
     """Build and open every store named by ``settings``. Close with ``.close()``."""
     from hello_memory.embedding.identity import check_embedder, record_embedder
+    from hello_memory.rag.safe_parse import configure_parse
     from hello_memory.stores.bundle import Stores
     from hello_memory.stores.lexical_version import check_lexical_version
     from hello_memory.stores.records import RecordStore
+    from hello_memory.text.entities import configure_analysis
+    from hello_memory.validation import configure_limits
 
+    configure_limits(settings.limits)  # request bounds (docs/RELIABILITY.md)
+    configure_analysis(settings.limits.analysis_chars)
+    configure_parse(settings.limits)
     records = RecordStore(settings.records_url(), echo=settings.records.echo)
     records.open()
     try:
@@ -125,6 +131,7 @@ def open_stores(
         known = check_embedder(records, text_embedder)
         stores = Stores(records, build_vector_store(settings), build_graph_store(settings, records),
                         text_embedder, extractor=extractor)
+        stores.guard_disk(settings.data_dir, settings.storage.min_free_bytes)
         if settings.perceptual.enabled:
             from hello_memory.types import MemoryType
 

@@ -25,6 +25,7 @@ without cron; :func:`parse_schedule` reads the ``jobs.schedule`` entries that
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -254,6 +255,12 @@ def _maintenance(name: str) -> Callable[..., tuple[dict[str, int], dict[str, Any
         kwargs: dict[str, Any] = {"namespace": ns, "dry_run": dry_run}
         if name == "reindex":
             kwargs["progress"] = bool(opts.get("progress", False))
+        if name == "reconcile" and (opts.get("retry_failed") or opts.get("drop_failed")):
+            from hello_memory.memory.maintenance import reconcile  # the failing rows' options
+
+            method = functools.partial(reconcile, mm,
+                                       retry_failed=list(opts.get("retry_failed") or ()),
+                                       drop_failed=list(opts.get("drop_failed") or ()))
         report = _plain(method(**kwargs))
         report = report if isinstance(report, dict) else {"result": report}
         return _counts_of(report), report
@@ -295,7 +302,7 @@ def run_job(
     allowed = {"consolidate": {"importance_threshold", "min_access_count", "from_type",
                                "to_type"},
                "forget": {"strategy", "threshold", "max_age_days", "max_items", "hard"},
-               "reindex": {"progress"}, "reconcile": set()}[job]
+               "reindex": {"progress"}, "reconcile": {"retry_failed", "drop_failed"}}[job]
     if unknown := sorted(set(options) - allowed):
         raise InvalidInputError(f"job {job!r} takes no option(s) {unknown}; "
                                 f"it takes {sorted(allowed) or 'none'}")

@@ -47,6 +47,10 @@ class JobRequest(BaseModel):
     max_age_days: float | None = Field(None, ge=0, description="forget")
     max_items: int | None = Field(None, ge=0, description="forget")
     hard: bool = Field(False, description="forget: delete for good")
+    retry_failed: list[str] | None = Field(None, max_length=1000, description=(
+        "reconcile: retry the index work of these failing memories"))
+    drop_failed: list[str] | None = Field(None, max_length=1000, description=(
+        "reconcile: delete these memories, whose index work keeps failing"))
 
     def options(self, job: str) -> dict[str, Any]:
         """``run_job`` options, named as the CLI names them."""
@@ -56,7 +60,9 @@ class JobRequest(BaseModel):
         else:
             given = {"threshold": self.threshold, "min_access_count": self.min_access,
                      "strategy": self.strategy, "max_age_days": self.max_age_days,
-                     "max_items": self.max_items, "hard": self.hard or None}
+                     "max_items": self.max_items, "hard": self.hard or None,
+                     "retry_failed": self.retry_failed or None,
+                     "drop_failed": self.drop_failed or None}
         return {k: v for k, v in given.items() if v is not None}
 
 

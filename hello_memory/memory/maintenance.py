@@ -70,13 +70,18 @@ class ReconcileReport:
     payloads_refreshed: list[str] = field(default_factory=list)
     graph_relinked: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    # memories whose index work keeps failing (they stay pending): namespace, memory_id,
+    # error, attempts; `jobs reconcile --retry ID` / `--drop-failed ID` act on them
+    index_failures: list[dict[str, Any]] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> int:
         """How many repairs were made (0 means the stores were already in line)."""
         return (self.outbox_replayed + len(self.reindexed) + len(self.orphan_vectors)
                 + len(self.orphan_graph_links) + len(self.payloads_refreshed)
-                + len(self.graph_relinked))
+                + len(self.graph_relinked) + len(self.retried) + len(self.dropped))
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -172,18 +177,32 @@ def _progress(total: int, desc: str, enabled: bool) -> Any:
 
 # --- reconcile ------------------------------------------------------------------------
 def reconcile(
-    manager: MemoryManager, *, namespace: str | None = None, dry_run: bool = False
+    manager: MemoryManager, *, namespace: str | None = None, dry_run: bool = False,
+    retry_failed: Sequence[str] = (), drop_failed: Sequence[str] = (),
 ) -> ReconcileReport:
     """Bring the vector store and the graph in line with the records (see module doc).
-    With ``dry_run`` nothing is written and the report says what would change."""
+    With ``dry_run`` nothing is written and the report says what would change.
+
+    A memory whose index work keeps failing is isolated (it stays pending, the others
+    are repaired) and listed in ``index_failures`` with its error; ``retry_failed``
+    retries the named ones first, ``drop_failed`` deletes them (record included)."""
     stores = manager.stores
     report = ReconcileReport(dry_run=dry_run, namespaces=_namespaces(stores, namespace))
+    if (retry_failed or drop_failed) and not dry_run:
+        mine = {f.memory_id for f in stores.index_failures.values()
+                if namespace is None or f.namespace == namespace}
+        retried = stores.retry_failed([m for m in retry_failed if m in mine])
+        report.retried = sorted(m for m, error in retried.items() if error is None)
+        report.dropped = sorted(stores.drop_failed([m for m in drop_failed if m in mine]))
     if dry_run:
         report.outbox_replayed = len(stores.records.pending_outbox(limit=1_000_000))
     else:
         report.outbox_replayed = stores.apply_outbox()
     for ns in report.namespaces:
         _reconcile_namespace(stores, ns, report)
+    report.index_failures = sorted(
+        (f.as_dict() for f in stores.index_failures.values()
+         if f.namespace in report.namespaces), key=lambda f: str(f["memory_id"]))
     for name in ("reindexed", "orphan_vectors", "orphan_graph_links", "payloads_refreshed",
                  "graph_relinked"):
         getattr(report, name).sort()

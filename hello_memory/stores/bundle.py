@@ -262,19 +262,29 @@ class Stores:
 
     def index(self, items: Sequence[MemoryItem]) -> None:
         """Embed ``items`` (one batch) and upsert their text-collection vectors and graph
-        links from the records as given; records are not touched (reconcile, reindex)."""
+        links from the records as given; records are not touched (reconcile, reindex).
+        A backend failure raises (StoreError); a memory whose own index work fails
+        (an analysis library refuses its text) is skipped and recorded in
+        :attr:`index_failures`, so one bad row never stops a reconcile or reindex."""
         if not items:
             return
         try:
             self._index(items, self.embedder.embed([i.content for i in items]))
+            for item in items:
+                self.index_failures.pop(item.id, None)
             return
-        except Exception:
+        except StoreError:
+            raise
+        except Exception as exc:
             if len(items) == 1:
-                raise
+                self._failed(items[0].namespace, items[0].id, _typed(exc, items[0].id))
+                return
         for item in items:  # isolate the one that fails; the others are indexed
             try:
                 self._index([item], self.embedder.embed([item.content]))
                 self.index_failures.pop(item.id, None)
+            except StoreError:
+                raise
             except Exception as exc:
                 self._failed(item.namespace, item.id, _typed(exc, item.id))
 
