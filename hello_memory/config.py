@@ -30,6 +30,7 @@ __all__ = [
     "HnswSettings",
     "JobsSettings",
     "LLMSettings",
+    "LimitsSettings",
     "MemorySettings",
     "PerceptualSettings",
     "SemanticSettings",
@@ -40,6 +41,7 @@ __all__ = [
     "RetrievalSettings",
     "Settings",
     "SqliteGraphSettings",
+    "StorageSettings",
     "WorkingMemorySettings",
     "load_settings",
 ]
@@ -285,6 +287,39 @@ class ApiSettings(_Section):
     # Directories the server may read files from when a request names a path (media,
     # documents); empty: only uploads are accepted.
     read_dirs: list[str] = Field(default_factory=list)
+    # Host names (the Host header, without port) the REST API answers besides the
+    # address it is bound to (and, on loopback, localhost): anything else is refused
+    # (a DNS-rebinding page names its own domain). "*" accepts any Host.
+    allowed_hosts: list[str] = Field(default_factory=list)
+
+
+class LimitsSettings(_Section):
+    """Bounds on the work one request may cause (docs/RELIABILITY.md "Bounded work").
+
+    Text lengths are characters after NFKC normalisation (U+FDFA is one character that
+    becomes 18). ``analysis_chars``: entity extraction and other text analysis read at
+    most this many characters of a text (the rest is stored and embedded, not analysed).
+    The ``document_*`` limits apply to PDF and Office files, parsed in a worker process."""
+
+    max_query_chars: int = Field(default=10_000, ge=100)
+    max_content_chars: int = Field(default=100_000, ge=100)
+    max_metadata_bytes: int = Field(default=65_536, ge=256)
+    max_metadata_depth: int = Field(default=32, ge=1, le=500)
+    max_batch: int = Field(default=1000, ge=1)
+    analysis_chars: int = Field(default=20_000, ge=100)
+    document_max_pages: int = Field(default=500, ge=1)
+    document_max_expanded_mb: float = Field(default=200.0, gt=0)
+    document_max_ratio: float = Field(default=100.0, ge=1)
+    document_timeout_s: float = Field(default=20.0, gt=0)
+    document_memory_mb: int = Field(default=2048, ge=256)
+    document_max_chars: int = Field(default=10_000_000, ge=1000)
+
+
+class StorageSettings(_Section):
+    """Local disk: writes are refused (``InsufficientStorageError``, HTTP 507) while the
+    data directory's file system has less than ``min_free_bytes`` free."""
+
+    min_free_bytes: int = Field(default=256 * 1_048_576, ge=0)
 
 
 # the consolidation chain: working -> episodic -> semantic
@@ -437,6 +472,8 @@ class Settings(BaseSettings):
     llm: LLMSettings = LLMSettings()
     rag: RagSettings = RagSettings()
     api: ApiSettings = ApiSettings()
+    limits: LimitsSettings = LimitsSettings()
+    storage: StorageSettings = StorageSettings()
     jobs: JobsSettings = JobsSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     observability: ObservabilitySettings = ObservabilitySettings()
