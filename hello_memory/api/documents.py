@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, File, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.api.app import Namespace, manager_of
-from hello_memory.api.security import confine_path
+from hello_memory.api.security import confine_path, safe_upload_name
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.stores.uploads import upload_folder
@@ -73,7 +73,8 @@ def save_upload(request: Request, namespace: str, upload: UploadFile, kind: str)
     data = upload.file.read()
     if not data:
         raise InvalidInputError(f"uploaded file {upload.filename!r} is empty")
-    name = _SAFE_NAME.sub("_", Path(upload.filename or "upload").name).strip("._") or "upload"
+    name = safe_upload_name(upload.filename)  # keeps the extension, fits the file system
+    request.app.state.manager.stores.check_disk(2 * len(data))  # 507 before writing
     folder = upload_folder(request.app.state.settings.data_dir, kind, namespace, data)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name

@@ -144,9 +144,20 @@ def get_memory(memory_id: str, namespace: Namespace, mm: Manager) -> dict[str, A
 @router.patch("/memories/{memory_id}")
 def update_memory(memory_id: str, body: UpdateMemory, namespace: Namespace,
                   mm: Manager) -> dict[str, Any]:
-    """Change content (re-embedded), importance or metadata."""
+    """Change content (re-embedded), importance or metadata. An image or audio memory's
+    stored file (``metadata.source``) cannot be changed: it is kept when left out."""
+    metadata = body.metadata
+    if metadata is not None:
+        current = mm.stores.records.get_item(namespace, memory_id)
+        if current.memory_type.value == "perceptual":
+            kept = current.metadata.get("source")
+            if "source" in metadata and metadata["source"] != kept:
+                raise InvalidInputError("metadata.source of a media memory names its stored "
+                                        "file and cannot be changed; add the file again")
+            if kept is not None:
+                metadata = {**metadata, "source": kept}
     item = mm.update(memory_id, namespace=namespace, content=body.content,
-                     importance=body.importance, metadata=body.metadata)
+                     importance=body.importance, metadata=metadata)
     return item_to_json(item)
 
 

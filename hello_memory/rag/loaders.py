@@ -177,7 +177,9 @@ def load_file(path: Path, *, max_bytes: int, max_line_chars: int) -> LoadedDocum
         data = path.read_bytes()
     except OSError as exc:
         raise DocumentReadError(name, f"cannot be read: {exc.strerror or exc}") from exc
-    markdown, title = to_markdown(name, suffix, data)
+    from hello_memory.rag.safe_parse import convert  # limits, worker (PDF, Office)
+
+    markdown, title = convert(name, suffix, data)
     check_text(name, markdown, max_line_chars=max_line_chars)
     return LoadedDocument(
         path=path, markdown=markdown, content_hash=hashlib.sha256(data).hexdigest(),

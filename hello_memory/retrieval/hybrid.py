@@ -73,7 +73,12 @@ from hello_memory.text.people import (
     without_title,
 )
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
-from hello_memory.validation import require_namespace, validate_content, validate_top_k
+from hello_memory.validation import (
+    check_text,
+    require_namespace,
+    validate_query,
+    validate_top_k,
+)
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
@@ -200,7 +205,7 @@ class HybridRetriever:
     def plan(self, query: str, *, reference_time: datetime | None = None,
              enable_planning: bool | None = None) -> RetrievalPlan:
         """Analyse ``query`` and choose the queries to run (see the module docstring)."""
-        validate_content(query)
+        validate_query(query)
         if reference_time is not None and (not isinstance(reference_time, datetime)
                                            or reference_time.tzinfo is None):
             raise InvalidInputError("reference_time must be a timezone-aware datetime")
@@ -254,8 +259,12 @@ class HybridRetriever:
         :class:`~hello_memory.stores.records.ItemFilter`), default: those still true.
         """
         ns = require_namespace(namespace)
-        validate_content(query)
+        validate_query(query)
         validate_top_k(top_k)
+        for name, value in (("user_id", user_id), ("agent_id", agent_id),
+                            ("session_id", session_id)):
+            if isinstance(value, str):
+                check_text(name, value)
         chosen = recipe_named(recipe)
         types = self._types(memory_types)
         active = self._views(views if views is not None else chosen.views)
