@@ -83,13 +83,23 @@ def save_upload(request: Request, namespace: str, upload: UploadFile, kind: str)
     return path
 
 
+def display_name(filename: str | None, fallback: str) -> str:
+    """The name an uploaded file is cited by: the client's file name without any
+    folder part or control characters (at most 200 characters)."""
+    base = re.split(r"[\\/]", filename or "")[-1]
+    clean = "".join(ch for ch in base if ch.isprintable()).strip()
+    return clean[:200] or fallback
+
+
 @router.post("/documents", status_code=201)
 def ingest_upload(request: Request, namespace: Namespace, rag: Rag,
                   files: Annotated[list[UploadFile], File(description="documents")]
                   ) -> dict[str, Any]:
-    """Ingest uploaded documents (Markdown, text, PDF, Office... as the rag extra reads)."""
+    """Ingest uploaded documents (Markdown, text, PDF, Office... as the rag extra reads).
+    Citations name each by the file name it was uploaded with."""
     paths = [save_upload(request, namespace, f, "documents") for f in files]
-    report = rag.ingest(paths, namespace=namespace)
+    names = {str(p): display_name(f.filename, p.name) for p, f in zip(paths, files, strict=True)}
+    report = rag.ingest(paths, namespace=namespace, names=names)
     return dict(report.as_dict())
 
 

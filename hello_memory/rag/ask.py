@@ -44,7 +44,8 @@ def pack_context(hits: Sequence[RAGHit], budget: int, counter: TokenCounter
 
 def _citations(passages: Sequence[RAGHit], numbers: Sequence[int]) -> list[Citation]:
     return [Citation(n, passages[n - 1].source, passages[n - 1].heading_path,
-                     passages[n - 1].chunk_id, passages[n - 1].document_id) for n in numbers]
+                     passages[n - 1].chunk_id, passages[n - 1].document_id,
+                     passages[n - 1].name) for n in numbers]
 
 
 def _extractive(question: str, passages: Sequence[RAGHit], used: int, why: str) -> Answer:

@@ -213,6 +213,9 @@ class FoundFile:
     problem: str | None = None
     error: bool = False
     in_folder: bool = False  # met while walking a folder (not named by the caller)
+    # The name citations show: the file's name when named, its path under the folder
+    # given when met in a folder walk ("manuals/router.pdf").
+    name: str = ""
 
 
 def collect_files(
@@ -238,7 +241,7 @@ def collect_files(
         if root.is_file():
             if root not in seen:
                 seen.add(root)
-                yield FoundFile(str(given), root)
+                yield FoundFile(str(given), root, name=raw.name or root.name)
             continue
         if not root.is_dir():
             yield FoundFile(str(given), None, "is neither a file nor a folder", error=True)
@@ -277,4 +280,5 @@ def _walk(root: Path, follow_symlinks: bool, seen: set[Path]) -> Iterator[FoundF
                 continue
             if target.is_file() and target not in seen:
                 seen.add(target)
-                yield FoundFile(str(entry), target, in_folder=True)
+                yield FoundFile(str(entry), target, in_folder=True,
+                                name=entry.relative_to(root).as_posix())

@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,11 +116,16 @@ class RAGPipeline:
 
     # --- ingestion ------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | os.PathLike[str]], *, namespace: str,
-               follow_symlinks: bool = False, progress: bool = False) -> IngestReport:
+               follow_symlinks: bool = False, progress: bool = False,
+               names: Mapping[str, str] | None = None) -> IngestReport:
         """Index files and folders into ``namespace``. Unchanged files are skipped, a
         changed file's chunks are replaced atomically, and a file that cannot be read
         (or a named file of an unsupported type) is one entry in ``report.failed``
-        while the rest go on; files of other types met inside a folder are skipped."""
+        while the rest go on; files of other types met inside a folder are skipped.
+
+        Citations name a document by its file name (a named file) or its path under
+        the folder given (a folder walk); ``names`` maps a path as given to the name
+        to show instead (the REST upload passes the uploaded file's original name)."""
         ns = self._ready(namespace)
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
@@ -134,7 +140,8 @@ class RAGPipeline:
                     report.skipped.append((str(f.resolved), "unsupported file type "
                                            f"{f.resolved.suffix or '(no extension)'!r}"))
                 elif f.resolved is not None:
-                    self._ingest_one(ns, f.resolved, report, advance_chunks)
+                    name = (names or {}).get(f.given) or f.name or f.resolved.name
+                    self._ingest_one(ns, f.resolved, report, advance_chunks, name)
                 else:
                     (report.failed if f.error else report.skipped).append(
                         (f.given, f.problem or "skipped"))
@@ -143,7 +150,7 @@ class RAGPipeline:
         return report
 
     def _ingest_one(self, ns: str, path: Path, report: IngestReport,
-                    progress: Progress | None) -> None:
+                    progress: Progress | None, name: str) -> None:
         s = self.settings
         source = str(path)
         try:
@@ -154,9 +161,11 @@ class RAGPipeline:
             return
         existing = self.index.records.find_document(ns, source)
         if existing is not None and existing.content_hash == loaded.content_hash \
-                and existing.metadata.get("index_signature") == self.signature:
+                and existing.metadata.get("index_signature") == self.signature \
+                and existing.metadata.get("name") == name:
             report.skipped.append((source, "unchanged"))
             return
+        loaded = replace(loaded, metadata={**loaded.metadata, "name": name})
         try:
             doc_id, n = self._index_document(ns, source, loaded, existing, progress)
         except DocumentError as exc:
@@ -210,7 +219,8 @@ class RAGPipeline:
         now = utcnow()
         loaded = LoadedDocument(path=Path(key), markdown=text, content_hash=digest,
                                 modified_time=now, size=len(text.encode("utf-8", "replace")),
-                                metadata={"format": "text", **dict(metadata or {})})
+                                metadata={"format": "text", **dict(metadata or {}),
+                                          "name": source})
         return self._index_document(ns, key, loaded, existing, None)[0]
 
     # --- reads ----------------------------------------------------------------------

@@ -10,8 +10,9 @@ record is never returned) and, optionally, reordered by a pluggable reranker.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -149,6 +150,24 @@ def rrf_fuse(lists: Mapping[str, Sequence[str]], k: int) -> list[tuple[str, floa
                   key=lambda t: (-t[1], min(t[2].values()), t[0]))
 
 
+def default_name(source: str) -> str:
+    """A document's name when it was stored without one: a file's name, else the
+    source as given (text added under a source name)."""
+    return PurePath(source).name if PurePath(source).is_absolute() else source
+
+
+def document_names(index: ChunkIndex, namespace: str, document_ids: Collection[str]
+                   ) -> dict[str, str]:
+    """The ``name`` of each document (stored with it on ingest), by id."""
+    out: dict[str, str] = {}
+    for doc_id in sorted(document_ids):
+        doc = index.records.find_document(namespace, doc_id)
+        name = doc.metadata.get("name") if doc is not None else None
+        if isinstance(name, str) and name:
+            out[doc_id] = name
+    return out
+
+
 def search_chunks(
     index: ChunkIndex,
     namespace: str,
@@ -178,11 +197,13 @@ def search_chunks(
             lists[f"{v.name}:bm25"] = [h.id for h in hits]
     fused = rrf_fuse(lists, rrf_k)[:limit]
     chunks = {c.id: c for c in index.records.get_chunks(namespace, [f[0] for f in fused])}
+    names = document_names(index, namespace, {c.document_id for c in chunks.values()})
     hits_out = [
         RAGHit(chunk_id=c.id, document_id=c.document_id, source=c.source_path,
                heading_path=c.heading_path, content=c.content, score=score,
                ordinal=c.ordinal, start=c.start, end=c.end, token_count=c.token_count,
-               language=c.language, views=views)
+               language=c.language, views=views,
+               name=names.get(c.document_id) or default_name(c.source_path))
         for cid, score, views in fused if (c := chunks.get(cid)) is not None
     ]
     if reranker is not None and hits_out:

@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Answer", "Citation", "IngestReport", "RAGHit"]
+__all__ = ["Answer", "Citation", "IngestReport", "RAGHit", "cite"]
+
+
+def cite(name: str, heading_path: str) -> str:
+    """How a passage is cited: ``leave-policy.docx > Annual leave``."""
+    return f"{name} > {heading_path}" if heading_path else name
 
 
 @dataclass
@@ -59,11 +64,14 @@ class RAGHit:
     language: str | None = None
     views: dict[str, int] = field(default_factory=dict)
     rerank_score: float | None = None
+    name: str = ""  # the document's name for people (see DocumentRecord "name")
 
     @property
     def citation(self) -> str:
-        """``source › heading path`` (just the source for text without headings)."""
-        return f"{self.source} › {self.heading_path}" if self.heading_path else self.source
+        """``name > heading path``: the document's name (the uploaded file's original
+        name, the path under the folder ingested, the text's source), then where in
+        it; just the name for text without headings."""
+        return cite(self.name or self.source, self.heading_path)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -72,7 +80,7 @@ class RAGHit:
             "score": self.score, "ordinal": self.ordinal, "start": self.start, "end": self.end,
             "token_count": self.token_count, "language": self.language,
             "views": dict(self.views), "rerank_score": self.rerank_score,
-            "citation": self.citation,
+            "name": self.name or self.source, "citation": self.citation,
         }
 
 
@@ -85,15 +93,17 @@ class Citation:
     heading_path: str
     chunk_id: str
     document_id: str
+    name: str = ""
 
     @property
     def label(self) -> str:
-        where = f"{self.source} › {self.heading_path}" if self.heading_path else self.source
-        return f"[{self.number}] {where}"
+        """``[n] name > heading path``."""
+        return f"[{self.number}] {cite(self.name or self.source, self.heading_path)}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"number": self.number, "source": self.source, "heading_path": self.heading_path,
-                "chunk_id": self.chunk_id, "document_id": self.document_id}
+                "chunk_id": self.chunk_id, "document_id": self.document_id,
+                "name": self.name or self.source, "label": self.label}
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ def test_ingest_folder_then_ask(tmp_path: Path) -> None:
                                     "-n", "kb"], env=env)
     assert result.exit_code == 0, result.output
     assert "No LLM is configured" in result.output
-    assert "plan.pptx › Quarterly Plan" in result.output and "third quarter" in result.output
+    assert "[1] plan.pptx > Quarterly Plan" in result.output and "third quarter" in result.output
 
     result = runner.invoke(_app(), ["--data-dir", data, "ingest", str(tmp_path / "docs" /
                                     "plan.pptx"), "-n", "kb", "--json"], env=env)

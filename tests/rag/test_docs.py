@@ -21,5 +21,5 @@ def test_doc_example_runs(block: str, tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "router.md › Router manual > Reset" in out.stdout
+    assert "router.md > Router manual > Reset" in out.stdout
     assert "1 files, 2 chunks, failed: []" in out.stdout

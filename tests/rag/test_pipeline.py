@@ -52,7 +52,8 @@ def test_mixed_folder_is_ingested_and_every_format_is_found(rag: RAGPipeline,
         assert top.views, "the hit says which views found it"
     [hit] = rag.search("disk space", namespace="kb", top_k=1)
     assert hit.heading_path == "Install Guide > Requirements"
-    assert hit.citation == f"{files['docx'].resolve()} › Install Guide > Requirements"
+    assert hit.citation == "guide.docx > Install Guide > Requirements"  # name, not path
+    assert hit.source == str(files['docx'].resolve())
 
 
 def test_reingest_unchanged_does_nothing_and_changed_replaces(rag: RAGPipeline,
