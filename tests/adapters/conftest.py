@@ -10,12 +10,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from adapter_helpers import make_manager
 
 from hello_memory.aio import AsyncMemoryManager
-from hello_memory.config import load_settings
-from hello_memory.factory import open_stores
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.text.entities import RuleExtractor
 
 
 @pytest.fixture(scope="session")
@@ -23,12 +21,6 @@ def embedder() -> Any:
     from hello_memory.embedding import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
-
-
-def make_manager(data_dir: Path, embedder: Any) -> MemoryManager:
-    settings = load_settings(environ={}, data_dir=data_dir)
-    return MemoryManager(open_stores(settings, embedder=embedder), extractor=RuleExtractor(),
-                         default_namespace=settings.default_namespace)
 
 
 @pytest.fixture
