@@ -1,0 +1,269 @@
+"""Facts that update (issue 15, part 2) without an LLM: the rules of text/facts.py,
+validity on the records, default search without superseded memories, ``as_of``
+(Python, REST, MCP, CLI), export with validity, and the v4 -> v5 migration."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from asgi_client import AsgiApi  # tests/ is on sys.path
+from typer.testing import CliRunner
+
+from hello_memory.config import load_settings
+from hello_memory.factory import open_stores
+from hello_memory.memory.manager import MemoryManager
+from hello_memory.stores.records import SCHEMA_VERSION, RecordStore
+from hello_memory.text.entities import RuleExtractor
+from hello_memory.text.facts import parse_fact, same_value
+from hello_memory.text.people import SELF_ENTITY
+from hello_memory.types import MemoryItem
+
+T0 = datetime(2023, 1, 10, tzinfo=timezone.utc)
+T1 = datetime(2024, 3, 5, tzinfo=timezone.utc)
+NS = "people"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Any:
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+def make(data: Path, embedder: Any, **settings: Any) -> MemoryManager:
+    s = load_settings(environ={}, data_dir=data, **settings)
+    return MemoryManager(open_stores(s, embedder=embedder), extractor=RuleExtractor(),
+                         supersede=s.memory.supersede)
+
+
+@pytest.fixture
+def mm(tmp_path: Path, embedder: Any) -> Iterator[MemoryManager]:
+    m = make(tmp_path / "data", embedder)
+    yield m
+    m.close()
+
+
+# --- the rules ------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "subject", "attribute", "value"), [
+    ("Tom lives in Oslo.", "tom", "residence", "oslo"),
+    ("Tom moved from Oslo to Bergen last spring.", "tom", "residence", "bergen"),
+    ("I moved to Munich in 2023.", SELF_ENTITY, "residence", "munich"),
+    ("The user works at Equinor.", SELF_ENTITY, "employer", "equinor"),
+    ("Anna now works for Statkraft.", "anna", "employer", "statkraft"),
+    ("Anna is married to Tom Berg.", "anna", "spouse", "tom berg"),
+    ("I'm married to Mia.", SELF_ENTITY, "spouse", "mia"),
+    ("My wife works at IKEA.", "role:the user:wife", "employer", "ikea"),
+    ("My phone number is 555-0142.", SELF_ENTITY, "phone", "555-0142"),
+    ("李伟住在北京。", "李伟", "residence", "北京"),
+    ("李伟去年搬到了杭州。", "李伟", "residence", "杭州"),
+    ("我在阿里巴巴工作。", SELF_ENTITY, "employer", "阿里巴巴"),
+    ("我跳槽到了腾讯。", SELF_ENTITY, "employer", "腾讯"),
+    ("王芳和李伟结婚了。", "王芳", "spouse", "李伟"),
+    ("我的手机号是13800001111。", SELF_ENTITY, "phone", "13800001111"),
+])
+def test_rules_read_single_valued_facts(text: str, subject: str, attribute: str,
+                                        value: str) -> None:
+    fact = parse_fact(text)
+    assert fact is not None, text
+    assert (fact.subject, fact.attribute, fact.value) == (subject, attribute, value)
+
+
+@pytest.mark.parametrize("text", [
+    "She moved to Paris.",                 # no subject to hold it to
+    "Tom no longer lives in Oslo.",        # a negation states no value
+    "Tom joined a book club.",             # joining a club is no employer
+    "Alice prefers green tea.",            # preferences hold several at once
+    "The meeting moved to Tuesday.",
+    "他搬到了上海。",
+    "李伟不再住在北京了。",
+])
+def test_rules_leave_unclear_cases_alone(text: str) -> None:
+    assert parse_fact(text) is None
+
+
+def test_values_compare_loosely() -> None:
+    assert same_value("New York", "new york city") and same_value("杭州", "杭州市")
+    assert not same_value("Oslo", "Bergen") and not same_value("北京", "杭州")
+
+
+# --- validity through the manager ------------------------------------------------------
+def add(mm: MemoryManager, content: str, when: datetime, **kw: Any) -> MemoryItem:
+    return mm.add(content, namespace=NS, event_time=when, **kw)
+
+
+def contents(hits: Any) -> list[str]:
+    return [h.item.content for h in hits]
+
+
+def test_a_move_supersedes_the_old_home_and_as_of_finds_it(mm: MemoryManager,
+                                                             tmp_path: Path) -> None:
+    old = add(mm, "Tom lives in Oslo.", T0)
+    other = add(mm, "Anna lives in Oslo.", T0)  # another subject: never touched
+    new = add(mm, "Tom moved from Oslo to Bergen.", T1)
+    before = mm.get(old.id, namespace=NS)
+    assert before.valid_to == T1 and before.superseded_by == new.id
+    assert before.valid_from == T0 and before.event_time == T0  # event time kept
+    assert mm.get(other.id, namespace=NS).valid_to is None
+    assert new.valid_to is None and new.superseded_by is None
+
+    now = contents(mm.search("Where does Tom live?", namespace=NS, top_k=5))
+    assert "Tom lives in Oslo." not in now and "Tom moved from Oslo to Bergen." in now
+    then = contents(mm.search("Where does Tom live?", namespace=NS, top_k=5,
+                              as_of=T0 + timedelta(days=30)))
+    assert "Tom lives in Oslo." in then and "Tom moved from Oslo to Bergen." not in then
+    # the same through the filters mapping, and after the move
+    later = contents(mm.search("Where does Tom live?", namespace=NS,
+                               filters={"as_of": T1 + timedelta(days=1)}))
+    assert "Tom moved from Oslo to Bergen." in later and "Tom lives in Oslo." not in later
+
+    # nothing is deleted: export holds both, with their validity
+    out = tmp_path / "export.jsonl"
+    assert mm.export_jsonl(out, namespace=NS) == 3
+    rows = {r["content"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert rows["Tom lives in Oslo."]["valid_to"] == T1.isoformat()
+    assert rows["Tom lives in Oslo."]["superseded_by"] == new.id
+    assert rows["Tom moved from Oslo to Bergen."]["valid_to"] is None
+    # ... and an import elsewhere keeps it
+    with make(tmp_path / "copy", mm.stores.embedder) as copy:
+        assert copy.import_jsonl(out)["imported"] == 3
+        again = copy.get(old.id, namespace=NS)
+        assert again.valid_to == T1 and again.superseded_by == new.id
+        assert "Tom lives in Oslo." not in contents(copy.search("Where does Tom live?",
+                                                                namespace=NS))
+    audit = mm.stores.records.list_audit(NS)
+    assert any(a["action"] == "supersede" and a["details"]["superseded"] == [old.id]
+               for a in audit)
+
+
+def test_chinese_and_the_other_attributes(mm: MemoryManager) -> None:
+    home = add(mm, "李伟住在北京。", T0)
+    other = add(mm, "王芳住在北京。", T0)
+    moved = add(mm, "李伟去年搬到了杭州。", T1)
+    job = add(mm, "我在阿里巴巴工作。", T0)
+    switched = add(mm, "我跳槽到了腾讯。", T1)
+    wed = add(mm, "Anna is married to Tom Berg.", T0)
+    rewed = add(mm, "Anna is married to Erik Lund.", T1)
+    works = add(mm, "Erik works at Equinor.", T0)
+    now = add(mm, "Erik now works for Statkraft.", T1)
+    for old, new in ((home, moved), (job, switched), (wed, rewed), (works, now)):
+        got = mm.get(old.id, namespace=NS)
+        assert (got.superseded_by, got.valid_to) == (new.id, T1), old.content
+    assert mm.get(other.id, namespace=NS).superseded_by is None
+    hits = contents(mm.search("李伟住在哪里？", namespace=NS))
+    assert "李伟住在北京。" not in hits and "李伟去年搬到了杭州。" in hits
+
+
+def test_restating_and_other_subjects_supersede_nothing(mm: MemoryManager) -> None:
+    first = add(mm, "Tom lives in Bergen.", T0)
+    again = add(mm, "Tom still lives in Bergen.", T1)
+    sister = add(mm, "Tom's sister lives in Rome.", T1)
+    unclear = add(mm, "She moved to Paris.", T1)
+    for item in (first, again, sister, unclear):
+        assert mm.get(item.id, namespace=NS).valid_to is None, item.content
+
+
+def test_an_older_fact_added_later_ends_its_own_validity(mm: MemoryManager) -> None:
+    current = add(mm, "Tom lives in Bergen.", T1)
+    past = add(mm, "Tom lived in Oslo.", T0)  # learnt later, about an earlier time
+    assert past.valid_to == T1 and past.superseded_by == current.id
+    assert mm.get(current.id, namespace=NS).valid_to is None
+    # a third home in between takes its place in the chain
+    middle = add(mm, "Tom moved to Stavanger.", T0 + timedelta(days=100))
+    assert mm.get(past.id, namespace=NS).superseded_by == middle.id
+    mid = mm.get(middle.id, namespace=NS)
+    assert (mid.valid_to, mid.superseded_by) == (T1, current.id)
+
+
+def test_supersede_off_and_working_memory(tmp_path: Path, embedder: Any) -> None:
+    with make(tmp_path / "off", embedder, memory={"supersede": "off"}) as off:
+        a = add(off, "Tom lives in Oslo.", T0)
+        add(off, "Tom moved to Bergen.", T1)
+        assert off.get(a.id, namespace=NS).valid_to is None
+    with make(tmp_path / "on", embedder) as on:
+        a = add(on, "Tom lives in Oslo.", T0)
+        add(on, "Tom moved to Bergen.", T1, memory_type="working")  # not a stored fact
+        assert on.get(a.id, namespace=NS).valid_to is None
+
+
+# --- interfaces -------------------------------------------------------------------------
+def test_as_of_over_rest_mcp_and_cli(tmp_path: Path, embedder: Any) -> None:
+    from hello_memory.api import create_app
+    from hello_memory.cli import app
+    from hello_memory.mcp_server import build_server
+
+    data = tmp_path / "data"
+    settings = load_settings(environ={}, data_dir=data, api={"api_keys": {"k": ["*"]}})
+    mm = MemoryManager(open_stores(settings, embedder=embedder), extractor=RuleExtractor())
+    add(mm, "Tom lives in Oslo.", T0)
+    add(mm, "Tom moved from Oslo to Bergen.", T1)
+    then = (T0 + timedelta(days=30)).isoformat()
+    try:
+        api = AsgiApi(create_app(settings, manager=mm), headers={"Authorization": "Bearer k"})
+        body = {"query": "Where does Tom live?", "top_k": 5}
+        now = api("POST", "/v1/search", params={"namespace": NS}, json=body).json()["hits"]
+        old = api("POST", "/v1/search", params={"namespace": NS},
+                  json={**body, "as_of": then}).json()["hits"]
+        assert "Tom lives in Oslo." not in [h["content"] for h in now]
+        assert [h["content"] for h in old] == ["Tom lives in Oslo."]
+        assert old[0]["memory"]["superseded_by"] is not None
+        server = build_server(mm, settings, ["*"])
+        result = anyio.run(server.call_tool, "recall",
+                           {"namespace": NS, "query": "Where does Tom live?", "as_of": then})
+        assert "Tom lives in Oslo." in json.dumps(result, default=str, ensure_ascii=False)
+    finally:
+        mm.close()
+    out = CliRunner().invoke(app, ["--data-dir", str(data), "search", "Where does Tom live?",
+                                   "--namespace", NS, "--as-of", then[:10], "--json"],
+                             env={"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"})
+    assert out.exit_code == 0, out.output
+    assert [h["content"] for h in json.loads(out.stdout)] == ["Tom lives in Oslo."]
+
+
+# --- migration ------------------------------------------------------------------------
+def test_migration_v4_to_v5_keeps_data_and_backfills(tmp_path: Path) -> None:
+    db = tmp_path / "records.db"
+    store = RecordStore(f"sqlite:///{db}")
+    store.open()
+    a = MemoryItem(content="Tom lives in Oslo.", namespace=NS, event_time=T0)
+    b = MemoryItem(content="我跳槽到了腾讯。", namespace=NS, event_time=T1,
+                   metadata={"k": 1}, importance=0.8)
+    store.add_items([a, b])
+    store.close()
+    # back to v4: none of v5's columns, indexes or tables
+    conn = sqlite3.connect(db)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "hm_memory_times" in tables:  # v5's mentioned times (the same step)
+        conn.execute("DROP TABLE hm_memory_times")
+    conn.executescript("""
+        DROP INDEX ix_items_ns_valid_to; DROP INDEX ix_items_ns_fact_key;
+        ALTER TABLE hm_memory_items DROP COLUMN fact_key;
+        ALTER TABLE hm_memory_items DROP COLUMN valid_from;
+        ALTER TABLE hm_memory_items DROP COLUMN valid_to;
+        ALTER TABLE hm_memory_items DROP COLUMN superseded_by;
+        UPDATE hm_schema_meta SET value='4' WHERE key='schema_version';
+    """)
+    conn.commit()
+    conn.close()
+    store = RecordStore(f"sqlite:///{db}")
+    store.open()
+    try:
+        assert (tmp_path / "records.db.v4.bak").exists()
+        got = {i.id: i for i in store.get_items(NS, [a.id, b.id])}
+        assert got[a.id].content == a.content and got[b.id].metadata == {"k": 1}
+        assert got[b.id].importance == 0.8
+        assert got[a.id].valid_from == T0 and got[b.id].valid_from == T1
+        assert all(i.valid_to is None and i.superseded_by is None for i in got.values())
+        assert [i.id for i in store.same_fact(NS, f"{SELF_ENTITY}|employer")] == [b.id]
+        assert [i.id for i in store.same_fact(NS, "tom|residence")] == [a.id]
+    finally:
+        store.close()
+    version = sqlite3.connect(db).execute(
+        "SELECT value FROM hm_schema_meta WHERE key='schema_version'").fetchone()[0]
+    assert int(version) == SCHEMA_VERSION >= 5
