@@ -136,6 +136,12 @@ def to_markdown(path: str, suffix: str, data: bytes) -> tuple[str, str | None]:
             path, f"unsupported file type {suffix or '(no extension)'!r}; supported: "
             + ", ".join(sorted(SUPPORTED_SUFFIXES)))
     _check_container(path, suffix, data)
+    if suffix == ".pdf":  # headings from the text layer's fonts (rag/pdf.py), when it has them
+        from hello_memory.rag.pdf import pdf_markdown
+
+        headed = pdf_markdown(data)
+        if headed is not None and "\x00" not in headed and _control_share(headed) <= 0.01:
+            return headed, None
     converter = _converter(path, suffix)
     from markitdown import StreamInfo
 
