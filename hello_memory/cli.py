@@ -1,7 +1,14 @@
 """The ``hello-memory`` command (typer + rich).
 
-Settings come from ``--config`` (or ``HELLO_MEMORY_CONFIG``), then ``HELLO_MEMORY__*``
+Settings come from ``--config`` (or ``HELLO_MEMORY_CONFIG``, else ``./hello-memory.yaml``
+when there is one: what ``hello-memory init`` writes), then ``HELLO_MEMORY__*``
 environment variables, then ``--data-dir`` / per-command options.
+
+While ``hello-memory serve`` holds the data directory (its ``server.json`` there names
+it, :mod:`hello_memory.server_info`), or with ``--server URL``, the commands ``stats``,
+``search``, ``show``, ``export``, ``add`` and ``jobs ...`` run through that server's REST
+API (:mod:`hello_memory.remote`) and print the same output; the others say in one line
+that they cannot, and exit 4 (README "Servers").
 
 Exit codes: 0 success; 1 unexpected error (traceback only with ``--debug``); 2 bad
 usage, configuration or input; 3 not found; 4 a backend, server or model is
@@ -10,11 +17,13 @@ unavailable or failed; 130 interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -23,7 +32,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hello_memory.config import Settings, load_settings
+from hello_memory.config import CONFIG_ENV_VAR, Settings, load_settings
 from hello_memory.errors import (
     BackendUnavailableError,
     EmbeddingError,
@@ -32,6 +41,8 @@ from hello_memory.errors import (
     NotFoundError,
     StoreError,
 )
+from hello_memory.remote import Backend, LocalBackend, ServerClient
+from hello_memory.server_info import ServerInfo, live_server
 from hello_memory.types import MemoryType
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -94,17 +105,100 @@ def handled(fn: F) -> F:
 
 @app.callback()
 def _root(config: ConfigOpt = None, data_dir: DataDirOpt = None,
+          server: Annotated[str | None, typer.Option(
+              "--server", envvar="HELLO_MEMORY_SERVER", metavar="URL",
+              help="Run stats, search, show, export, add and jobs through the "
+              "hello-memory server at URL (found by itself when it holds the data "
+              "directory).")] = None,
+          api_key: Annotated[str | None, typer.Option(
+              "--api-key", envvar="HELLO_MEMORY_API_KEY",
+              help="API key for the server (default: an admin key, granted '*', of "
+              "api.api_keys in these settings).")] = None,
           verbose: Annotated[bool, typer.Option(help="Log at INFO level.")] = False,
           debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False) -> None:
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO if verbose
                         else logging.WARNING, format="%(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
-    _state.update(config=config, debug=debug,
+    _state.update(config=config, debug=debug, server=server, api_key=api_key,
                   overrides={"data_dir": data_dir} if data_dir else {})
 
 
+DEFAULT_CONFIG = Path("hello-memory.yaml")  # what `init` writes, read when present
+
+
+def _config_path() -> Path | None:
+    """``--config``; else None when ``$HELLO_MEMORY_CONFIG`` is set (load_settings reads
+    it; set empty, it means no file); else ``./hello-memory.yaml`` if it exists."""
+    given: Path | None = _state.get("config")
+    if given is not None:
+        return given
+    if CONFIG_ENV_VAR in os.environ:
+        return None
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
+
+
 def _settings() -> Settings:
-    return load_settings(_state.get("config"), **_state.get("overrides", {}))
+    return load_settings(_config_path(), **_state.get("overrides", {}))
+
+
+# --- the server next to the CLI (README "Servers") --------------------------------------
+def _held_by(settings: Settings) -> ServerInfo | None:
+    """The live server that holds this data directory's embedded stores, if any."""
+    info = live_server(settings.data_dir)
+    return info if info is not None and info.exclusive else None
+
+
+def _server_key(settings: Settings) -> str | None:
+    """``--api-key`` / ``$HELLO_MEMORY_API_KEY``, else an admin key (granted ``*``) of
+    these settings' ``api.api_keys`` (the server's, when both read the same config),
+    else none (a loopback server with ``api.auth_disabled``)."""
+    given: str | None = _state.get("api_key")
+    if given:
+        return given
+    return next((key for key, patterns in settings.api.api_keys.items() if "*" in patterns),
+                None)
+
+
+@contextlib.contextmanager
+def _backend(*, embeds: bool = True) -> Iterator[Backend]:
+    """Where a server-capable command runs: through ``--server URL``, through the
+    server that holds the data directory, or on the stores opened here."""
+    settings = _settings()
+    url: str | None = _state.get("server")
+    if not url:
+        held = _held_by(settings)
+        if held is not None:
+            url = held.url
+            if err.is_terminal:
+                err.print(f"(through {held.describe()}, which holds "
+                          f"{settings.data_dir})", style="dim", highlight=False)
+    if url:
+        with ServerClient(url, api_key=_server_key(settings),
+                          default_namespace=settings.default_namespace) as client:
+            yield client
+        return
+    _, mm = _open(settings, embeds=embeds)
+    with mm:
+        yield LocalBackend(mm)
+
+
+def _local_only(command: str, settings: Settings | None = None) -> Settings:
+    """The settings, when ``command`` may open the stores here; else (``--server``
+    given, or a live server holds the data directory) one line and exit 4."""
+    settings = settings or _settings()
+    url = _state.get("server")
+    if url:
+        raise BackendUnavailableError(
+            f"{command} cannot run through a server (--server {url}): it opens the stores "
+            "itself; run it without --server, or use the server's REST API "
+            f"({url.rstrip('/')}/docs)")
+    held = _held_by(settings)
+    if held is not None:
+        raise BackendUnavailableError(
+            f"{command} cannot run while {held.describe()} holds the data directory "
+            f"{settings.data_dir}: stop the server first, or use its REST API "
+            f"({held.url}/docs)")
+    return settings
 
 
 class _NoLoadEmbedder:
@@ -195,11 +289,12 @@ DEMO_QUERIES = [
 BREAKDOWN_MIN_WIDTH = 110  # narrower terminals get score, type and memory only
 
 
-def _hits_table(title: str, hits: Any, *, ids: bool = False,
+def _hits_table(title: str, hits: list[dict[str, Any]], *, ids: bool = False,
                 width: int | None = None) -> Table:
-    """One row per hit. The breakdown columns (sim, recency, graph) only when the
-    terminal has room for them; with ``ids`` each memory cell ends with the full id on
-    its own line (what ``show`` takes), so no id column squeezes the text."""
+    """One row per hit (as ``hit_to_json`` and the REST API give them). The breakdown
+    columns (sim, recency, graph) only when the terminal has room for them; with
+    ``ids`` each memory cell ends with the full id on its own line (what ``show``
+    takes), so no id column squeezes the text."""
     from rich.text import Text
 
     wide = (console.width if width is None else width) >= BREAKDOWN_MIN_WIDTH
@@ -209,13 +304,13 @@ def _hits_table(title: str, hits: Any, *, ids: bool = False,
         table.add_column(col, justify="left" if col in ("type", "memory") else "right",
                          no_wrap=col != "memory", ratio=1 if col == "memory" else None)
     for h in hits:
-        b = h.breakdown
-        cell = Text(h.item.content)
+        b = h.get("breakdown") or {}
+        cell = Text(h["content"])
         if ids:
             cell.append("\n")
-            cell.append(f"id {h.id}", style="dim")
-        table.add_row(f"{h.score:.3f}", h.memory_type.value,
-                      *([f"{b.similarity:.2f}", f"{b.recency:.2f}", f"{b.graph:.2f}"]
+            cell.append(f"id {h['id']}", style="dim")
+        table.add_row(f"{h['score']:.3f}", h["memory_type"],
+                      *([f"{b.get(k, 0.0):.2f}" for k in ("similarity", "recency", "graph")]
                         if wide else []), cell)
     return table
 
@@ -224,7 +319,7 @@ def _hits_table(title: str, hits: Any, *, ids: bool = False,
 @handled
 def demo(top_k: int = typer.Option(3, min=1, max=20, help="Results per query.")) -> None:
     """Store a handful of memories (first run only), search them, print results."""
-    settings, mm = _open()
+    settings, mm = _open(_local_only("demo"))
     with mm:
         existing = mm.stats(DEMO_NAMESPACE)["total"]
         if existing:
@@ -236,9 +331,11 @@ def demo(top_k: int = typer.Option(3, min=1, max=20, help="Results per query."))
                           "(SQLite records, embedded Qdrant vectors, entity graph).")
         mm.add("The user is reading the hello-memory demo right now.", "working",
                namespace=DEMO_NAMESPACE)
+        from hello_memory.memory.manager import hit_to_json
+
         for query in DEMO_QUERIES:
             hits = mm.search(query, top_k=top_k, namespace=DEMO_NAMESPACE)
-            console.print(_hits_table(f"search: {query}", hits))
+            console.print(_hits_table(f"search: {query}", [hit_to_json(h) for h in hits]))
         st = mm.stats(DEMO_NAMESPACE)
         console.print(f"namespace {DEMO_NAMESPACE!r}: {st['by_type']} | vectors {st['vectors']} | "
                       f"graph {st['graph']}. Working memory is per process; the rest persists: "
@@ -256,7 +353,7 @@ def init(path: Annotated[Path, typer.Argument(help="Config file to write.")
 
     if path.exists() and not force:
         raise InvalidInputError(f"{path} exists; pass --force to overwrite it")
-    settings = _settings()
+    settings = _local_only("init")
     data = settings.model_dump(mode="json", exclude={"api": {"api_keys"}})
     for section in data.values():  # secrets stay in the environment, not in a file
         if isinstance(section, dict):
@@ -270,6 +367,12 @@ def init(path: Annotated[Path, typer.Argument(help="Config file to write.")
     with mm:
         console.print(f"wrote {path}; stores ready in {settings.data_dir.resolve()} "
                       f"(embedding model {settings.embedding.model!r} loaded)")
+    if path.resolve() == DEFAULT_CONFIG.resolve():
+        console.print(f"commands run in {Path.cwd()} read {DEFAULT_CONFIG} "
+                      f"(unless --config or ${CONFIG_ENV_VAR} names another file)")
+    else:
+        console.print(f"pass --config {path} (or export {CONFIG_ENV_VAR}={path}) to use it",
+                      highlight=False)
 
 
 @app.command()
@@ -300,16 +403,25 @@ def add(
             "--type working: working memory lives only as long as the process, so no "
             "later command could find it; use --type episodic or semantic, or add working "
             "memory through the REST API, the MCP server or Python")
-    _, mm = _open(settings)
-    with mm:
-        item = mm.add(content, memory_type, importance, meta, namespace=namespace,
+    with _backend() as be:
+        item = be.add(content, memory_type, importance, meta, namespace=namespace,
                       session_id=session_id, user_id=user_id)
     if as_json:
-        from hello_memory.memory.manager import item_to_json
-
-        _print_json(item_to_json(item))
+        _print_json(item)
     else:
-        print(item.id)
+        print(item["id"])
+
+
+def _as_of_option(value: str | None) -> datetime | None:
+    """``search --as-of``: an ISO 8601 date or time; without an offset, UTC."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}",
+                                 param_hint="--as-of") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 @app.command()
@@ -323,22 +435,23 @@ def search(query: str, namespace: NamespaceOpt = None,
                "dense-only, bm25-only.")] = "hybrid",
            explain: Annotated[bool, typer.Option(
                "--explain", help="Show each hit's per-view ranks and profile parts.")] = False,
+           as_of: Annotated[str | None, typer.Option(
+               "--as-of", help="What was true then (ISO 8601, UTC if no offset): "
+               "memories superseded since are found too.")] = None,
            as_json: JsonOpt = False) -> None:
     """Search every memory type (or --type ones) with the one hybrid search."""
     when = _as_of_option(as_of)
-    _, mm = _open()
-    with mm:
-        hits = mm.search(query, memory_type or None, top_k, namespace=namespace, recipe=recipe,
+    with _backend() as be:
+        hits = be.search(query, memory_type or None, top_k, namespace=namespace, recipe=recipe,
                          as_of=when)
     if as_json:
-        from hello_memory.memory.manager import hit_to_json
-
-        _print_json([hit_to_json(h) for h in hits])
+        _print_json(hits)
     elif explain:
+        from hello_memory.remote import hit_from_json
         from hello_memory.retrieval.fusion import explain as explain_hit
 
         for h in hits:
-            console.print(explain_hit(h), markup=False, highlight=False)
+            console.print(explain_hit(hit_from_json(h)), markup=False, highlight=False)
     else:
         console.print(_hits_table(f"search: {query}", hits, ids=True))
 
@@ -347,11 +460,8 @@ def search(query: str, namespace: NamespaceOpt = None,
 @handled
 def show(memory_id: str, namespace: NamespaceOpt = None, as_json: JsonOpt = False) -> None:
     """Print one memory by id."""
-    from hello_memory.memory.manager import item_to_json
-
-    _, mm = _open(embeds=False)
-    with mm:
-        data = item_to_json(mm.get(memory_id, namespace=namespace))
+    with _backend(embeds=False) as be:
+        data = be.get(memory_id, namespace=namespace)
     if as_json:
         _print_json(data)
         return
@@ -366,9 +476,8 @@ def show(memory_id: str, namespace: NamespaceOpt = None, as_json: JsonOpt = Fals
 @handled
 def stats(namespace: NamespaceOpt = None, as_json: JsonOpt = False) -> None:
     """Counts per memory type and store for one namespace."""
-    _, mm = _open(embeds=False)
-    with mm:
-        data = mm.stats(namespace)
+    with _backend(embeds=False) as be:
+        data = be.stats(namespace)
     if as_json:
         _print_json(data)
         return
@@ -406,25 +515,13 @@ def forget(
 ) -> None:
     """Forget memories: the given ids, or those a strategy picks. Soft by default
     (`hello-memory restore ID...` undoes it)."""
-    settings, mm = _open()
+    settings, mm = _open(_local_only("forget"))
     with mm:
         ns = mm._ns(namespace)
         if ids:
             if strategy or hard:
                 raise InvalidInputError("give ids or a --strategy (--hard), not both")
             done = mm.forget_ids(ids, namespace=ns, dry_run=dry_run)
-def _as_of_option(value: str | None) -> datetime | None:
-    """``search --as-of``: an ISO 8601 date or time; without an offset, UTC."""
-    if value is None:
-        return None
-    try:
-        when = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise typer.BadParameter(f"not an ISO 8601 time: {value!r}",
-                                 param_hint="--as-of") from None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-
-
             result: dict[str, Any] = {"ids": done, "count": len(done), "dry_run": dry_run}
         else:
             j = settings.jobs
@@ -436,9 +533,6 @@ def _as_of_option(value: str | None) -> datetime | None:
                             dry_run=dry_run, hard=hard)
             result = {"ids": list(rep.ids), "count": rep.count, "dry_run": dry_run,
                       "hard": hard, "strategy": rep.strategy}
-           as_of: Annotated[str | None, typer.Option(
-               "--as-of", help="What was true then (ISO 8601, UTC if no offset): "
-               "memories superseded since are found too.")] = None,
     if as_json:
         _print_json(result)
         return
@@ -454,7 +548,7 @@ def restore(ids: Annotated[list[str], typer.Argument(help="Ids to bring back.")]
             namespace: NamespaceOpt = None) -> None:
     """Bring soft-forgotten memories back into search (an unknown id changes nothing
     and exits 3)."""
-    _, mm = _open(embeds=False)
+    _, mm = _open(_local_only("restore"), embeds=False)
     with mm:
         unknown = []
         for mid in ids:
@@ -483,7 +577,7 @@ def consolidate(
     """Promote important memories (episodic -> semantic by default), merging duplicates."""
     from hello_memory.jobs import run_job
 
-    settings, mm = _open()
+    settings, mm = _open(_local_only("consolidate"))
     with mm:
         opts: dict[str, Any] = {"from_type": from_type, "to_type": to_type}
         if threshold is not None:
@@ -500,9 +594,8 @@ def consolidate(
 @handled
 def export_(path: Path, namespace: NamespaceOpt = None) -> None:
     """Write a namespace's memories as JSON lines (vectors are recomputed on import)."""
-    _, mm = _open()
-    with mm, err.status(f"Exporting to {path}..."):
-        n = mm.export_jsonl(path, namespace=namespace)
+    with _backend(embeds=False) as be, err.status(f"Exporting to {path}..."):
+        n = be.export_jsonl(path, namespace=namespace)
     console.print(f"exported {n} memories to {path}")
 
 
@@ -514,7 +607,7 @@ def import_(path: Path, namespace: NamespaceOpt = None) -> None:
         if path.exists():
             raise InvalidInputError(f"{path} is not a file (give a JSON-lines export)")
         raise NotFoundError(f"{path}: no such file")
-    _, mm = _open()
+    _, mm = _open(_local_only("import"))
     with mm, err.status(f"Importing {path} (embedding every memory)..."):
         result = mm.import_jsonl(path, namespace=namespace)
     console.print(f"imported {result['imported']}, skipped {result['skipped']}")
@@ -523,16 +616,25 @@ def import_(path: Path, namespace: NamespaceOpt = None) -> None:
 @app.command()
 @handled
 def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] = None,
-          port: Annotated[int | None, typer.Option(help="Default: api.port.")] = None) -> None:
+          port: Annotated[int | None, typer.Option(
+              min=0, max=65535, help="Default: api.port; 0: any free port (server.json "
+              "in the data directory names it).")] = None) -> None:
     """Run the REST API (FastAPI + uvicorn; OpenAPI at /docs) and the jobs of
     jobs.schedule."""
+    from hello_memory import __version__
     from hello_memory.api import create_app
     from hello_memory.api.security import check_bind
     from hello_memory.memory.manager import MemoryManager
+    from hello_memory.server_info import client_host, remove_info, write_info
 
     settings = _settings()
     bind = host or settings.api.host
     check_bind(settings.api, bind)
+    held = _held_by(settings)
+    if held is not None:  # a live server: say so before loading anything
+        raise BackendUnavailableError(
+            f"the data directory {settings.data_dir} is already served by "
+            f"{held.describe()}; stop that server first, or give another --data-dir")
     import uvicorn
 
     # The stores open before uvicorn starts, so a data directory another process holds
@@ -540,10 +642,48 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     # out of the ASGI lifespan.
     with err.status("Opening stores and loading the embedding model..."):
         mm = MemoryManager.open(settings)
+    # An embedded vector directory opens in one process only: while this server holds
+    # it, server.json in the data directory tells the CLI where to send its commands.
+    exclusive = settings.vector.url is None and settings.vector.location is None
+
+    def listening(port: int) -> None:
+        if exclusive:
+            write_info(settings.data_dir, ServerInfo(
+                url=f"http://{client_host(bind)}:{port}", pid=os.getpid(),
+                started=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                data_dir=str(settings.data_dir.resolve()), exclusive=True,
+                version=__version__))
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # listening now: the real port, also for --port 0
+                listening(int(self.servers[0].sockets[0].getsockname()[1]))
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # uvicorn re-raises a SIGTERM it shut down for once it is done, which ends
+            # the process before the manager closes and server.json goes: a graceful
+            # shutdown is the clean exit here (status 0).
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    self._captured_signals.clear()
+
+    config = uvicorn.Config(create_app(settings, manager=mm, run_jobs=True), host=bind,
+                            port=settings.api.port if port is None else port,
+                            log_level="info", timeout_graceful_shutdown=5)
+    server = _Server(config)
     with mm:
-        uvicorn.run(create_app(settings, manager=mm, run_jobs=True), host=bind,
-                    port=port or settings.api.port, log_level="info",
-                    timeout_graceful_shutdown=5)
+        try:
+            server.run()
+        finally:
+            if exclusive:
+                remove_info(settings.data_dir)
+    if not server.started:
+        raise BackendUnavailableError(f"the server did not start on {bind} (the log line "
+                                      "above says why)")
 
 
 @app.command()
@@ -564,7 +704,7 @@ def mcp(namespace: Annotated[list[str] | None, typer.Option(
     from hello_memory.api.security import is_loopback
     from hello_memory.mcp_server import build_server, grants_for
 
-    settings = _settings()
+    settings = _local_only("mcp")
     grants = grants_for(settings, namespaces=namespace or (), api_key=api_key)
     if http and not is_loopback(host):
         # the MCP endpoint has no per-request keys: its grants hold for every caller
@@ -639,7 +779,7 @@ def show_config() -> None:
 
 from hello_memory import cli_jobs  # noqa: E402  (registers the `jobs` subcommands)
 
-cli_jobs.register(jobs_app, handled=handled, open_manager=_open, settings=_settings)
+cli_jobs.register(jobs_app, handled=handled, backend=_backend)
 
 
 def _register_rag() -> None:
@@ -667,8 +807,53 @@ def _register_rag() -> None:
     register(app)
     for info in app.registered_commands:  # same error handling as every other command
         if info.name in ("ingest", "ask") and info.callback is not None:
-            info.callback = handled(info.callback)
+            info.callback = handled(_opens_stores(info.name, info.callback))
 
+
+def _opens_stores(command: str, fn: F) -> F:
+    """``fn``, refused (one line, exit 4) while a server holds the data directory."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        _local_only(command)
+        return fn(*args, **kwargs)
+    return run  # type: ignore[return-value]
+
+
+
+# --- import-chats (issue 17: hello_memory/chat_import.py) ---------------------------
+@app.command("import-chats")
+@handled
+def import_chats(
+    path: Annotated[Path, typer.Argument(help="The export file.")],
+    fmt: Annotated[str, typer.Option("--format", help="chatgpt (conversations.json), "
+                                     "claude (Claude's export) or jsonl (role, content, "
+                                     "timestamp per line).")] = "jsonl",
+    namespace: NamespaceOpt = None,
+    user_id: Annotated[str | None, typer.Option(help="user_id of every turn.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import chat history: one episodic memory per turn, at its real time, the
+    conversation as its session; a second run adds nothing."""
+    from hello_memory import chat_import
+
+    if fmt not in chat_import.FORMATS:
+        raise InvalidInputError(f"--format must be one of {', '.join(chat_import.FORMATS)}, "
+                                f"got {fmt!r}")
+    if not path.is_file():
+        if path.exists():
+            raise InvalidInputError(f"{path} is not a file")
+        raise NotFoundError(f"{path}: no such file")
+    chat_import.read_chats(path, fmt)  # a malformed file fails before the stores open
+    _, mm = _open(_local_only("import-chats"))
+    with mm:
+        result = chat_import.import_chats(mm, path, fmt, namespace=namespace,
+                                          user_id=user_id, progress=err.is_terminal)
+    if as_json:
+        _print_json(result)
+    else:
+        console.print(f"{result['conversations']} conversations, {result['turns']} turns: "
+                      f"imported {result['imported']}, skipped {result['skipped']} already "
+                      f"stored, left out {result['left_out']} without text")
 
 _register_rag()
 

@@ -7,25 +7,25 @@ record. ``--every 1h`` repeats the jobs until interrupted; a cron line does the 
 from outside::
 
     */30 * * * *  hello-memory --config /etc/hello-memory.yaml jobs forget --all-namespaces
+
+While ``hello-memory serve`` holds the data directory (or with ``--server URL``) the jobs
+run in that server, through ``POST /v1/jobs/{name}`` with an admin key, and print the
+same summaries (:mod:`hello_memory.remote`; README "Jobs").
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from hello_memory.jobs import (
-    JobRun,
-    namespaces_for,
-    parse_duration,
-    run_every,
-    run_job,
-    run_optimize,
-)
+from hello_memory.errors import InvalidInputError
+from hello_memory.jobs import JobRun, parse_duration, run_every
+from hello_memory.remote import Backend
 
 __all__ = ["register"]
 
@@ -44,8 +44,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per run a
 
 
 def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
-             open_manager: Callable[..., Any], settings: Callable[[], Any]) -> None:
-    """Add the job commands to ``jobs_app``."""
+             backend: Callable[..., AbstractContextManager[Backend]]) -> None:
+    """Add the job commands to ``jobs_app``; ``backend()`` opens where they run (the
+    local stores, or the server that holds them)."""
 
     def execute(job: str, namespace: list[str] | None, all_namespaces: bool, dry_run: bool,
                 every: str | None, max_runs: int | None, as_json: bool,
@@ -53,13 +54,15 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
         interval = parse_duration(every) if every else None
         if max_runs is not None and interval is None:
             raise typer.BadParameter("--max-runs needs --every")
+        if all_namespaces and namespace:  # before anything opens, locally or not
+            raise InvalidInputError("give --namespace or --all-namespaces, not both")
+        if not all_namespaces and not namespace:
+            raise InvalidInputError("a job needs --namespace NAME (repeatable) or "
+                                    "--all-namespaces")
         opts = {k: v for k, v in options.items() if v is not None}
-        cfg, mm = open_manager(settings())
-        with mm:
+        with backend() as be:
             def once() -> list[JobRun]:
-                return [run_job(mm, job, namespace=ns, dry_run=dry_run, settings=cfg.jobs,
-                                **opts)
-                        for ns in namespaces_for(mm, namespace or [], all_namespaces)]
+                return be.run_job(job, namespace or [], all_namespaces, dry_run, **opts)
 
             def show(runs: list[JobRun]) -> None:
                 for run in runs:
@@ -67,13 +70,14 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
                         print(json.dumps(run.as_dict(), ensure_ascii=False, default=str))
                     else:
                         console.print(run.summary(), markup=False, highlight=False)
+                        _show_failures(run)
                 if not runs and not as_json:
                     console.print(f"{job}: no namespace to process")
 
             if interval is None:
                 show(once())
             else:
-                err.print(f"running {job} every {every} (Ctrl-C stops)")
+                err.print(f"running {job} every {every} {be.where()} (Ctrl-C stops)")
                 run_every(interval, once, max_runs=max_runs, on_runs=show)
 
     @jobs_app.command("consolidate")
@@ -120,21 +124,28 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
     @handled
     def reconcile(namespace: NsOpt = None, all_namespaces: AllOpt = False,
                   dry_run: DryOpt = False, every: EveryOpt = None,
-                  max_runs: MaxRunsOpt = None, as_json: JsonOpt = False) -> None:
-        """Replay index work a crash left pending; report what was out of step."""
-        execute("reconcile", namespace, all_namespaces, dry_run, every, max_runs, as_json)
+                  max_runs: MaxRunsOpt = None, as_json: JsonOpt = False,
+                  retry: Annotated[list[str] | None, typer.Option(
+                      "--retry", help="Retry the index work of this failing memory "
+                      "(repeatable).")] = None,
+                  drop_failed: Annotated[list[str] | None, typer.Option(
+                      "--drop-failed", help="Delete this memory, whose index work keeps "
+                      "failing (repeatable; the record goes too).")] = None) -> None:
+        """Replay index work a crash left pending; report what was out of step, and
+        the memories whose index work keeps failing (--retry ID / --drop-failed ID)."""
+        execute("reconcile", namespace, all_namespaces, dry_run, every, max_runs, as_json,
+                retry_failed=retry or None, drop_failed=drop_failed or None)
 
     @jobs_app.command("optimize")
     @handled
     def optimize(as_json: JsonOpt = False) -> None:
         """Build the HNSW index of an embedded store (settings: vector.hnsw); search is
         exact until then. Store-wide, not per namespace; blocks while it builds."""
-        _, mm = open_manager(settings())
-        with mm:
+        with backend() as be:
             if not as_json:
                 err.print("building the vector index (about a minute per 100k memories "
-                          "on 2 cores; the process is busy meanwhile)")
-            report = run_optimize(mm).details  # audited as job:optimize under "*"
+                          f"on 2 cores, {be.where()}, which is busy meanwhile)")
+            report = be.optimize().details  # audited as job:optimize under "*"
         if as_json:
             print(json.dumps({"job": "optimize", **report}))
             return
@@ -143,3 +154,14 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
             console.print(f"optimize [{collection}]: {state} in "
                           f"{report['seconds'][collection]:.1f} s", markup=False,
                           highlight=False)
+
+
+def _show_failures(run: JobRun) -> None:
+    """The failing memories of a reconcile run, each with the commands that act on it."""
+    for failure in run.details.get("index_failures") or ():
+        mid, ns = failure.get("memory_id"), failure.get("namespace")
+        console.print(f"  failing: memory {mid} [{ns}] ({failure.get('attempts', 1)} "
+                      f"attempts): {failure.get('error')}\n"
+                      f"    retry: hello-memory jobs reconcile -n {ns} --retry {mid}\n"
+                      f"    drop:  hello-memory jobs reconcile -n {ns} --drop-failed {mid}",
+                      markup=False, highlight=False)

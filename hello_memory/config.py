@@ -11,6 +11,7 @@ the environment or the disk at import time; :func:`load_settings` does, when cal
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 from collections.abc import Mapping
@@ -488,7 +489,11 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # No .env or secrets-dir reading: only arguments and the process environment.
-        # The YAML file is merged in by load_settings() beneath both.
+        # The YAML file is merged in by load_settings() beneath both; there the
+        # environment is one of its layers already, read once (with its variables named
+        # in errors), so pydantic-settings' own reader stays out.
+        if _LAYERED.get():
+            return (init_settings,)
         return (init_settings, env_settings)
 
     # Derived locations -------------------------------------------------------------
@@ -564,6 +569,39 @@ def _has_path(data: Mapping[str, Any], path: list[str]) -> bool:
     return True
 
 
+# Set while load_settings validates its merged layers (Settings.settings_customise_sources).
+_LAYERED: contextvars.ContextVar[bool] = contextvars.ContextVar("hm_layered", default=False)
+
+
+def _env_variables(environ: Mapping[str, str], loc: list[str]) -> list[str]:
+    """The HELLO_MEMORY__* variables that set the value at ``loc``: the one whose path
+    leads to it (a JSON value may hold more below), else those below it."""
+    paths = {name: [p.lower() for p in name[len(ENV_PREFIX):].split("__") if p]
+             for name in environ if name.upper().startswith(ENV_PREFIX)}
+    above = [n for n, path in paths.items() if path and loc[:len(path)] == path]
+    if above:
+        return [max(above, key=lambda n: len(paths[n]))]
+    return sorted(n for n, path in paths.items() if path[:len(loc)] == loc)
+
+
+def _one_line(exc: ValidationError, layers: list[tuple[str, dict[str, Any]]],
+              environ: Mapping[str, str]) -> str:
+    """Every validation error as ``where: what (source)``, joined on one line."""
+    parts = []
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"] if not str(p).startswith(("neo4j", "sqlite"))]
+        where = ".".join(loc) or "settings"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        source = next((n for n, d in layers if loc and _has_path(d, loc)), "")
+        if source.startswith("environment"):
+            names = _env_variables(environ, loc)
+            source = ("environment variable" + ("s " if len(names) > 1 else " ")
+                      + ", ".join(names)) if names else source
+        parts.append((msg if msg.startswith(where) else f"{where}: {msg}")
+                     + (f" ({source})" if source else ""))
+    return "; ".join(parts)
+
+
 def load_settings(
     config_file: str | os.PathLike[str] | None = None,
     *,
@@ -591,9 +629,10 @@ def load_settings(
     merged: dict[str, Any] = {}
     for _, data in reversed(layers):
         merged = _deep_merge(merged, data)
+    token = _LAYERED.set(True)
     try:
-        # model_validate skips BaseSettings' own sources: the layers above are the
-        # whole input, so the environment is read exactly once.
+        # the layers above are the whole input: BaseSettings' own sources stay out
+        # (settings_customise_sources), so the environment is read exactly once
         return Settings.model_validate(merged)
     except ValidationError as exc:
         for err in exc.errors():
@@ -601,4 +640,6 @@ def load_settings(
                 loc = [str(p) for p in err["loc"] if not str(p).startswith(("neo4j", "sqlite"))]
                 source = next((n for n, d in layers if _has_path(d, loc)), "settings")
                 raise UnknownConfigKeyError(".".join(loc), source=source) from exc
-        raise ConfigError(f"invalid settings: {exc}") from exc
+        raise ConfigError(f"invalid settings: {_one_line(exc, layers, env)}") from exc
+    finally:
+        _LAYERED.reset(token)

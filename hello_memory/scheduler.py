@@ -5,8 +5,10 @@
 APScheduler 3 (``server`` extra) in a background thread, so no job runs on the event
 loop. Each job runs at most once at a time (``max_instances=1``; missed runs coalesce
 into one), scheduled runs one after another in a single worker thread, over every
-namespace with the ``jobs.*`` thresholds, and each writes its audit records as the CLI's
-``hello-memory jobs`` does (the same :func:`~hello_memory.jobs.run_job`). A run asked
+namespace with the manager's lifecycle defaults (``MemoryManager.lifecycle``, the
+``jobs.*`` thresholds it was opened with: README "Lifecycle defaults"), and each writes
+its audit records as the CLI's ``hello-memory jobs`` does (the same
+:func:`~hello_memory.jobs.run_job`). A run asked
 for while the same job runs is refused with :class:`~hello_memory.errors.JobBusyError`.
 :meth:`JobScheduler.shutdown` waits for a running job to finish, then stops the thread.
 """
@@ -45,7 +47,9 @@ THREAD_PREFIX = "hm-job"  # the worker thread's name; the scheduler's own is "AP
 class JobScheduler:
     """Runs the jobs over the manager that ``manager()`` returns: on ``settings.schedule``
     once :meth:`start` ran, and on request through :meth:`run`; :meth:`status` tells
-    each job's schedule, next run and last run."""
+    each job's schedule, next run and last run. Only the schedule comes from
+    ``settings``: thresholds a run leaves out come from the manager's own lifecycle
+    defaults (``manager().lifecycle``), the one set every entry point reads."""
 
     def __init__(self, manager: Callable[[], MemoryManager], settings: JobsSettings, *,
                  clock: Callable[[], datetime] = utcnow) -> None:
@@ -141,7 +145,7 @@ class JobScheduler:
             else:
                 for ns in namespaces_for(mm, list(namespaces), all_namespaces):
                     runs.append(run_job(mm, job, namespace=ns, dry_run=dry_run,
-                                        settings=self.settings, clock=self._clock, **options))
+                                        clock=self._clock, **options))
         except BaseException as exc:
             state.update(status="failed", error=f"{type(exc).__name__}: {exc}")
             raise

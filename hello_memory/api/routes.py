@@ -214,6 +214,31 @@ def stats(namespace: Namespace, mm: Manager) -> dict[str, Any]:
     return mm.stats(namespace)
 
 
+@router.get("/export", response_class=Response, responses={200: {
+    "content": {"application/x-ndjson": {}},
+    "description": "one memory per line, as `hello-memory export` writes them"}})
+def export(namespace: Namespace, mm: Manager) -> Response:
+    """Every memory of the namespace (forgotten ones and working memory too) as JSON
+    lines, the file ``hello-memory export`` writes and ``import`` reads (README
+    "Servers": the CLI's export through a running server)."""
+    import os
+    import tempfile
+
+    from starlette.background import BackgroundTask
+    from starlette.responses import FileResponse
+
+    fd, tmp = tempfile.mkstemp(prefix="hm-export-", suffix=".jsonl")
+    os.close(fd)
+    try:
+        mm.export_jsonl(tmp, namespace=namespace)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return FileResponse(tmp, media_type="application/x-ndjson",
+                        filename=namespace.replace("/", "_") + ".jsonl",
+                        background=BackgroundTask(os.unlink, tmp))
+
+
 @router.delete("/namespace")
 def clear(request: Request, namespace: Namespace, mm: Manager,
           confirm: Annotated[bool, Query(description="must be true")] = False

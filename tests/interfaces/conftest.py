@@ -28,8 +28,11 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
 
 
 def make_manager(settings: Settings, embedder: Any) -> MemoryManager:
+    # lifecycle from the settings, as MemoryManager.open builds it (README "Lifecycle
+    # defaults"): the server's scheduler reads its thresholds from the manager
     return MemoryManager(open_stores(settings, embedder=embedder), extractor=RuleExtractor(),
-                         default_namespace=settings.default_namespace)
+                         default_namespace=settings.default_namespace,
+                         lifecycle=settings.jobs)
 
 
 @pytest.fixture
