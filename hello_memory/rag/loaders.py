@@ -136,6 +136,10 @@ def to_markdown(path: str, suffix: str, data: bytes) -> tuple[str, str | None]:
             path, f"unsupported file type {suffix or '(no extension)'!r}; supported: "
             + ", ".join(sorted(SUPPORTED_SUFFIXES)))
     _check_container(path, suffix, data)
+    if suffix in (".html", ".htm"):  # navigation, header, footer, menus out (rag/html.py)
+        from hello_memory.rag.html import strip_boilerplate
+
+        data = strip_boilerplate(data)
     if suffix == ".pdf":  # headings from the text layer's fonts (rag/pdf.py), when it has them
         from hello_memory.rag.pdf import pdf_markdown
 
