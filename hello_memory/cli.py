@@ -60,7 +60,8 @@ _CLICK_ERROR: type[Exception] = next(
 F = TypeVar("F", bound=Callable[..., Any])
 
 ConfigOpt = Annotated[Path | None, typer.Option(
-    "--config", "-c", help="YAML settings file (else $HELLO_MEMORY_CONFIG).")]
+    "--config", "-c", help="YAML settings file (else $HELLO_MEMORY_CONFIG, else "
+    "./hello-memory.yaml when there is one).")]
 DataDirOpt = Annotated[Path | None, typer.Option(
     "--data-dir", help="Where embedded stores live (default ./.hello_memory).")]
 NamespaceOpt = Annotated[str | None, typer.Option(
