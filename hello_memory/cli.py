@@ -244,9 +244,21 @@ def _open(settings: Settings | None = None, *, embeds: bool = True) -> Any:
         preset = preset_named(inner.name)
         if preset is not None:
             embedder = _NoLoadEmbedder(inner, preset.dimension)
-    with err.status("Opening stores..." if embedder is not None
-                    else "Opening stores and loading the models..."):
-        return settings, MemoryManager.open(settings, embedder=embedder)
+    try:
+        with err.status("Opening stores..." if embedder is not None
+                        else "Opening stores and loading the models..."):
+            return settings, MemoryManager.open(settings, embedder=embedder)
+    except BackendUnavailableError as exc:
+        from hello_memory.server_info import pid_alive, read_info
+
+        info = read_info(settings.data_dir)
+        if info is None or not pid_alive(info.pid):
+            raise
+        # server.json names a live process that did not answer (README "The CLI next
+        # to a server"): most likely that server is busy, e.g. building the index
+        raise BackendUnavailableError(
+            f"{exc} ({info.describe()} holds it but did not answer at {info.url}/healthz; "
+            "it may be busy: try again)") from None
 
 
 def _print_json(data: Any) -> None:

@@ -251,6 +251,20 @@ def test_stale_info_files_are_ignored(tmp_path: Path) -> None:
     assert read_info(data) is None and live_server(data) is None
 
 
+def test_a_holder_that_does_not_answer_is_named(tmp_path: Path, embedder: Any) -> None:
+    """server.json names a live process that holds the stores but does not answer
+    (busy): the CLI cannot go through it and cannot open the stores; one line says so."""
+    data = tmp_path / "data"
+    closed = f"http://127.0.0.1:{free_port()}"
+    with make_manager(make_settings(data), embedder):  # this process holds the directory
+        write_info(data, ServerInfo(url=closed, pid=os.getpid(), started="now",
+                                    data_dir=str(data), exclusive=True))
+        out = cli("--data-dir", str(data), "stats", env=cli_env())
+    lines = error_lines(out)
+    assert out.returncode == 4 and len(lines) == 1, out.stderr
+    assert "already open" in lines[0] and closed in lines[0] and "busy" in lines[0]
+
+
 def test_info_file_is_written_atomically_and_removed_only_by_its_server(tmp_path: Path
                                                                        ) -> None:
     info = ServerInfo(url="http://127.0.0.1:9", pid=os.getpid(), started="now",
