@@ -95,8 +95,13 @@ def _bounded(name: str, text: str, limit: int, hint: str) -> None:
             f"the {limit:,} allowed{hint}")
 
 
-def validate_content(content: object, *, max_chars: int = MAX_CONTENT_CHARS,
+def validate_content(content: object, *, max_chars: int | None = None,
                      name: str = "content") -> str:
+    """``content`` when it is non-blank valid Unicode text of at most ``max_chars``
+    characters after NFKC (default: :data:`MAX_CONTENT_CHARS`, or
+    ``limits.max_content_chars`` when that is set higher)."""
+    if max_chars is None:
+        max_chars = max(MAX_CONTENT_CHARS, _limits.max_content_chars)
     if not isinstance(content, str):
         raise InvalidInputError(f"{name} must be a str, got {type(content).__name__}")
     if not content.strip():
