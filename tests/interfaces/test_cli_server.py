@@ -362,21 +362,37 @@ def test_scheduler_reads_the_managers_lifecycle_defaults(tmp_path: Path,
 
 
 # --- issue 20: the CLI's config and settings errors -------------------------------------
-def test_init_writes_the_config_later_commands_read(tmp_path: Path) -> None:
-    env = cli_env()
-    del env["HELLO_MEMORY_CONFIG"]  # nothing named: ./hello-memory.yaml is looked for
-    out = cli("--data-dir", "my-store", "init", env=env, cwd=tmp_path, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert (tmp_path / "hello-memory.yaml").is_file() and "read hello-memory.yaml" in \
-        " ".join(out.stdout.split())
-    out = cli("config", env=env, cwd=tmp_path)  # no --data-dir: the file's
-    assert out.returncode == 0, out.stderr
+# In-process (typer's CliRunner): no model to load twice, no interpreter to start.
+def run_here(*args: str, env: dict[str, str | None], code: int = 0) -> Any:
+    from typer.testing import CliRunner
+
+    from hello_memory.cli import app
+
+    result = CliRunner().invoke(app, list(args), env=env)
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    return result
+
+
+def stderr_lines(result: Any) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.strip()]
+
+
+RULES = {"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"}
+
+
+def test_init_writes_the_config_later_commands_read(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    env: dict[str, str | None] = {**RULES, "HELLO_MEMORY_CONFIG": None}  # none named
+    out = run_here("--data-dir", "my-store", "init", env=env)
+    assert (tmp_path / "hello-memory.yaml").is_file()
+    assert "read hello-memory.yaml" in " ".join(out.stdout.split())
+    out = run_here("config", env=env)  # no --data-dir: the file's
     assert json.loads(out.stdout)["data_dir"] == "my-store"
-    out = cli("stats", "--json", env=env, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
+    run_here("stats", "--json", env=env)
     assert (tmp_path / "my-store" / "records.db").exists()
-    # an explicit --config / $HELLO_MEMORY_CONFIG (empty: none) wins over the file
-    out = cli("config", env={**env, "HELLO_MEMORY_CONFIG": ""}, cwd=tmp_path)
+    # an explicit $HELLO_MEMORY_CONFIG (empty: no file) wins over the file
+    out = run_here("config", env={**env, "HELLO_MEMORY_CONFIG": ""})
     assert json.loads(out.stdout)["data_dir"] == ".hello_memory"
 
 
@@ -388,9 +404,9 @@ def test_init_writes_the_config_later_commands_read(tmp_path: Path) -> None:
 ])
 def test_settings_errors_are_one_line_naming_the_setting(variable: str, value: str,
                                                          names: str) -> None:
-    out = cli("config", env=cli_env(**{variable: value}))
-    assert out.returncode == 2, out.stderr
-    lines = error_lines(out)
+    out = run_here("config", env={**RULES, "HELLO_MEMORY_CONFIG": "", variable: value},
+                   code=2)
+    lines = stderr_lines(out)
     assert len(lines) == 1 and lines[0].startswith("error: invalid settings:"), out.stderr
     assert names in lines[0] and variable in lines[0], lines[0]
 
@@ -403,8 +419,9 @@ def test_settings_errors_from_a_file_name_the_file(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "\n" not in message and "api.port" in message and "jobs.forget_threshold" in message
     assert str(config) in message
-    out = cli("--config", str(config), "stats", env=cli_env())
-    assert out.returncode == 2 and len(error_lines(out)) == 1, out.stderr
+    out = run_here("--config", str(config), "stats", env={**RULES, "HELLO_MEMORY_CONFIG": ""},
+                   code=2)
+    assert len(stderr_lines(out)) == 1, out.stderr
 
 
 def test_load_settings_reads_the_environment_it_is_given_only(
