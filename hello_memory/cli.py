@@ -699,6 +699,55 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
                                       "above says why)")
 
 
+# --- the memory inspector (issue 18) -----------------------------------------------------
+@app.command("ui")
+@handled
+def ui_command(
+        port: Annotated[int, typer.Option(min=0, max=65535, help="0: any free port.")] = 0,
+        open_browser: Annotated[bool, typer.Option(
+            "--open/--no-open", help="Open the page in the default browser.")] = True
+) -> None:
+    """Open the memory inspector (/ui) for this data directory on 127.0.0.1, without a
+    key (api.auth_disabled, loopback only); a running server that holds the directory
+    is used instead (its keys apply)."""
+    import webbrowser
+
+    settings = _settings()
+    held = _held_by(settings)
+    if held is not None:
+        url = held.url.rstrip("/") + "/ui/"
+        console.print(f"{held.describe()} serves this data directory: {url}")
+        if open_browser:
+            webbrowser.open(url)
+        return
+    import uvicorn
+
+    from hello_memory.api import create_app
+    from hello_memory.memory.manager import MemoryManager
+
+    local = settings.model_copy(update={"api": settings.api.model_copy(
+        update={"host": "127.0.0.1", "auth_disabled": True})})
+    with err.status("Opening stores and loading the embedding model..."):
+        mm = MemoryManager.open(local)
+
+    class _Inspector(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                bound = int(self.servers[0].sockets[0].getsockname()[1])
+                url = f"http://127.0.0.1:{bound}/ui/"
+                console.print(f"memory inspector for {local.data_dir}: {url} (Ctrl+C stops it)")
+                if open_browser:
+                    webbrowser.open(url)
+
+    server = _Inspector(uvicorn.Config(create_app(local, manager=mm), host="127.0.0.1",
+                                       port=port, log_level="warning"))
+    with mm:
+        server.run()
+    if not server.started:
+        raise BackendUnavailableError(f"the inspector did not start on 127.0.0.1:{port}")
+
+
 @app.command()
 @handled
 def mcp(namespace: Annotated[list[str] | None, typer.Option(

@@ -75,6 +75,15 @@ def is_memory_id(value: Any) -> bool:
     return isinstance(value, str) and bool(_ID.match(value))
 
 
+def _ids_in(value: Any) -> list[str]:
+    """The memory ids ``value`` names: itself, or every element of a list of ids."""
+    if is_memory_id(value):
+        return [value]
+    if isinstance(value, (list, tuple)) and value and all(map(is_memory_id, value)):
+        return list(value)
+    return []
+
+
 # --- namespaces ------------------------------------------------------------------------
 def visible_namespaces(mm: MemoryManager, viewer: Viewer) -> list[str]:
     """The stored namespaces the viewer's key grants, and the exact names it grants
@@ -184,11 +193,11 @@ def memory_page(mm: MemoryManager, ns: str, memory_id: str) -> dict[str, Any]:
     item = mm.get(memory_id, namespace=ns)
     fields = [(f.name, plain(getattr(item, f.name))) for f in dataclasses.fields(item)
               if f.name not in ("content", "metadata")]
-    links = {name: value for name, value in fields
-             if is_memory_id(value) and name != "id"}
-    meta_links = {k: v for k, v in item.metadata.items()
-                  if k != "id" and (is_memory_id(v) or (isinstance(v, list) and v
-                                                       and all(map(is_memory_id, v))))}
+    # fields that name other memories (superseded_by, duplicate_of, ...) link to them
+    links = {name: ids for name, value in fields if name != "id"
+             for ids in [_ids_in(value)] if ids}
+    meta_links = {k: ids for k, v in item.metadata.items() if k != "id"
+                  for ids in [_ids_in(v)] if ids}
     entities, relations = _entities(mm, item)
     audit = [row for row in mm.stores.records.list_audit(ns, limit=500)
              if memory_id in json.dumps(row.get("details"), default=str)]
@@ -257,11 +266,11 @@ def timeline(mm: MemoryManager, ns: str, zoom: str, session: str | None) -> dict
     buckets: dict[str, dict[str, Any]] = {}
     for item in items:
         key, label = _bucket(item.event_time, zoom)
-        buckets.setdefault(key, {"key": key, "label": label, "items": []})["items"].append(
+        buckets.setdefault(key, {"key": key, "label": label, "memories": []})["memories"].append(
             item)
     sessions = sorted({i.session_id for i in items if i.session_id} | (
         {session} if session else set()))
-    most = max((len(b["items"]) for b in buckets.values()), default=0)
+    most = max((len(b["memories"]) for b in buckets.values()), default=0)
     return {"buckets": list(buckets.values()), "count": len(items), "max": most,
             "sessions": sessions, "truncated": len(stored) >= TIMELINE_LIMIT}
 

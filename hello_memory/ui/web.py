@@ -41,6 +41,9 @@ TEMPLATES = Path(__file__).parent / "templates"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
        "form-action 'self'")
+# Cytoscape.js adds one <style> element for its container: the graph page allows
+# inline styles (never inline scripts).
+GRAPH_CSP = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Frame-Options": "DENY",
                     "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
                     "Cache-Control": "no-store"}
@@ -136,7 +139,7 @@ def _check_csrf(viewer: Viewer, token: str | None) -> None:
 
 
 def render(request: Request, template: str, viewer: Viewer | None, *, status: int = 200,
-           namespace: str | None = None, **context: Any) -> Response:
+           namespace: str | None = None, csp: str = CSP, **context: Any) -> Response:
     base = _base(request)
     names: list[str] = []
     if viewer is not None:
@@ -150,7 +153,8 @@ def render(request: Request, template: str, viewer: Viewer | None, *, status: in
            "docs_url": base.rsplit("/ui", 1)[0] + "/docs", **context}
     templates: Jinja2Templates = request.app.state.templates
     return templates.TemplateResponse(request, template, ctx, status_code=status,
-                                      headers=SECURITY_HEADERS)
+                                      headers={**SECURITY_HEADERS,
+                                               "Content-Security-Policy": csp})
 
 
 def _url_builder(base: str) -> Any:
@@ -344,6 +348,7 @@ def graph(request: Request, viewer: ViewerDep, namespace: NamespaceQ,
     data = P.graph(_manager(request), ns, entity.strip() or None,
                    lambda name: _url_builder(base)("graph", namespace=ns, entity=name))
     return render(request, "graph.html", viewer, namespace=ns, entity=entity, g=data,
+                  csp=GRAPH_CSP,
                   graph_json=json.dumps(data["cy"], ensure_ascii=False))
 
 

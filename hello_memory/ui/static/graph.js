@@ -33,7 +33,8 @@
       { selector: "node:selected", style: { "border-width": 3, "border-color": fg } }
     ],
     // the start entities in the middle, each further hop on a ring around them
-    layout: { name: "concentric", animate: false, padding: 24, minNodeSpacing: 18,
+    layout: { name: "concentric", animate: false, padding: 24, minNodeSpacing: 36,
+              spacingFactor: 1.2,
               concentric: function (n) { return 10 - n.data("hops"); },
               levelWidth: function () { return 1; } }
   });

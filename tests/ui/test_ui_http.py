@@ -1,0 +1,131 @@
+"""The dashboard over HTTP without a browser: sessions, CSRF, auth disabled on loopback
+only, security headers, and no page (nor /docs) naming an outside address."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from hello_memory.api import create_app
+
+from .conftest import Seeded
+
+pytestmark = pytest.mark.slow
+LOOPBACK = ("127.0.0.1", 50123)
+OUTSIDE_URL = re.compile(r"""(?:src|href|action|url)\s*[=(]\s*["']?\s*(?:https?:)?//""", re.I)
+
+
+def client(seeded: Seeded, *, host: tuple[str, int] = LOOPBACK, **api: object) -> TestClient:
+    settings = seeded.settings.model_copy(
+        update={"api": seeded.settings.api.model_copy(update=api)}) if api else seeded.settings
+    app = create_app(settings, manager=seeded.mm)
+    return TestClient(app, base_url="http://127.0.0.1:8765", client=host,
+                      follow_redirects=False)
+
+
+@pytest.fixture
+def alice(seeded: Seeded) -> Iterator[TestClient]:
+    c = client(seeded)
+    r = c.post("/ui/login", data={"key": "key-alice", "next": "/ui/"})
+    assert r.status_code == 303 and r.headers["location"] == "/ui/"
+    yield c
+    c.close()
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found, "no CSRF field on the page"
+    return found.group(1)
+
+
+def test_nothing_without_a_session(seeded: Seeded) -> None:
+    c = client(seeded)
+    for path in ("/ui/", "/ui/search?namespace=alice&q=tea", "/ui/timeline?namespace=alice",
+                 f"/ui/memories/{seeded.ids['tea']}?namespace=alice", "/ui/jobs"):
+        r = c.get(path)
+        assert r.status_code == 303, path
+        assert r.headers["location"].startswith("/ui/login?next=")
+        assert "tea" not in r.text
+    r = c.post(f"/ui/memories/{seeded.ids['tea']}/delete?namespace=alice",
+               data={"confirm": "yes"})
+    assert r.status_code == 303 and "/ui/login" in r.headers["location"]
+    assert seeded.mm.get(seeded.ids["tea"], namespace="alice")
+    # a bearer header is the REST API's way in, not the dashboard's
+    r = c.get("/ui/", headers={"Authorization": "Bearer key-alice"})
+    assert r.status_code == 303
+
+
+def test_session_cookie_never_carries_the_key(seeded: Seeded) -> None:
+    c = client(seeded)
+    r = c.post("/ui/login", data={"key": "key-alice", "next": "https://evil.example/"})
+    assert r.status_code == 303 and r.headers["location"] == "/ui/"  # no open redirect
+    cookie = r.headers["set-cookie"]
+    assert "key-alice" not in cookie
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    assert "Path=/ui/" in cookie
+    r = c.post("/ui/login", data={"key": "wrong"})
+    assert r.status_code == 401 and "unknown API key" in r.text
+
+
+def test_pages_name_no_outside_address_and_send_a_policy(alice: TestClient,
+                                                          seeded: Seeded) -> None:
+    doc = seeded.document_id
+    for path in ("/ui/", "/ui/search?namespace=alice&q=where+does+Alice+live",
+                 f"/ui/memories/{seeded.ids['berlin']}?namespace=alice",
+                 "/ui/timeline?namespace=alice&zoom=week", "/ui/graph?namespace=alice",
+                 "/ui/documents?namespace=alice", f"/ui/documents/{doc}?namespace=alice"):
+        r = alice.get(path)
+        assert r.status_code == 200, (path, r.text[:300])
+        assert not OUTSIDE_URL.search(r.text), (path, OUTSIDE_URL.search(r.text))
+        policy = r.headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "script-src 'self'" in policy
+        assert r.headers["cache-control"] == "no-store"
+    docs = alice.get("/docs")
+    assert docs.status_code == 200 and "://" not in docs.text
+    assert "script-src 'self'" in docs.headers["content-security-policy"]
+    for asset in ("/ui/static/vendor/swagger-ui/swagger-ui-bundle.js",
+                  "/ui/static/vendor/cytoscape/cytoscape.min.js", "/ui/static/ui.css"):
+        assert alice.get(asset).status_code == 200, asset
+
+
+def test_forms_need_the_session_token(alice: TestClient, seeded: Seeded) -> None:
+    mid = seeded.ids["badge"]
+    page = alice.get(f"/ui/memories/{mid}?namespace=alice").text
+    r = alice.post(f"/ui/memories/{mid}/forget?namespace=alice", data={"confirm": "yes"})
+    assert r.status_code == 403 and "stale" in r.text
+    assert seeded.mm.get(mid, namespace="alice").status.value == "active"
+    token = csrf_of(page)
+    r = alice.post(f"/ui/memories/{mid}/forget?namespace=alice", data={"csrf": token})
+    assert r.status_code == 200 and "Forget this memory?" in r.text  # asks first
+    assert seeded.mm.get(mid, namespace="alice").status.value == "active"
+    r = alice.post(f"/ui/memories/{mid}/forget?namespace=alice",
+                   data={"csrf": token, "confirm": "yes"})
+    assert r.status_code == 303 and "done=forgotten" in r.headers["location"]
+    assert seeded.mm.get(mid, namespace="alice").status.value == "forgotten"
+    alice.post(f"/ui/memories/{mid}/restore?namespace=alice",
+               data={"csrf": token, "confirm": "yes"})
+    assert seeded.mm.get(mid, namespace="alice").status.value == "active"
+    # another namespace's memory through alice's namespace: not found there
+    r = alice.post(f"/ui/memories/{seeded.ids['bob']}/delete?namespace=alice",
+                   data={"csrf": token, "confirm": "yes"})
+    assert r.status_code == 404
+    assert seeded.mm.get(seeded.ids["bob"], namespace="bob")
+
+
+def test_auth_disabled_only_for_loopback_clients(seeded: Seeded) -> None:
+    local = client(seeded, auth_disabled=True)
+    r = local.get("/ui/timeline?namespace=bob")
+    assert r.status_code == 303
+    r = local.get(r.headers["location"])  # the login page signs a loopback client in
+    assert r.status_code == 303 and r.headers["location"] == "/ui/timeline?namespace=bob"
+    r = local.get(r.headers["location"])
+    assert r.status_code == 200 and "plum cake" in r.text and "no key (loopback)" in r.text
+    remote = client(seeded, host=("203.0.113.7", 40000), auth_disabled=True)
+    r = remote.get("/ui/login")
+    assert r.status_code == 200 and "API key" in r.text
+    assert remote.get("/ui/timeline?namespace=bob").status_code == 303
+    r = remote.post("/ui/login", data={"key": ""})
+    assert r.status_code == 401 and "enter an API key" in r.text
