@@ -12,6 +12,12 @@ the Debian package creates) when it exists, else ``nobody``. The cluster trusts 
 connections (it is never reachable from outside 127.0.0.1) and is tuned for speed,
 not durability (``fsync=off``): crash tests kill clients, never the server.
 
+Two settings make it less forgiving than a default cluster, like the servers users
+run: the server's time zone is not UTC (America/Los_Angeles), so a client that reads
+times in the session's zone is caught; and the test database sorts text with an ICU
+collation that ignores spaces and punctuation at the first level (``en-US-u-ka-shifted``,
+as glibc's en_US.UTF-8 does), so a query that relies on code-point order is caught.
+
 Each test gets its own empty schema in one shared database (``create_schema``): the
 URL's ``search_path`` option points every unqualified table name there, so the store
 sees an empty database. A schema costs a millisecond; a database, even copied from
@@ -128,6 +134,7 @@ class PostgresServer:
                     "-c", "listen_addresses=127.0.0.1",
                     "-c", f"unix_socket_directories={self._dir}",
                     "-c", "fsync=off", "-c", "synchronous_commit=off",
+                    "-c", "TimeZone=America/Los_Angeles",
                     "-c", "full_page_writes=off", "-c", "max_connections=300",
                     "-c", "shared_buffers=64MB", "-c", "log_min_messages=warning"]  # fmt: skip
             with log.open("ab") as out:
@@ -219,13 +226,18 @@ class PostgresServer:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
     def create_database(self) -> str:
-        """A new, empty database; returns its SQLAlchemy URL."""
+        """A new, empty database with the ICU collation of the module docstring where
+        the server has ICU (PostgreSQL 15+), else the cluster's; returns its URL."""
         name = f"hm_{os.getpid()}_{next(self._names)}"
         with self.connect() as conn:
-            # FILE_COPY (PostgreSQL 15+) copies the template's few files: ~6x faster
-            # than the default WAL_LOG strategy for a small template
-            strategy = " STRATEGY FILE_COPY" if conn.info.server_version >= 150000 else ""
-            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0{strategy}')
+            base = f'CREATE DATABASE "{name}" TEMPLATE template0'
+            if conn.info.server_version >= 150000:
+                try:
+                    conn.execute(f"{base} LOCALE_PROVIDER icu ICU_LOCALE 'en-US-u-ka-shifted'")
+                    return self.url(name)
+                except Exception:  # built without ICU: the cluster's collation
+                    pass
+            conn.execute(base)
         return self.url(name)
 
     def drop_database(self, url: str) -> None:

@@ -5,7 +5,8 @@ loads them once and forks one child per trial; the test SIGKILLs the child after
 random delay. Protocol (one JSON or word per line):
 
     server -> test   ready
-    test -> server   {"op": "add_many", "dir": ..., "ns": ..., "seed": 1, "log": ...}
+    test -> server   {"op": "add_many", "dir": ..., "ns": ..., "seed": 1, "log": ...,
+                      "records_url": ... (optional: records elsewhere than in "dir")}
     server -> test   pid <child pid>
     test -> server   reap            (after killing the child; the pid stays ours till now)
     server -> test   exit <raw wait status>
@@ -58,13 +59,15 @@ def sentence(rng: random.Random) -> str:
     return f"{rng.choice(NAMES)} packed the {words(rng)} near the {words(rng, 3)}"
 
 
-def open_manager(data_dir: str, embedder: Any) -> Any:
+def open_manager(data_dir: str, embedder: Any, records_url: str | None = None) -> Any:
     from hello_memory.config import load_settings
     from hello_memory.factory import open_stores
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.text.entities import RuleExtractor
 
-    stores = open_stores(load_settings(environ={}, data_dir=data_dir), embedder=embedder)
+    records = {"records": {"url": records_url}} if records_url else {}
+    stores = open_stores(load_settings(environ={}, data_dir=data_dir, **records),
+                         embedder=embedder)
     return MemoryManager(stores, extractor=RuleExtractor())
 
 
@@ -79,7 +82,7 @@ class Journal:
 def run_trial(spec: dict[str, Any], embedder: Any) -> None:
     rng = random.Random(spec["seed"])
     journal = Journal(spec["log"])
-    mm = open_manager(spec["dir"], embedder)
+    mm = open_manager(spec["dir"], embedder, spec.get("records_url"))
     journal.write(ev="open")
     ns, op = spec["ns"], spec["op"]
     if op == "add_many":

@@ -6,6 +6,11 @@ record, that no record lacks its vector, and that the counts agree.
 
 The children are forked from one server process (crash_worker.py) that loads torch
 and the model once, which keeps a trial well under a second of CPU.
+
+Each test runs with the records in SQLite and in PostgreSQL (the ``records_url``
+fixture). PostgreSQL gets fewer trials: what is killed is the client, whose kill
+points the SQLite trials already explore; on PostgreSQL the trials check that the
+server rolls back what a dead client left open, and that reconcile works there.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from .support import all_items, assert_consistent, make_manager
 pytestmark = [pytest.mark.slow, pytest.mark.crash, pytest.mark.timeout(900)]
 
 TRIALS = 20
+PG_TRIALS = 2
 WORKER = Path(__file__).with_name("crash_worker.py")
 
 
@@ -114,8 +120,12 @@ def _assert_found(mm: MemoryManager, ns: str, pairs: list[tuple[str, str]]) -> N
     assert memory_id in [h.id for h in mm.search(content, top_k=5, namespace=ns)]
 
 
-def _reopen_and_reconcile(data: Path, embedder: Any) -> MemoryManager:
-    mm = make_manager(data, embedder)  # opening replays the outbox
+def _trials(records_url: str) -> int:
+    return TRIALS if records_url.startswith("sqlite") else PG_TRIALS
+
+
+def _reopen_and_reconcile(data: Path, embedder: Any, records_url: str) -> MemoryManager:
+    mm = make_manager(data, embedder, records={"url": records_url})  # replays the outbox
     report = mm.reconcile()
     assert report.skipped == {}
     if report.changed:  # shown with -s: what the crash left for reconcile to repair
@@ -129,26 +139,28 @@ def _reopen_and_reconcile(data: Path, embedder: Any) -> MemoryManager:
 
 
 def _run(server: ForkServer, tmp_path: Path, op: str, window: float,
-         seed: Any, check: Any, embedder: Any) -> int:
-    """TRIALS kills of ``op``, each in a fresh namespace of one growing directory; the
-    next trial's namespace is seeded before the stores are closed for the child."""
+         seed: Any, check: Any, embedder: Any, records_url: str) -> int:
+    """``_trials`` kills of ``op``, each in a fresh namespace of one growing directory
+    (and record database); the next trial's namespace is seeded before the stores are
+    closed for the child."""
     rng = random.Random(f"crash-{op}")
     data = tmp_path / "data"
     killed = 0
-    mm = make_manager(data, embedder)
+    mm = make_manager(data, embedder, records={"url": records_url})
     extra = seed(mm, "trial-0", 0)
     mm.close()
-    for t in range(TRIALS):
+    trials = _trials(records_url)
+    for t in range(trials):
         ns = f"trial-{t}"
-        spec = {"op": op, "dir": str(data), "ns": ns, "seed": t,
+        spec = {"op": op, "dir": str(data), "ns": ns, "seed": t, "records_url": records_url,
                 "log": str(tmp_path / f"{op}-{t}.jsonl"), **extra}
         after_open = t % 5 != 0  # every fifth kill may land while the stores open
         journal, was_killed = server.trial(spec, rng.uniform(0, window), after_open)
         killed += was_killed
-        mm = _reopen_and_reconcile(data, embedder)
+        mm = _reopen_and_reconcile(data, embedder, records_url)
         try:
             check(mm, ns, journal, extra)
-            if t + 1 < TRIALS:
+            if t + 1 < trials:
                 extra = seed(mm, f"trial-{t + 1}", t + 1)
         finally:
             mm.close()
@@ -159,7 +171,8 @@ def _no_seed(mm: MemoryManager, ns: str, t: int) -> dict[str, Any]:
     return {}
 
 
-def test_add_many_survives_sigkill(server: ForkServer, tmp_path: Path, embedder: Any) -> None:
+def test_add_many_survives_sigkill(server: ForkServer, tmp_path: Path, embedder: Any,
+                                   records_url: str) -> None:
     def check(mm: MemoryManager, ns: str, journal: list[Any], _: Any) -> None:
         items = all_items(mm, ns)
         by_batch: dict[int, int] = {}
@@ -173,11 +186,12 @@ def test_add_many_survives_sigkill(server: ForkServer, tmp_path: Path, embedder:
         assert {i for i, _ in pairs} <= present, "an acknowledged write was lost"
         _assert_found(mm, ns, pairs)
 
-    killed = _run(server, tmp_path, "add_many", 0.8, _no_seed, check, embedder)
-    assert killed == TRIALS  # the loop never ends on its own: every trial was killed
+    killed = _run(server, tmp_path, "add_many", 0.8, _no_seed, check, embedder, records_url)
+    assert killed == _trials(records_url)  # the loop never ends on its own: every trial was killed
 
 
-def test_update_survives_sigkill(server: ForkServer, tmp_path: Path, embedder: Any) -> None:
+def test_update_survives_sigkill(server: ForkServer, tmp_path: Path, embedder: Any,
+                                 records_url: str) -> None:
     def seed(mm: MemoryManager, ns: str, t: int) -> dict[str, Any]:
         items = mm.add_many([{"content": f"original note {k} of trial {t}", "namespace": ns,
                               "memory_type": "semantic" if k % 2 else "episodic"}
@@ -199,12 +213,12 @@ def test_update_survives_sigkill(server: ForkServer, tmp_path: Path, embedder: A
             assert items[memory_id].content in allowed
         _assert_found(mm, ns, [(i, items[i].content) for i in sorted(items)])
 
-    killed = _run(server, tmp_path, "update", 0.8, seed, check, embedder)
-    assert killed == TRIALS
+    killed = _run(server, tmp_path, "update", 0.8, seed, check, embedder, records_url)
+    assert killed == _trials(records_url)
 
 
 def test_hard_forget_survives_sigkill(server: ForkServer, tmp_path: Path,
-                                      embedder: Any) -> None:
+                                      embedder: Any, records_url: str) -> None:
     n = 16
 
     def seed(mm: MemoryManager, ns: str, t: int) -> dict[str, Any]:
@@ -231,11 +245,11 @@ def test_hard_forget_survives_sigkill(server: ForkServer, tmp_path: Path,
         _assert_found(mm, ns, [(i, c) for i, c in zip(extra["ids"], extra["contents"],
                                                       strict=True) if i in present])
 
-    _run(server, tmp_path, "forget", 1.5, seed, check, embedder)
+    _run(server, tmp_path, "forget", 1.5, seed, check, embedder, records_url)
 
 
 def test_consolidate_survives_sigkill(server: ForkServer, tmp_path: Path,
-                                      embedder: Any) -> None:
+                                      embedder: Any, records_url: str) -> None:
     def check(mm: MemoryManager, ns: str, journal: list[Any], _: Any) -> None:
         items = all_items(mm, ns)
         merged = {s for i in items if i.memory_type == MemoryType.SEMANTIC
@@ -258,5 +272,6 @@ def test_consolidate_survives_sigkill(server: ForkServer, tmp_path: Path,
         assert_consistent(mm, ns)
         _assert_found(mm, ns, [(i.id, i.content) for i in after])
 
-    killed = _run(server, tmp_path, "consolidate", 1.5, _no_seed, check, embedder)
-    assert killed == TRIALS
+    killed = _run(server, tmp_path, "consolidate", 1.5, _no_seed, check, embedder,
+                  records_url)
+    assert killed == _trials(records_url)

@@ -525,3 +525,100 @@ def test_per_call_reads_run_on_indexes(sqlite_store: RecordStore) -> None:
         assert "SEARCH hm_memory_items USING" in plan, plan
         assert "SCAN hm_memory_items" not in plan and "TEMP B-TREE" not in plan, plan
     assert "ix_items_ns_topic" in plans[0] and "ix_items_ns_type_importance" in plans[2]
+
+
+# --- what differs between the databases: one behaviour on each ----------------------
+def _is_sqlite(store: RecordStore) -> bool:
+    return store.engine.dialect.name == "sqlite"
+
+
+@pytest.mark.parametrize("when", [
+    datetime(1, 1, 1, tzinfo=timezone.utc),
+    datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc),
+    datetime(2024, 2, 29, 23, 30, 0, 123456, tzinfo=timezone(timedelta(hours=-8))),
+], ids=["year-1", "year-9999", "offset"])
+def test_aware_times_come_back_as_the_same_instant_in_utc(store: RecordStore,
+                                                          when: datetime) -> None:
+    """Whatever the server's time zone (the test server's is America/Los_Angeles)."""
+    it = item("at an unusual time", event_time=when, last_access=when)
+    store.add_items([it])
+    got = store.get_item("ns1", it.id)
+    assert got.event_time == when and got.last_access == when
+    assert got.event_time.utcoffset() == timedelta(0)
+    found = store.list_items("ns1", ItemFilter(since=when, until=when))
+    assert [i.id for i in found] == [it.id]
+
+
+def test_counters_and_sequence_keys_pass_32_bits(store: RecordStore) -> None:
+    it = item("counted")
+    store.add_items([it])
+    store.update_item("ns1", it.id, access_count=2**40)
+    store.record_access("ns1", [it.id])
+    assert store.get_item("ns1", it.id).access_count == 2**40 + 1
+    big = 2**31 + 5  # a long-lived store writes that many outbox and audit rows
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE hm_namespace_totals SET tokens = :t"), {"t": 2**31 - 1})
+        for table, key in (("hm_outbox", "seq"), ("hm_audit_log", "id")):
+            if _is_sqlite(store):  # the next rowid follows the largest
+                conn.execute(text("UPDATE hm_outbox SET seq = seq + :k"), {"k": big})
+                conn.execute(text("INSERT INTO hm_audit_log (id, at, namespace, action, "
+                                  "details) VALUES (:k, :t, 'ns1', 'x', '{}')"),
+                             {"k": big, "t": T0.isoformat()})
+                break
+            else:
+                conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
+                                  ":k)"), {"k": big})
+    added = item("after many writes")
+    [seq] = store.add_items([added])
+    assert seq > big
+    assert store.namespace_totals("ns1") == (2, 2**31 - 1 + count_tokens(added.content))
+    store.add_audit("ns1", "forget", {"n": 1})
+    assert store.list_audit("ns1", limit=1)[0]["details"] == {"n": 1}
+
+
+@pytest.mark.parametrize("bad", [
+    {"content": "a NUL \x00 inside"},
+    {"ns": "n" * 300},
+    {"content": "too big a counter", "access_count": 2**64},
+], ids=["nul-in-text", "namespace-past-its-column", "counter-past-64-bits"])
+def test_a_value_the_database_cannot_hold_is_a_typed_error(store: RecordStore,
+                                                            bad: dict[str, Any]) -> None:
+    """SQLite keeps NUL characters and strings longer than a VARCHAR column; PostgreSQL
+    refuses both. Where the database refuses a value, the error is InvalidInputError
+    (a 400 from the REST API, not a 500) and nothing is written."""
+    it = item(**bad)
+    try:
+        store.add_items([it])
+    except InvalidInputError as exc:
+        assert "cannot hold" in str(exc)
+        assert not (_is_sqlite(store) and "access_count" not in bad)
+        assert store.count_items(it.namespace, ItemFilter(status=None)) == 0
+        assert store.pending_outbox() == [] and store.namespace_totals(it.namespace) == (0, 0)
+    else:
+        assert _is_sqlite(store) and "access_count" not in bad
+        assert store.get_item(it.namespace, it.id).content == it.content
+
+
+def test_namespaces_and_ids_compare_exactly(store: RecordStore) -> None:
+    """No case folding or accent folding anywhere (PostgreSQL's and SQLite's ``=``)."""
+    lower, upper, accent = item("lower", ns="team"), item("upper", ns="Team"), item(
+        "accent", ns="téam")
+    store.add_items([lower, upper, accent])
+    for it in (lower, upper, accent):
+        assert [i.content for i in store.list_items(it.namespace)] == [it.content]
+    assert store.get_items("team", [lower.id.upper(), lower.id]) == [store.get_item(
+        "team", lower.id)]
+    assert store.namespaces() == sorted(["team", "Team", "téam"])
+
+
+def test_documents_list_in_code_point_order(store: RecordStore) -> None:
+    """The same order on every database, whatever its collation (ignoring punctuation,
+    as en_US.UTF-8 does, would put "a-b.md" after "ab.md")."""
+    from hello_memory.stores.records.store import DocumentRecord
+
+    paths = ["/d/ab.md", "/d/a-b.md", "/d/B.md", "/d/a b.md", "/d/a_b.md"]
+    for n, path in enumerate(paths):
+        store.replace_document(DocumentRecord(
+            id=f"00000000-0000-4000-8000-{n:012d}", namespace="kb", source_path=path,
+            content_hash="h" * 64, ingested_at=T0), [])
+    assert [d.source_path for d in store.list_documents("kb")] == sorted(paths)

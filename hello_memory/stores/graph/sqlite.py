@@ -170,6 +170,13 @@ class SQLiteGraphStore:
     def close(self) -> None:
         """Nothing to release: the engine belongs to the caller. Safe to call twice."""
 
+    def _codepoints(self, column: Any) -> Any:
+        """``column`` compared in code-point order, as SQLite's BINARY collation and
+        Python's ``sorted`` compare. A PostgreSQL database's collation may ignore spaces
+        and punctuation (glibc's en_US.UTF-8 does), which breaks the name-prefix ranges
+        below and the order the results are cut at ``limit`` in."""
+        return column.collate("C") if self._engine.dialect.name == "postgresql" else column
+
     # --- writes ----------------------------------------------------------------------
     def add_mentions(
         self,
@@ -254,15 +261,17 @@ class SQLiteGraphStore:
             person = _E.c.type.in_(PERSON_TYPES)
             # A prefix as a range ("tom " <= name < "tom!"), so the (namespace,
             # normalized_name) index serves it; SQLite's LIKE would scan every entity.
-            alias = [and_(_E.c.normalized_name >= p, _E.c.normalized_name < p[:-1] + "!")
-                     for p in prefixes]
+            # (On PostgreSQL the range is in code points: the namespace part of the
+            # index serves it there.)
+            name = self._codepoints(_E.c.normalized_name)
+            alias = [and_(name >= p, name < p[:-1] + "!") for p in prefixes]
             if firsts:
                 alias.append(_E.c.normalized_name.in_(firsts))
             match = or_(match, and_(person, or_(*alias))) if alias else match
         query = (
             select(_E.c.name, _E.c.type, _E.c.properties)
             .where(_E.c.namespace == namespace, match)
-            .order_by(_E.c.normalized_name, _E.c.type)
+            .order_by(self._codepoints(_E.c.normalized_name), self._codepoints(_E.c.type))
         )
         rows = self._read(query, "find_entities")
         return [Entity(namespace, r.name, r.type, dict(r.properties or {})) for r in rows]
@@ -303,7 +312,7 @@ class SQLiteGraphStore:
             select(_E.c.id, _E.c.name, _E.c.type, reached.c.hops)
             .join(reached, reached.c.entity_id == _E.c.id)
             .where(_E.c.namespace == namespace)
-            .order_by(reached.c.hops, _E.c.name, _E.c.id)
+            .order_by(reached.c.hops, self._codepoints(_E.c.name), self._codepoints(_E.c.id))
             .limit(limit)
         )
         rows = self._read(query, "neighbors")

@@ -3,7 +3,9 @@
 Each step is additive (new columns, tables, indexes, backfills) and runs in its own
 transaction; the version row is bumped in the same transaction, so a crash leaves the
 database at a whole version. Before migrating an SQLite file a copy is kept beside it
-(``records.db.v<N>.bak``). A database newer than this code is refused, never touched.
+(``records.db.v<N>.bak``); a PostgreSQL database is not copied (back it up with
+``pg_dump`` before upgrading hello-memory). A database newer than this code is refused,
+never touched.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import (
+    BigInteger,
     Connection,
     Engine,
     bindparam,
@@ -150,9 +153,46 @@ def _backup_sqlite(engine: Engine, version: int) -> Path | None:
     return dst
 
 
+# The key of the PostgreSQL advisory lock that migrate() holds ("hm_migra").
+_MIGRATE_LOCK = 0x686D5F6D69677261
+
+
 def migrate(engine: Engine) -> int:
     """Create the schema on an empty database or upgrade an older one; returns the
-    version now in force."""
+    version now in force. On PostgreSQL it all runs under an advisory lock: processes
+    that open one database at the same time (several API workers, README "Servers")
+    take turns, and the later ones find the schema made."""
+    if engine.dialect.name != "postgresql":
+        return _migrate(engine)
+    with engine.connect() as lock:
+        lock.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATE_LOCK})
+        try:
+            return _migrate(engine)
+        finally:
+            lock.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATE_LOCK})
+
+
+def _widen_integers(conn: Connection) -> None:
+    """PostgreSQL: the columns the models declare BIGINT (models.BigInt) that are
+    INTEGER in a database made before they were, with the sequences behind them."""
+    insp = inspect(conn)
+    present = set(insp.get_table_names())
+    for table in Base.metadata.sorted_tables:
+        if table.name not in present:
+            continue
+        have = {c["name"]: c["type"] for c in insp.get_columns(table.name)}
+        for col in table.columns:
+            if (col.name not in have or isinstance(have[col.name], BigInteger)
+                    or not isinstance(col.type.dialect_impl(conn.dialect), BigInteger)):
+                continue
+            conn.execute(text(f"ALTER TABLE {table.name} ALTER COLUMN {col.name} TYPE BIGINT"))
+            seq = conn.execute(text("SELECT pg_get_serial_sequence(:t, :c)"),
+                               {"t": table.name, "c": col.name}).scalar()
+            if seq:
+                conn.execute(text(f"ALTER SEQUENCE {seq} AS BIGINT"))
+
+
+def _migrate(engine: Engine) -> int:
     with engine.begin() as conn:
         version = read_version(conn)
         if version is None:
@@ -166,7 +206,8 @@ def migrate(engine: Engine) -> int:
             f"the record store is at schema version {version}, newer than the {SCHEMA_VERSION} "
             "this hello-memory understands; upgrade hello-memory"
         )
-    if version < SCHEMA_VERSION:
+    upgraded = version < SCHEMA_VERSION
+    if upgraded:
         backup = _backup_sqlite(engine, version)
         log.info("upgrading record store schema %d -> %d (backup: %s)",
                  version, SCHEMA_VERSION, backup)
@@ -183,4 +224,6 @@ def migrate(engine: Engine) -> int:
     # Tables added in later versions that a step did not create (idempotent).
     with engine.begin() as conn:
         Base.metadata.create_all(conn)
+        if upgraded and conn.dialect.name == "postgresql":
+            _widen_integers(conn)
     return version

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     CheckConstraint,
     DateTime,
     Float,
@@ -35,6 +36,11 @@ SCHEMA_VERSION = 5
 TOPIC_CHARS = 255
 
 ID = String(36)
+
+# SQLite's INTEGER holds 64 bits, PostgreSQL's 32. Counters and sequence keys that a
+# long-lived store can take past 2**31 are BIGINT on PostgreSQL (and stay INTEGER in
+# SQLite, where an INTEGER PRIMARY KEY is the rowid).
+BigInt = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -100,7 +106,7 @@ class MemoryRow(Base):
     event_time: Mapped[datetime] = mapped_column(UTCDateTime)
     recorded_time: Mapped[datetime] = mapped_column(UTCDateTime)
     importance: Mapped[float] = mapped_column(Float, default=0.5)
-    access_count: Mapped[int] = mapped_column(Integer, default=0)
+    access_count: Mapped[int] = mapped_column(BigInt, default=0)
     last_access: Mapped[datetime | None] = mapped_column(UTCDateTime)
     status: Mapped[str] = mapped_column(String(16), default="active")
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
@@ -128,8 +134,8 @@ class NamespaceTotalsRow(Base):
     __tablename__ = "hm_namespace_totals"
 
     namespace: Mapped[str] = mapped_column(String(255), primary_key=True)
-    items: Mapped[int] = mapped_column(Integer, default=0)
-    tokens: Mapped[int] = mapped_column(Integer, default=0)
+    items: Mapped[int] = mapped_column(BigInt, default=0)
+    tokens: Mapped[int] = mapped_column(BigInt, default=0)
 
 
 class EntityRow(Base):
@@ -232,7 +238,7 @@ class OutboxRow(Base):
     __tablename__ = "hm_outbox"
     __table_args__ = (Index("ix_outbox_pending", "applied_at", "seq"),)
 
-    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    seq: Mapped[int] = mapped_column(BigInt, primary_key=True, autoincrement=True)
     op: Mapped[str] = mapped_column(String(32))  # upsert | payload | delete
     namespace: Mapped[str] = mapped_column(String(255))
     memory_id: Mapped[str] = mapped_column(ID)
@@ -248,7 +254,7 @@ class RagOutboxRow(Base):
     __tablename__ = "hm_rag_outbox"
     __table_args__ = (Index("ix_rag_outbox_pending", "applied_at", "seq"),)
 
-    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    seq: Mapped[int] = mapped_column(BigInt, primary_key=True, autoincrement=True)
     op: Mapped[str] = mapped_column(String(16))  # upsert | delete
     namespace: Mapped[str] = mapped_column(String(255))
     chunk_id: Mapped[str] = mapped_column(ID)
@@ -260,7 +266,7 @@ class AuditRow(Base):
     __tablename__ = "hm_audit_log"
     __table_args__ = (Index("ix_audit_ns_at", "namespace", "at"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[int] = mapped_column(BigInt, primary_key=True, autoincrement=True)
     at: Mapped[datetime] = mapped_column(UTCDateTime)
     namespace: Mapped[str] = mapped_column(String(255))
     action: Mapped[str] = mapped_column(String(64))

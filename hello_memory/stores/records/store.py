@@ -41,7 +41,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DataError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from hello_memory.errors import (
@@ -256,6 +256,24 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _postgresql_session(dbapi_conn: Any, _record: Any) -> None:
+    """Each PostgreSQL connection works in UTC (models.UTCDateTime): times come back in
+    the session's zone, and in a server's zone west of UTC 0001-01-01 UTC is year 0,
+    which no Python datetime holds."""
+    autocommit = dbapi_conn.autocommit
+    dbapi_conn.autocommit = True
+    cur = dbapi_conn.cursor()
+    cur.execute("SET TIME ZONE 'UTC'")
+    cur.close()
+    dbapi_conn.autocommit = autocommit
+
+
+def _codepoints(column: Any, dialect: str) -> Any:
+    """``column`` ordered by code point, as SQLite (BINARY) and Python order text: a
+    PostgreSQL database's collation may ignore punctuation (glibc's en_US.UTF-8)."""
+    return column.collate("C") if dialect == "postgresql" else column
+
+
 class RecordStore:
     """Typed records in a relational database. ``open()`` creates or upgrades the schema."""
 
@@ -290,6 +308,8 @@ class RecordStore:
                         conn.exec_driver_sql("PRAGMA journal_mode=WAL")
             except OperationalError as exc:
                 raise BackendUnavailableError(f"cannot open SQLite database {db!r}: {exc}") from exc
+        elif engine.url.get_backend_name() == "postgresql":
+            event.listen(engine, "connect", _postgresql_session)
         try:
             migrate(engine)
         except OperationalError as exc:
@@ -316,12 +336,18 @@ class RecordStore:
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         """One transaction: commits on success, rolls back on any error. SQLAlchemy
-        errors leave as RecordStoreError."""
+        errors leave as RecordStoreError; a value the database cannot hold (PostgreSQL:
+        NUL in text, a string longer than its column, a number out of range; SQLite:
+        an integer past 64 bits) as InvalidInputError."""
         if self._sessions is None:
             raise RecordStoreError("record store is not open; call open() first")
         try:
             with self._sessions.begin() as session:
                 yield session
+        except (DataError, OverflowError) as exc:
+            why = exc.orig if isinstance(exc, DataError) else exc
+            raise InvalidInputError(f"the record store cannot hold a value given: {why}"
+                                    ) from exc
         except SQLAlchemyError as exc:
             raise RecordStoreError(f"record store transaction failed: {exc}") from exc
 
@@ -624,7 +650,8 @@ class RecordStore:
         require_namespace(namespace)
         with self.transaction() as s:
             rows = s.scalars(select(DocumentRow).where(DocumentRow.namespace == namespace)
-                             .order_by(DocumentRow.source_path)).all()
+                             .order_by(_codepoints(DocumentRow.source_path,
+                                                   self.engine.dialect.name))).all()
             return [_to_document(r) for r in rows]
 
     def replace_document(self, doc: DocumentRecord, chunks: Sequence[ChunkRecord]
