@@ -44,7 +44,7 @@ class Tab:
             self.page.click(selector)
         return nav.value
 
-    def shot(self, name: str, *, readme: str | None = None) -> None:
+    def shot(self, name: str, *, readme: str | None = None, down_to: Any = None) -> None:
         """Screenshots at desktop and phone width; at phone width the page must not
         scroll sideways (tables scroll inside their own box)."""
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -53,7 +53,12 @@ class Tab:
         if readme and README_SHOTS:
             images = REPO / "docs" / "images"
             images.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(images / readme))
+            clip = None
+            if down_to is not None:  # the page from its top to the end of this element
+                box = down_to.bounding_box()
+                clip = {"x": 0, "y": 0, "width": DESKTOP["width"],
+                        "height": box["y"] + box["height"] + 24}
+            page.screenshot(path=str(images / readme), full_page=True, clip=clip)
         page.set_viewport_size(PHONE)
         try:
             width = page.evaluate("document.documentElement.scrollWidth")
@@ -144,7 +149,7 @@ def test_login_search_explain_open_forget_restore(tab: Tab, seeded: Seeded,
     views = rest["hits"][at]["views"]
     for view, vh in views.items():
         assert re.search(rf"{view}\s+{vh['rank']}\s", text), (view, text)
-    tab.shot("search", readme="ui-search.png")
+    tab.shot("search", readme="ui-search.png", down_to=hit)
 
     # a memory's page, then forget and restore it (each confirmed first)
     hit.locator("[data-testid=open-memory]").click()
