@@ -261,7 +261,11 @@ def _reconcile_namespace(stores: Stores, ns: str, report: ReconcileReport) -> No
         unlinked = [i for i in present if i.memory_type == MemoryType.SEMANTIC
                     and i.id not in graph_ids]
         for item in unlinked:
-            entities, relations = stores.extractor(item)
+            try:
+                entities, relations = stores.extractor(item)
+            except Exception as exc:  # one text the analysis refuses: reported, skipped
+                stores.note_failure(ns, item.id, exc)
+                continue
             if entities or relations:
                 report.graph_relinked.append(item.id)
                 if not dry:

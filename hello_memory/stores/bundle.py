@@ -359,6 +359,10 @@ class Stores:
         self.index_failures[memory_id] = IndexFailure(namespace, memory_id, str(exc),
                                                       attempts)
 
+    def note_failure(self, namespace: str, memory_id: str, exc: BaseException) -> None:
+        """Record that index work for ``memory_id`` failed (listed by ``reconcile``)."""
+        self._failed(namespace, memory_id, _typed(exc, memory_id))
+
     def retry_failed(self, memory_ids: Sequence[str]) -> dict[str, str | None]:
         """Retry the index work of these failing memories now: id -> None when it
         succeeded, else its error (it stays pending)."""
