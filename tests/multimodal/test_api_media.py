@@ -87,3 +87,38 @@ def test_media_routes(api: Any, media: dict[str, Path], tmp_path: Path) -> None:
     assert bad.status_code == 400 and bad.headers["content-type"].startswith(
         "application/problem+json")
     assert call("GET", "/v1/stats", params=NS).json()["by_type"]["perceptual"] == 4
+
+
+def test_media_source_cannot_be_repointed(tmp_path: Path, clip_checkpoint: Path,
+                                          clap_checkpoint: Path,
+                                          media: dict[str, Path]) -> None:
+    """Issue 19: PATCH cannot rewrite an image memory's stored file path, and the
+    thumbnail route opens nothing outside the uploads folder and api.read_dirs (a
+    source put there some other way, here through the library, is refused)."""
+    settings = load_settings(environ={}, data_dir=tmp_path / "d", perceptual={
+        "enabled": True,
+        "image": {"model": CLIP_ARCH, "pretrained": str(clip_checkpoint)},
+        "audio": {"model": "HTSAT-tiny", "checkpoint": str(clap_checkpoint)},
+    }, api={"api_keys": {"k": ["u"]}})
+    secret = tmp_path / "secret.png"  # an image outside every allowed folder
+    secret.write_bytes(media["stripes"].read_bytes())
+    with MemoryManager.open(settings) as mm:
+        call = AsgiApi(create_app(settings, manager=mm), headers=H)
+        up = call("POST", "/v1/media", params=NS, data={"modality": "image"},
+                  files={"file": ("red.png", media["red"].read_bytes(), "image/png")})
+        assert up.status_code == 201, up.text
+        mid, source = up.json()["id"], up.json()["metadata"]["source"]
+        for target in (str(secret), "/etc/passwd", "../../../../etc/hostname"):
+            r = call("PATCH", f"/v1/memories/{mid}", params=NS,
+                     json={"metadata": {"source": target}})
+            assert r.status_code == 400 and "source" in r.json()["detail"], r.text
+        kept = call("PATCH", f"/v1/memories/{mid}", params=NS,
+                    json={"metadata": {"note": "renamed"}})
+        assert kept.status_code == 200 and kept.json()["metadata"]["source"] == source
+        assert call("GET", f"/v1/media/{mid}/thumbnail", params=NS).status_code == 200
+
+        item = mm.stores.records.get_item("u", mid)
+        mm.stores.records.update_item("u", mid, metadata={**item.metadata,
+                                                          "source": str(secret)})
+        refused = call("GET", f"/v1/media/{mid}/thumbnail", params=NS)
+        assert refused.status_code == 400 and "outside" in refused.json()["detail"]
