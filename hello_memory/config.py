@@ -450,6 +450,14 @@ class RagSettings(_Section):
 
 
 class Settings(BaseSettings):
+    # ask's relevance floor: passages whose cosine similarity to the question is under
+    # min_score, or under relative_score x the best passage's, are not shown
+    # (benchmarks/rag_floor.py measured the defaults, BENCHMARKS.md).
+    min_score: float = Field(default=0.25, ge=-1.0, le=1.0)
+    relative_score: float = Field(default=0.5, ge=0.0, le=1.0)
+    # LLM calls one ask may make: the answer, then HyDE, then MQE (one call each);
+    # 0: none (the passages are the answer).
+    llm_calls: int = Field(default=3, ge=0, le=3)
     """Root settings. Build with :func:`load_settings` to get file + env layering."""
 
     model_config = SettingsConfigDict(

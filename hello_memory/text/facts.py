@@ -53,11 +53,14 @@ _NAME = r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){0,2}"
 _SUBJ = (rf"(?P<subj>(?i:the user|user)|I|(?i:my|the user's)\s+(?i:{_EN_ROLES})"
          rf"|{_NAME}['’]s\s+(?i:{_EN_ROLES})|{_NAME})")
 # Leading words that are not part of a name ("Yesterday Tom moved ...").
-_NOT_NAME = frozenset(
-    "in on at since after before when then so and but also now today yesterday last this "
-    "recently finally meanwhile later earlier the a an he she it they we you his her their "
-    "our its there here monday tuesday wednesday thursday friday saturday sunday january "
-    "february march april may june july august september october november december".split())
+_NOT_NAME = frozenset({
+    "in", "on", "at", "since", "after", "before", "when", "then", "so", "and", "but", "also",
+    "now", "today", "yesterday", "last", "this", "recently", "finally", "meanwhile", "later",
+    "earlier", "the", "a", "an", "he", "she", "it", "they", "we", "you", "his", "her", "their",
+    "our", "its", "there", "here", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july",
+    "august", "september", "october", "november", "december"
+})
 _ADV = (r"(?:\s+(?:now|just|recently|finally|currently|still|also|already|has|have|had|"
         r"been|is|am|are|was|were|eventually|officially|actually|then|since\s+moved))*")
 _NEG = re.compile(r"\b(?:not|never|no longer|n't|longer|nor)\b|n't", re.I)
@@ -98,6 +101,22 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("employer", re.compile(
         rf"\b{_SUBJ}(?P<adv>{_ADV})\s+(?:joined|joins|has\s+joined|got\s+a\s+job\s+at|"
         rf"(?:took|accepted|started|got)\s+a\s+(?:new\s+)?job\s+at)\s+{_CAP_VAL}")),
+    ("employer", re.compile(
+        rf"\b{_SUBJ}(?P<adv>{_ADV})\s+(?:has|had|got)\s+a\s+(?:new\s+)?job\s+(?:at|with)\s+{_VAL}")),
+    ("employer", re.compile(
+        rf"\b{_SUBJ}(?P<adv>{_ADV})\s+left\s+[^,.;!?]+?\s+for\s+a\s+(?:new\s+)?"
+        rf"(?:job|position|role)\s+(?:at|with)\s+{_VAL}")),
+    ("residence", re.compile(
+        rf"\b{_SUBJ}(?P<adv>{_ADV})\s+calls\s+(?P<val>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){{0,2}})"
+        rf"\s+home\b")),
+    ("phone", re.compile(
+        rf"\b{_SUBJ}(?P<adv>{_ADV})\s+(?:changed|switched)\s+(?:(?:his|her|their|my)\s+)?"
+        rf"(?:phone|mobile)(?:\s+number)?\s+to\s+{_VAL}")),
+    ("phone", re.compile(
+        rf"\b{_SUBJ}(?P<adv>{_ADV})\s+can\s+be\s+reached\s+(?:on|at)\s+"
+        rf"(?P<val>\+?[\d][\d -]{{4,}}\d)")),
+    ("spouse", re.compile(
+        rf"\b(?P<subj>{_NAME})\s+and\s+(?P<val>{_NAME})\s+(?:are|got)\s+married\b(?P<adv>)")),
     ("job", re.compile(
         rf"\b{_SUBJ}(?P<adv>{_ADV})\s+(?:works|work|worked|working)\s+as\s+(?:an?\s+)?{_VAL}")),
     ("spouse", re.compile(
@@ -113,8 +132,8 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # --- Chinese -----------------------------------------------------------------------
-_ZH_TIME = ("现在|目前|如今|已经|去年|今年|前年|明年|上个月|上周|上星期|最近|刚刚|刚|终于|一直|还|也|又|"
-            "后来|年初|年底|月初|月底|下个月|当时|正式|早就|在\\d{4}年|\\d{4}年|\\d{1,2}月")
+_ZH_TIME = ("现在|目前|如今|已经|去年|今年|前年|明年|上个月|上周|上星期|最近|刚刚|刚|"
+            "终于|一直|还|也|又|后来|年初|年底|月初|月底|下个月|当时|正式|早就|在\\d{4}年|\\d{4}年|\\d{1,2}月")
 _ZH_SUBJ = (f"(?P<subj>(?:我|用户)的?(?:{_ZH_ROLES})|[\u4e00-\u9fff]{{2,4}}?的(?:{_ZH_ROLES})"
             f"|我(?!们)|用户|[\u4e00-\u9fff]{{2,4}}?)")
 _ZH_ADV = f"(?P<adv>(?:{_ZH_TIME}|[,，\\s])*)"
@@ -142,6 +161,13 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("employer", re.compile(
         f"{_ZH_START}{_ZH_SUBJ}{_ZH_ADV}(?:入职了|入职|跳槽到了|跳槽到|跳槽去了|跳槽去|任职于|就职于)"
         f"{_ZH_VAL}")),
+    ("residence", re.compile(
+        f"{_ZH_START}{_ZH_SUBJ}{_ZH_ADV}(?:人在|的家在|家住在|家在){_ZH_VAL}")),
+    ("employer", re.compile(
+        f"{_ZH_START}{_ZH_SUBJ}{_ZH_ADV}(?:换了(?:份|个)?工作|跳槽)[，,]?(?:去了|到了|进了){_ZH_VAL}")),
+    ("spouse", re.compile(
+        f"{_ZH_START}{_ZH_SUBJ}{_ZH_ADV}(?:和|跟|与)(?P<val>[\u4e00-\u9fffA-Za-z·]{{1,8}}?)"
+        f"是夫妻")),
     ("spouse", re.compile(
         f"{_ZH_START}{_ZH_SUBJ}{_ZH_ADV}(?:和|跟|与)(?P<val>[\u4e00-\u9fffA-Za-z·]{{1,8}}?)"
         f"(?:结婚|领证|成婚)")),
@@ -207,7 +233,8 @@ def _subject_zh(raw: str) -> str | None:
 
 
 def _value(raw: str) -> str:
-    value = re.sub(r"^(?:the|a|an|my|our)\s+", "", raw.strip(), flags=re.I)
+    value = re.sub(r"^(?:in|at)\s+", "", raw.strip(), flags=re.I)  # "home is in Bergen"
+    value = re.sub(r"^(?:the|a|an|my|our)\s+", "", value, flags=re.I)
     value = re.sub(r"[\s'\"“”‘’]+$", "", value)
     return normalize_entity_name(value.strip("了啦"))
 
@@ -251,10 +278,7 @@ def _facts_zh(text: str) -> list[tuple[int, Fact]]:
                 attr = attribute
             else:
                 owner = _strip_zh_time(groups["owner"])
-                if owner in ("我", "用户"):
-                    subject = SELF_ENTITY
-                else:
-                    subject = _subject_zh(owner)
+                subject = SELF_ENTITY if owner in ("我", "用户") else _subject_zh(owner)
                 attr = f"favorite {groups['fav']}" if groups.get("fav") else _ZH_ATTRS[
                     groups["attr"]]
             value = _value(groups["val"])

@@ -165,7 +165,10 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
 def _llm(server: ScriptedLLMServer) -> dict[tuple[str, ...], Any]:
     return {("llm", "provider"): "openai", ("llm", "base_url"): server.base_url,
             ("llm", "api_key"): "test", ("llm", "model"): "scripted",
-            ("llm", "max_retries"): 0}
+            ("llm", "max_retries"): 0,
+            # these tests count the retriever's requests: the per-add supersede decision
+            # a configured LLM also makes (memory/supersede.py) stays on the rules here
+            ("memory", "supersede"): "rules"}
 
 
 def _script_plan(server: ScriptedLLMServer) -> None:

@@ -800,15 +800,20 @@ class RecordStore:
             for table in reversed(meta.sorted_tables):  # children before their parents
                 n = 0
                 if "namespace" in table.c:
-                    n = s.execute(delete(table).where(table.c.namespace == ns)).rowcount or 0
+                    n = _rowcount(s.execute(delete(table).where(table.c.namespace == ns)))
                 else:
                     for column, ids in keys.items():
                         if column not in table.c:
                             continue
                         for start in range(0, len(ids), 500):
                             part = ids[start:start + 500]
-                            n += s.execute(delete(table).where(
-                                table.c[column].in_(part))).rowcount or 0
+                            n += _rowcount(s.execute(delete(table).where(
+                                table.c[column].in_(part))))
                 if n:
                     counts[table.name] = n
         return counts
+
+
+def _rowcount(result: Any) -> int:
+    """Rows a DELETE touched (a CursorResult's rowcount; 0 where the driver says -1)."""
+    return max(0, int(getattr(result, "rowcount", 0) or 0))
