@@ -56,11 +56,14 @@ def _extractive(question: str, passages: Sequence[RAGHit], used: int, why: str) 
 
 
 def answer_question(question: str, hits: Sequence[RAGHit], *, llm: LLMClient | None,
-                    budget: int, counter: TokenCounter) -> Answer:
-    """The answer to ``question`` from ``hits`` (ranked, best first)."""
+                    budget: int, counter: TokenCounter, no_answer: str | None = None
+                    ) -> Answer:
+    """The answer to ``question`` from ``hits`` (ranked, best first). ``no_answer``
+    says why there is no LLM answer (else: no LLM is configured) or, with no hits,
+    why none is left."""
     passages, used = pack_context(hits, budget, counter)
     if not passages:
-        why = ("No indexed passage matches the question." if not hits else
+        why = (no_answer or "No indexed passage matches the question." if not hits else
                f"No passage fits the context budget of {budget} tokens.")
         return Answer(text=why, citations=[], passages=[], used_llm=False, context_tokens=0)
     context = "\n\n".join(passage_block(i, h) for i, h in enumerate(passages, 1))
@@ -71,7 +74,7 @@ def answer_question(question: str, hits: Sequence[RAGHit], *, llm: LLMClient | N
     text = call_or_fallback(llm, lambda c: c.complete(messages).strip(), lambda: "",
                             what="grounded answer")
     if not text:
-        why = ("No LLM is configured." if llm is None
+        why = ((no_answer or "No LLM is configured.") if llm is None
                else "The LLM gave no answer, so here are the passages instead.")
         return _extractive(question, passages, used, why)
     cited = sorted({int(n) for n in _CITE_RE.findall(text) if 1 <= int(n) <= len(passages)})

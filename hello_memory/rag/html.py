@@ -84,7 +84,7 @@ def strip_boilerplate(data: bytes) -> bytes:
     for el in soup.find_all(True):
         if not el.decomposed and el.attrs is not None and _is_chrome(el):
             el.decompose()
-    body = soup.body or soup
+    body: Any = soup.body or soup
     main = body.find("main") or body.find(attrs={"role": "main"})
     if main is None:
         articles = body.find_all("article")

@@ -227,19 +227,26 @@ class RAGPipeline:
     @telemetry.traced("retrieval", name="retrieval hello-memory", count=len, query_arg=1)
     def search(self, query: str, *, namespace: str, top_k: int = 5,
                filters: dict[str, Any] | None = None, mqe: bool | None = None,
-               hyde: bool | None = None, rerank: bool | None = None) -> list[RAGHit]:
+               hyde: bool | None = None, rerank: bool | None = None,
+               llm_calls: int | None = None) -> list[RAGHit]:
         """Fused dense + BM25 search over the variants of ``query``. ``filters``:
         ``source`` (path or list), ``document_id``, ``heading`` (a heading path or any
         prefix of one, "Guide > Install"), ``language``. ``mqe`` / ``hyde`` / ``rerank``
-        override the settings for this call; MQE and HyDE need an LLM."""
+        override the settings for this call; MQE and HyDE need an LLM, one call each,
+        and run only while ``llm_calls`` (default ``rag.llm_calls``) allows: HyDE
+        first, then MQE."""
         ns = self._ready(namespace)
         validate_content(query)
         validate_top_k(top_k)
         s = self.settings
+        calls = self._llm_budget(llm_calls)
+        use_hyde = self.llm is not None and (s.hyde if hyde is None else hyde) and calls >= 1
+        use_mqe = self.llm is not None and (s.mqe if mqe is None else mqe) \
+            and calls >= 1 + use_hyde
         variants = [Variant("query", query)]
-        if self.llm is not None and (s.mqe if mqe is None else mqe):
+        if use_mqe:
             variants += expand_mqe(self.llm, query, s.mqe_variants)
-        if self.llm is not None and (s.hyde if hyde is None else hyde):
+        if use_hyde:
             variants += expand_hyde(self.llm, query)
         reranker = self.reranker if rerank is not False else None
         if rerank and reranker is None:
@@ -264,17 +271,40 @@ class RAGPipeline:
 
     @telemetry.traced("retrieval", name="ask hello-memory", query_arg=1)
     def ask(self, question: str, *, namespace: str, max_context_tokens: int | None = None,
-            top_k: int | None = None, filters: dict[str, Any] | None = None) -> Answer:
+            top_k: int | None = None, filters: dict[str, Any] | None = None,
+            llm_calls: int | None = None, min_score: float | None = None,
+            relative_score: float | None = None) -> Answer:
         """Answer ``question`` from the namespace's documents with numbered citations
-        (the ranked passages themselves when there is no LLM)."""
-        budget = self.settings.context_tokens if max_context_tokens is None \
-            else max_context_tokens
+        (the ranked passages themselves when there is no LLM).
+
+        Passages under the relevance floor are left out: a question's cosine similarity
+        to a passage below ``min_score`` (``rag.min_score``), or below ``relative_score``
+        times the best passage's (``rag.relative_score``). ``llm_calls`` (default
+        ``rag.llm_calls``) caps the LLM calls: the answer first, then HyDE, then MQE;
+        0 makes none (the passages are the answer)."""
+        s = self.settings
+        budget = s.context_tokens if max_context_tokens is None else max_context_tokens
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise InvalidInputError(f"max_context_tokens must be a positive int, got {budget!r}")
-        hits = self.search(question, namespace=namespace,
-                           top_k=top_k or self.settings.ask_top_k, filters=filters)
-        return answer_question(question, hits, llm=self.llm, budget=budget,
-                               counter=self.counter)
+        calls = self._llm_budget(llm_calls)
+        answer_llm = self.llm if calls >= 1 else None
+        hits = self.search(question, namespace=namespace, top_k=top_k or s.ask_top_k,
+                           filters=filters, llm_calls=max(0, calls - 1))
+        kept = relevance_floor(hits, s.min_score if min_score is None else min_score,
+                               s.relative_score if relative_score is None else relative_score)
+        why = None if self.llm is None or answer_llm is not None else \
+            "rag.llm_calls is 0, so no LLM was asked."
+        if hits and not kept:
+            why = (f"No passage is close enough to the question (rag.min_score "
+                   f"{s.min_score if min_score is None else min_score:g}).")
+        return answer_question(question, kept, llm=answer_llm, budget=budget,
+                               counter=self.counter, no_answer=why)
+
+    def _llm_budget(self, llm_calls: int | None) -> int:
+        calls = self.settings.llm_calls if llm_calls is None else llm_calls
+        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+            raise InvalidInputError(f"llm_calls must be an int >= 0, got {calls!r}")
+        return calls
 
     # --- management -----------------------------------------------------------------
     def delete_document(self, document: str, *, namespace: str) -> int:
@@ -320,6 +350,17 @@ class RAGPipeline:
     def reconcile(self, namespace: str) -> dict[str, int]:
         """Bring the chunk vectors of ``namespace`` in line with the chunk records."""
         return self.index.reconcile(self._ready(namespace))
+
+
+def relevance_floor(hits: Sequence[RAGHit], min_score: float, relative_score: float
+                    ) -> list[RAGHit]:
+    """The hits whose question similarity is at least ``min_score`` and at least
+    ``relative_score`` times the best one's (a hit without a similarity is kept)."""
+    sims = [h.similarity for h in hits if h.similarity is not None]
+    if not sims:
+        return list(hits)
+    bar = max(min_score, relative_score * max(sims)) if max(sims) > 0 else min_score
+    return [h for h in hits if h.similarity is None or h.similarity >= bar]
 
 
 def _first_heading(path: str) -> str | None:

@@ -9,13 +9,13 @@ record is never returned) and, optionally, reordered by a pluggable reranker.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any, Protocol
-
-from pydantic import BaseModel, Field
 
 from hello_memory.errors import ConfigError, InvalidInputError, ModelNotFoundError
 from hello_memory.llm.base import LLMClient, Message, call_or_fallback
@@ -74,24 +74,46 @@ class Variant:
     is_passage: bool = False  # a HyDE passage is embedded as a document, not a query
 
 
-class _Expansions(BaseModel):
-    queries: list[str] = Field(default_factory=list)
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s*")
+
+
+def parse_queries(answer: str) -> list[str]:
+    """The queries of an MQE answer: one per line (list marks, quotes and a preamble
+    line ending in ":" dropped), or a JSON object ``{"queries": [...]}`` / a JSON list
+    when the model answered that way anyway."""
+    text = answer.strip()
+    if text.startswith(("{", "[")):
+        try:
+            data = json.loads(text)
+            items = data.get("queries", []) if isinstance(data, dict) else data
+            if isinstance(items, list):
+                return [q.strip() for q in items if isinstance(q, str) and q.strip()]
+        except (json.JSONDecodeError, ValueError):
+            pass
+    out = []
+    for line in text.splitlines():
+        line = _LIST_MARK.sub("", line).strip().strip("\"'`").strip()
+        if line and not line.endswith(":") and not line.startswith(("{", "}", "[", "]")):
+            out.append(line)
+    return out
 
 
 def expand_mqe(llm: LLMClient | None, query: str, n: int) -> list[Variant]:
-    """Up to ``n`` LLM paraphrases of ``query`` (none without an LLM or on failure)."""
+    """Up to ``n`` LLM paraphrases of ``query`` (none without an LLM or on failure).
+    One plain completion, one query per line: no JSON, so never a repair round trip
+    (MQE costs exactly one LLM call)."""
     messages: list[Message] = [
         {"role": "system", "content": "You rewrite search queries for a document search "
-                                      "engine. Answer with JSON only."},
+                                      "engine. Answer with the queries only, one per line."},
         {"role": "user", "content": (
             f"Write {n} different search queries that would find passages answering the "
             "question below: paraphrases, synonyms, the likely technical terms. Keep the "
-            "question's language. Answer as {\"queries\": [\"...\"]}.\n\n"
+            "question's language. One query per line, nothing else.\n\n"
             f"Question: {query}")},
     ]
 
     def ask(llm: LLMClient) -> list[str]:
-        return llm.complete_json(messages, _Expansions, max_tokens=300).queries
+        return parse_queries(llm.complete(messages, max_tokens=300))
 
     seen = {query.strip().casefold()}
     out: list[Variant] = []
@@ -184,12 +206,17 @@ def search_chunks(
     payload_filters = vector_filters(filters)
     limit = max(candidates, top_k)
     lists: dict[str, list[str]] = {}
+    similarity: dict[str, float] = {}  # cosine of the question (first variant) to a chunk
+    question: list[float] = []
     for v in variants:
         vector = (index.embedder.embed([v.text])[0] if v.is_passage
                   else index.embedder.embed_query(v.text))
         hits = index.vectors.nearest(CHUNK_COLLECTION, vector.tolist(), namespace=namespace,
                                     using=DENSE, limit=limit, filters=payload_filters)
         lists[f"{v.name}:dense"] = [h.id for h in hits]
+        if not question:
+            question = vector.tolist()
+            similarity = {h.id: float(h.score) for h in hits}
         sparse = index.lexical.query(v.text)
         if sparse is not None:
             hits = index.vectors.nearest(CHUNK_COLLECTION, sparse, namespace=namespace,
@@ -206,12 +233,17 @@ def search_chunks(
                name=names.get(c.document_id) or default_name(c.source_path))
         for cid, score, views in fused if (c := chunks.get(cid)) is not None
     ]
+    missing = [h.chunk_id for h in hits_out if h.chunk_id not in similarity]
+    if missing and question:  # found by BM25 or an expansion only: score them too
+        for h in index.vectors.nearest(CHUNK_COLLECTION, question, namespace=namespace,
+                                       using=DENSE, limit=len(missing), ids=missing):
+            similarity[h.id] = float(h.score)
+    hits_out = [replace(h, similarity=similarity.get(h.chunk_id)) for h in hits_out]
     if reranker is not None and hits_out:
         scores = reranker.score(rerank_query or variants[0].text, [h.content for h in hits_out])
         if len(scores) != len(hits_out):
             raise ConfigError(f"reranker returned {len(scores)} scores for {len(hits_out)} "
                               "passages")
-        hits_out = [RAGHit(**{**h.__dict__, "rerank_score": s}) for h, s in zip(
-            hits_out, scores, strict=True)]
+        hits_out = [replace(h, rerank_score=s) for h, s in zip(hits_out, scores, strict=True)]
         hits_out.sort(key=lambda h: -(h.rerank_score or 0.0))
     return hits_out[:top_k]

@@ -48,7 +48,9 @@ class RAGHit:
     ``score`` is the reciprocal-rank-fusion score over every query variant and view;
     ``views`` maps each ranked list that found the chunk (``"query:dense"``,
     ``"mqe1:bm25"``, ``"hyde:dense"`` ...) to the chunk's 1-based rank in it;
-    ``rerank_score`` is set when a reranker ordered the hits.
+    ``rerank_score`` is set when a reranker ordered the hits; ``similarity`` is the
+    cosine similarity of the question itself to the chunk (what ``ask``'s relevance
+    floor, ``rag.min_score`` / ``rag.relative_score``, compares).
     """
 
     chunk_id: str
@@ -65,6 +67,7 @@ class RAGHit:
     views: dict[str, int] = field(default_factory=dict)
     rerank_score: float | None = None
     name: str = ""  # the document's name for people (see DocumentRecord "name")
+    similarity: float | None = None  # cosine of the question to the chunk (relevance floor)
 
     @property
     def citation(self) -> str:
@@ -80,7 +83,8 @@ class RAGHit:
             "score": self.score, "ordinal": self.ordinal, "start": self.start, "end": self.end,
             "token_count": self.token_count, "language": self.language,
             "views": dict(self.views), "rerank_score": self.rerank_score,
-            "name": self.name or self.source, "citation": self.citation,
+            "similarity": self.similarity, "name": self.name or self.source,
+            "citation": self.citation,
         }
 
 

@@ -67,12 +67,53 @@ def test_switches_and_malformed_answers_fall_back(kb: RAGPipeline,
     hits = kb.search("sourdough starter", namespace="kb", mqe=False, hyde=False)
     assert llm_server.requests == [] and hits
     assert all(name.startswith("query:") for h in hits for name in h.views)
-    llm_server.reply("not json at all")  # MQE answer, then its one repair round trip
-    llm_server.reply("still not json")
-    llm_server.fail(500)                 # HyDE fails
+    llm_server.reply("Here are the queries:\n\n")  # MQE: nothing usable in it
+    llm_server.fail(500)                            # HyDE fails
     hits = kb.search("sourdough starter", namespace="kb")
     assert hits and "sourdough" in hits[0].content
     assert all(name.startswith("query:") for h in hits for name in h.views)
+    assert len(llm_server.requests) == 2  # plain lines: never a JSON repair round trip
+
+
+def test_mqe_answers_are_read_line_by_line_or_as_json() -> None:
+    from hello_memory.rag.search import parse_queries
+
+    assert parse_queries("Here are three queries:\n1. tomato sunlight\n- \"sun hours\"\n"
+                         "* light for tomatoes\n") == [
+        "tomato sunlight", "sun hours", "light for tomatoes"]
+    assert parse_queries('{"queries": ["a b", " ", "c"]}') == ["a b", "c"]
+    assert parse_queries('["x", 3]') == ["x"]
+    assert parse_queries("") == []
+
+
+@pytest.mark.parametrize("calls", [3, 2, 1, 0])
+def test_llm_call_budget_of_ask(corpus_manager: MemoryManager, client: OpenAICompatClient,
+                                llm_server: ScriptedLLMServer, calls: int) -> None:
+    """rag.llm_calls caps what one ask costs: the answer first, then HyDE, then MQE;
+    each step is one request (MQE needs no JSON repair)."""
+    kb = RAGPipeline.from_manager(corpus_manager, llm=client,
+                                  settings=RagSettings(mqe_variants=2, llm_calls=calls))
+    if calls >= 3:
+        llm_server.reply("espresso machine guarantee period\nwarranty length")
+    if calls >= 2:
+        llm_server.reply("The espresso machine comes with a two year warranty.")
+    if calls >= 1:
+        llm_server.reply("Two years [1].")
+    answer = kb.ask("how long is the espresso machine warranty?", namespace="kb")
+    assert len(llm_server.requests) == calls
+    prompts = [r.body["messages"][-1]["content"] for r in llm_server.requests]
+    assert [p.split()[0] for p in prompts] == ["Write", "Write", "Passages:"][3 - calls:]
+    views = {name.split(":")[0] for p in answer.passages for name in p.views}
+    assert ("mqe1" in views) == (calls >= 3) and ("hyde" in views) == (calls >= 2)
+    assert answer.used_llm == (calls >= 1)
+    assert "two years" in answer.text.lower()
+    if calls == 0:
+        assert "rag.llm_calls is 0" in answer.text
+    # the per-call argument overrides the setting
+    llm_server.reply("Two years [1].")
+    assert kb.ask("how long is the espresso machine warranty?", namespace="kb",
+                  llm_calls=1).used_llm
+    assert len(llm_server.requests) == calls + 1
 
 
 def test_ask_answers_with_numbered_citations(kb: RAGPipeline,
