@@ -339,6 +339,18 @@ def test_client_errors_keep_the_exit_codes(tmp_path: Path, embedder: Any) -> Non
             path = tmp_path / "bob.jsonl"
             assert client.export_jsonl(path, namespace="bob") == 1
             assert json.loads(path.read_text())["id"] == item["id"]
+            # every job name, with the CLI's option names (the progress bar stays here)
+            for job, opts in (("consolidate", {"importance_threshold": 0.3,
+                                               "min_access_count": 0}),
+                              ("forget", {"strategy": "importance", "threshold": 0.2}),
+                              ("reindex", {"progress": True}), ("reconcile", {})):
+                [run] = client.run_job(job, ["bob"], False, True, **opts)
+                assert (run.job, run.namespace, run.dry_run) == (job, "bob", True)
+                for name in ("importance_threshold", "threshold"):
+                    if name in opts:  # the server ran with the option given
+                        assert run.details[name] == opts[name]
+            assert client.run_job("forget", [], True, True)[0].namespace == "bob"
+            assert client.optimize().job == "optimize"
     finally:
         srv.should_exit = True
         thread.join(timeout=30)
