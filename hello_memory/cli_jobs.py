@@ -164,4 +164,4 @@ def _show_failures(run: JobRun) -> None:
                       f"attempts): {failure.get('error')}\n"
                       f"    retry: hello-memory jobs reconcile -n {ns} --retry {mid}\n"
                       f"    drop:  hello-memory jobs reconcile -n {ns} --drop-failed {mid}",
-                      markup=False, highlight=False)
+                      markup=False, highlight=False, soft_wrap=True)
