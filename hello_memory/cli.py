@@ -8,7 +8,7 @@ While ``hello-memory serve`` holds the data directory (its ``server.json`` there
 it, :mod:`hello_memory.server_info`), or with ``--server URL``, the commands ``stats``,
 ``search``, ``show``, ``export``, ``add`` and ``jobs ...`` run through that server's REST
 API (:mod:`hello_memory.remote`) and print the same output; the others say in one line
-that they cannot, and exit 4 (README "Servers").
+that they cannot, and exit 4 (README "The CLI next to a server").
 
 Exit codes: 0 success; 1 unexpected error (traceback only with ``--debug``); 2 bad
 usage, configuration or input; 3 not found; 4 a backend, server or model is
@@ -142,7 +142,7 @@ def _settings() -> Settings:
     return load_settings(_config_path(), **_state.get("overrides", {}))
 
 
-# --- the server next to the CLI (README "Servers") --------------------------------------
+# --- the server next to the CLI (README "The CLI next to a server") ---------------------
 def _held_by(settings: Settings) -> ServerInfo | None:
     """The live server that holds this data directory's embedded stores, if any."""
     info = live_server(settings.data_dir)

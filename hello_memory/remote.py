@@ -1,9 +1,10 @@
 """Where a CLI command runs: on the stores themselves, or through a running server.
 
 The commands that can run either way (``stats``, ``search``, ``show``, ``export``,
-``add`` and every ``jobs`` command; README "Servers") take a :class:`Backend`: a
-:class:`LocalBackend` over an open :class:`~hello_memory.memory.manager.MemoryManager`,
-or a :class:`ServerClient` over the REST API of ``hello-memory serve`` (httpx). Both
+``add`` and every ``jobs`` command; README "The CLI next to a server") take a
+:class:`Backend`: a :class:`LocalBackend` over an open
+:class:`~hello_memory.memory.manager.MemoryManager`, or a :class:`ServerClient` over the
+REST API of ``hello-memory serve`` (httpx). Both
 return what the REST API returns (a memory as ``item_to_json``, a hit as
 ``hit_to_json``, the stats dict) and ``JobRun`` objects, so one renderer prints the
 same tables and ``--json`` either way.

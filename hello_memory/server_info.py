@@ -1,4 +1,5 @@
-"""The info file ``hello-memory serve`` keeps in its data directory (README "Servers").
+"""The info file ``hello-memory serve`` keeps in its data directory (README "The CLI
+next to a server").
 
 While a server runs on a data directory it keeps ``<data_dir>/server.json``: its
 address, process id, start time and whether it holds the directory's embedded stores

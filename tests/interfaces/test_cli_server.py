@@ -1,4 +1,5 @@
-"""The CLI next to a running server (issue 14, part 2; README "Servers" and "Jobs").
+"""The CLI next to a running server (issue 14, part 2; README "Jobs" and "The CLI next
+to a server").
 
 A real ``hello-memory serve`` subprocess on an embedded data directory, with a 2-second
 schedule for consolidate and forget: its scheduled runs show in ``GET /v1/jobs`` and in
