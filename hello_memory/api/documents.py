@@ -51,6 +51,8 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str
     max_context_tokens: int | None = Field(None, ge=50, le=100_000)
+    llm_calls: int | None = Field(None, ge=0, le=3, description="LLM calls at most "
+                                  "(answer, then HyDE, then MQE); default rag.llm_calls")
 
 
 def rag_of(request: Request, mm: Manager) -> Any:
@@ -128,7 +130,7 @@ def search_documents(body: DocSearch, namespace: Namespace, rag: Rag) -> dict[st
 def ask(body: AskRequest, namespace: Namespace, rag: Rag) -> dict[str, Any]:
     """Answer from the namespace's documents, with numbered citations."""
     answer = rag.ask(body.question, namespace=namespace,
-                     max_context_tokens=body.max_context_tokens)
+                     max_context_tokens=body.max_context_tokens, llm_calls=body.llm_calls)
     return dict(answer.as_dict())
 
 

@@ -99,12 +99,15 @@ def ask(
                      ] = None,
     max_context_tokens: Annotated[int | None, typer.Option(
         min=1, help="Token budget of the passages given to the LLM.")] = None,
+    llm_calls: Annotated[int | None, typer.Option(
+        min=0, max=3, help="LLM calls at most: the answer, then HyDE, then MQE "
+                           "(default rag.llm_calls; 0: passages only).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from ingested documents, with numbered citations."""
     with _pipeline(ctx, config) as (rag, _, default_ns):
         answer = rag.ask(question, namespace=namespace or default_ns, top_k=top_k,
-                         max_context_tokens=max_context_tokens)
+                         max_context_tokens=max_context_tokens, llm_calls=llm_calls)
     if as_json:
         console.print_json(json.dumps(answer.as_dict(), ensure_ascii=False))
         return
