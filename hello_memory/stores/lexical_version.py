@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 
 from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import IntegrityError
 
 from hello_memory.retrieval.lexical import ANALYZER_VERSION
 from hello_memory.stores.records import RecordStore
@@ -49,6 +50,15 @@ def check_lexical_version(records: RecordStore) -> bool:
 
 def record_lexical_version(records: RecordStore) -> None:
     """Name this analyzer as the one the stored memories were indexed with."""
-    with records.engine.begin() as conn:
-        conn.execute(delete(SchemaMeta).where(SchemaMeta.key == LEXICAL_KEY))
-        conn.execute(insert(SchemaMeta).values(key=LEXICAL_KEY, value=ANALYZER_VERSION))
+    for attempt in (1, 2):
+        try:
+            with records.engine.begin() as conn:
+                conn.execute(delete(SchemaMeta).where(SchemaMeta.key == LEXICAL_KEY))
+                conn.execute(insert(SchemaMeta).values(key=LEXICAL_KEY, value=ANALYZER_VERSION))
+            return
+        except IntegrityError:
+            # PostgreSQL, two processes opening one new database (README "Servers"):
+            # the other's row was not yet committed when this delete ran, and this
+            # insert waited for it. It is committed now: a second try replaces it.
+            if attempt == 2:
+                raise

@@ -44,6 +44,8 @@ TYPES = ["episodic", "semantic", "working"]
 IMPORTANCE = [0.05, 0.5, 0.95]
 
 _EMBEDDER: Any = None  # set by the test below (hypothesis builds the machine itself)
+# () -> settings overrides naming a fresh record database; set by the test below
+_NEW_RECORDS: Any = dict
 
 
 def ns_state(mm: MemoryManager, ns: str) -> tuple[Any, ...]:
@@ -62,7 +64,8 @@ class Isolation(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="hm-iso-"))
-        self.mm = make_manager(self.dir, _EMBEDDER, vector={"location": ":memory:"})
+        self.mm = make_manager(self.dir, _EMBEDDER, vector={"location": ":memory:"},
+                               **_NEW_RECORDS())
         # namespace -> ids this test wrote there and did not delete
         self.ids: dict[str, set[str]] = {ns: set() for ns in NAMESPACES}
 
@@ -161,9 +164,19 @@ class Isolation(RuleBasedStateMachine):
             assert stats["total"] == len(self.ids[ns]) - stats["forgotten"]
 
 
-def test_random_interleavings_never_cross_namespaces(embedder: Any) -> None:
-    global _EMBEDDER
+@pytest.mark.parametrize("records", ["sqlite",
+                                     pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_random_interleavings_never_cross_namespaces(embedder: Any, records: str,
+                                                     request: pytest.FixtureRequest) -> None:
+    """With the records (and the SQL graph tables) in SQLite, and in PostgreSQL."""
+    global _EMBEDDER, _NEW_RECORDS
     _EMBEDDER = embedder
+    _NEW_RECORDS = dict
+    if records == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        _NEW_RECORDS = lambda: {"records": {"url": server.create_schema()}}  # noqa: E731
+    # Fewer examples on PostgreSQL: the interleavings are the same program; what the
+    # second database adds is its SQL, which four examples already run through.
     run_state_machine_as_test(Isolation, settings=settings(
-        max_examples=8, stateful_step_count=14, deadline=None, database=None,
-        suppress_health_check=list(HealthCheck)))
+        max_examples=8 if records == "sqlite" else 4, stateful_step_count=14, deadline=None,
+        database=None, suppress_health_check=list(HealthCheck)))
