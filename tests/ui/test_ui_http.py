@@ -129,3 +129,23 @@ def test_auth_disabled_only_for_loopback_clients(seeded: Seeded) -> None:
     assert remote.get("/ui/timeline?namespace=bob").status_code == 303
     r = remote.post("/ui/login", data={"key": ""})
     assert r.status_code == 401 and "enter an API key" in r.text
+
+
+def test_search_filters_reach_the_one_search(alice: TestClient, seeded: Seeded) -> None:
+    def found(**params: str) -> tuple[set[str], set[str]]:
+        r = alice.get("/ui/search", params={"namespace": "alice", **params})
+        assert r.status_code == 200, r.text[:300]
+        ids = set(re.findall(r'/ui/memories/([0-9a-f-]{36})\?namespace=alice', r.text))
+        return ids, set(re.findall(r'<span class="type t-(\w+)">', r.text))
+
+    ids, types = found(q="the Lisbon trip", type="episodic", session="trip-planning")
+    assert ids == {seeded.ids["lisbon"], seeded.ids["hotel"]} and types == {"episodic"}
+    ids, _ = found(q="what happened", since="2024-09-01", until="2024-09-30")
+    assert ids == {seeded.ids["lisbon"], seeded.ids["hotel"]}
+    ids, _ = found(q="Alice", min_importance="0.75", type="semantic")
+    assert ids == {seeded.ids["berlin"]}
+    r = alice.get("/ui/search", params={"namespace": "alice",
+                                        "q": "What did Alice do in September 2024?"})
+    assert "2024-09-01 00:00 UTC" in r.text  # the plan's resolved time range
+    r = alice.get("/ui/search", params={"namespace": "alice", "q": "tea", "since": "May"})
+    assert r.status_code == 400 and "since must be a date" in r.text
