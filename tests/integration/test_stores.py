@@ -1,4 +1,5 @@
-"""The three stores + real embedder together: write path, persistence, replay."""
+"""The three stores + real embedder together: write path, persistence, replay (the
+records, and the SQL graph tables with them, in SQLite and in PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -43,8 +44,9 @@ def settings_for(tmp_path: Path, **kw) -> Settings:
 
 
 @pytest.fixture
-def stores(tmp_path: Path, embedder) -> Iterator[Stores]:
-    s = open_stores(settings_for(tmp_path), embedder=embedder, extractor=capitalised_words)
+def stores(tmp_path: Path, embedder, records_url: str) -> Iterator[Stores]:
+    s = open_stores(settings_for(tmp_path, records={"url": records_url}), embedder=embedder,
+                    extractor=capitalised_words)
     yield s
     s.close()
 
@@ -104,8 +106,8 @@ def test_graph_is_fed_and_cleaned_through_outbox(stores: Stores) -> None:
     assert stores.vectors.count(MEMORY_COLLECTION, namespace="g") == 0
 
 
-def test_everything_survives_a_restart(tmp_path: Path, embedder) -> None:
-    settings = settings_for(tmp_path)
+def test_everything_survives_a_restart(tmp_path: Path, embedder, records_url: str) -> None:
+    settings = settings_for(tmp_path, records={"url": records_url})
     with open_stores(settings, embedder=embedder, extractor=capitalised_words) as s:
         s.add([MemoryItem(content=c, namespace="p") for c in FACTS])
     with open_stores(settings, embedder=embedder) as s:
@@ -115,10 +117,10 @@ def test_everything_survives_a_restart(tmp_path: Path, embedder) -> None:
         assert dense(s, "p", "peanut allergy", 1)[0][0] == FACTS[1]
 
 
-def test_pending_outbox_is_replayed_on_open(tmp_path: Path, embedder) -> None:
+def test_pending_outbox_is_replayed_on_open(tmp_path: Path, embedder, records_url: str) -> None:
     """A process that died after the record commit but before indexing: the next
     open makes the memory searchable."""
-    settings = settings_for(tmp_path)
+    settings = settings_for(tmp_path, records={"url": records_url})
     with open_stores(settings, embedder=embedder) as s:
         s.records.add_items([MemoryItem(content=FACTS[2], namespace="crash")])
         assert s.vectors.count(MEMORY_COLLECTION, namespace="crash") == 0

@@ -63,8 +63,8 @@ def test_upgrade_from_v2_adds_the_chunk_outbox_and_keeps_documents(tmp_path: Pat
     assert int(version) == SCHEMA_VERSION
 
 
-def test_replace_document_is_one_transaction_scoped_to_its_namespace(tmp_path: Path) -> None:
-    store = RecordStore(f"sqlite:///{tmp_path / 'r.db'}")
+def test_replace_document_is_one_transaction_scoped_to_its_namespace(records_url: str) -> None:
+    store = RecordStore(records_url)  # SQLite and PostgreSQL
     store.open()
     try:
         doc, chunks = _doc("kb")
