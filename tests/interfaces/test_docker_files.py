@@ -17,10 +17,11 @@ DOCKER = Path(__file__).resolve().parents[2] / "docker"
 def test_compose_services_health_and_volumes() -> None:
     compose = yaml.safe_load((DOCKER / "docker-compose.yml").read_text(encoding="utf-8"))
     services = compose["services"]
-    assert set(services) == {"api", "qdrant", "neo4j"}
+    assert set(services) == {"api", "postgres", "qdrant", "neo4j"}
     assert all("healthcheck" in s for s in services.values())
     assert {k: v["condition"] for k, v in services["api"]["depends_on"].items()} == {
-        "qdrant": "service_healthy", "neo4j": "service_healthy"}
+        "postgres": "service_healthy", "qdrant": "service_healthy", "neo4j": "service_healthy"}
+    assert any(v.endswith(":/var/lib/postgresql/data") for v in services["postgres"]["volumes"])
     named = set(compose["volumes"])
     for service in services.values():
         for volume in service.get("volumes", []):
@@ -33,6 +34,7 @@ def test_api_environment_is_valid_settings() -> None:
            for k, v in compose["services"]["api"]["environment"].items()}
     settings = load_settings(environ=env)
     assert settings.vector.url == "http://qdrant:6333"
+    assert settings.records_url().startswith("postgresql+psycopg://")
     assert settings.graph.provider == "neo4j"
     assert settings.api.api_keys == {"the-key": ["*"]}
     assert not settings.api.auth_disabled
@@ -86,3 +88,26 @@ def test_verify_script_is_executable_bash() -> None:
     assert script.stat().st_mode & 0o111
     assert script.read_text(encoding="utf-8").startswith("#!/usr/bin/env bash\n")
     subprocess.run(["bash", "-n", str(script)], check=True)
+
+
+def test_records_url_matches_the_postgres_service() -> None:
+    """The API's records.url, and configs/docker.yaml's, name the compose postgres
+    service's user, password and database, through psycopg 3 (the image installs the
+    postgres extra)."""
+    from sqlalchemy.engine import make_url
+
+    compose = yaml.safe_load((DOCKER / "docker-compose.yml").read_text(encoding="utf-8"))
+    pg = compose["services"]["postgres"]["environment"]
+    api = make_url(compose["services"]["api"]["environment"]["HELLO_MEMORY__RECORDS__URL"])
+    docker_yaml = load_settings(DOCKER.parent / "configs" / "docker.yaml", environ={})
+    host = make_url(docker_yaml.records_url())
+    for url, where in ((api, ("postgres", 5432)), (host, ("localhost", 5432))):
+        assert url.drivername == "postgresql+psycopg"
+        assert (url.host, url.port) == where
+        assert (url.username, url.password, url.database) == (
+            pg["POSTGRES_USER"], pg["POSTGRES_PASSWORD"], pg["POSTGRES_DB"])
+    assert "5432:5432" in compose["services"]["postgres"]["ports"]
+    assert "pg_isready" in str(compose["services"]["postgres"]["healthcheck"]["test"])
+    dockerfile = (DOCKER / "Dockerfile").read_text(encoding="utf-8")
+    extras = re.search(r'pip install -c constraints/cpu.txt "\.\[([^\]]+)\]"', dockerfile)
+    assert extras is not None and "postgres" in extras.group(1).split(",")
