@@ -142,6 +142,17 @@ def test_a_move_supersedes_the_old_home_and_as_of_finds_it(mm: MemoryManager,
                for a in audit)
 
 
+def test_context_blocks_leave_superseded_memories_out(mm: MemoryManager) -> None:
+    from hello_memory.tools.memory_tool import MemoryTool
+
+    add(mm, "Tom lives in Oslo.", T0, session_id="chat-1")
+    add(mm, "Tom moved from Oslo to Bergen.", T1, session_id="chat-1")
+    block = MemoryTool(mm, namespace=NS).get_context_for_query("Where does Tom live?")
+    assert "Tom moved from Oslo to Bergen." in block and "Tom lives in Oslo." not in block
+    newest = mm.stores.records.recent_by_topic(NS, ["chat-1"], 5)["chat-1"]
+    assert [i.content for i in newest] == ["Tom moved from Oslo to Bergen."]
+
+
 def test_chinese_and_the_other_attributes(mm: MemoryManager) -> None:
     home = add(mm, "李伟住在北京。", T0)
     other = add(mm, "王芳住在北京。", T0)
