@@ -219,6 +219,8 @@ def _topics_sql(n: int) -> TextClause:
     """The ids of the newest active memories of ``n`` topics (``:t0`` .. ``:t{n-1}``),
     ``:k`` each: one index search per topic. Plain SQL, built once per ``n``: building
     the same statement as 20 SQLAlchemy subqueries costs more than running it."""
+    # Superseded memories (valid_to set, issue 15) are no longer true: left out, as
+    # ItemFilter's default leaves them out of every other read.
     one = ("SELECT id FROM (SELECT id FROM hm_memory_items WHERE namespace = :ns AND "
            "topic = :t{n} AND status = :active AND valid_to IS NULL "
            "ORDER BY event_time DESC LIMIT :k) AS q{n}")
@@ -242,8 +244,6 @@ def _bump_totals(s: Session, deltas: dict[str, list[int]]) -> None:
             ins = (sqlite_insert if dialect == "sqlite" else pg_insert)(NamespaceTotalsRow)
             s.execute(ins.values(namespace=ns, items=n, tokens=tokens)
                       .on_conflict_do_update(index_elements=["namespace"], set_=grow))
-    # Superseded memories (valid_to set, issue 15) are no longer true: left out, as
-    # ItemFilter's default leaves them out of every other read.
             continue
         done = s.execute(update(NamespaceTotalsRow)
                          .where(NamespaceTotalsRow.namespace == ns).values(**grow))
