@@ -34,6 +34,7 @@ ZOOMS = ("day", "week", "month")
 TIMELINE_LIMIT = 1000
 GRAPH_NODES = 80
 OVERVIEW_LIMIT = 100
+VERSION_SCAN = 5000
 _ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -199,14 +200,35 @@ def memory_page(mm: MemoryManager, ns: str, memory_id: str) -> dict[str, Any]:
     meta_links = {k: ids for k, v in item.metadata.items() if k != "id"
                   for ids in [_ids_in(v)] if ids}
     entities, relations = _entities(mm, item)
+    newer, older = _versions(mm, ns, item)
     audit = [row for row in mm.stores.records.list_audit(ns, limit=500)
              if memory_id in json.dumps(row.get("details"), default=str)]
     return {"item": item, "fields": fields, "links": links, "meta_links": meta_links,
             "metadata": pretty(item.metadata), "entities": entities,
-            "relations": relations, "audit": audit[:50],
+            "relations": relations, "audit": audit[:50], "newer": newer, "older": older,
             "forgotten": item.status == MemoryStatus.FORGOTTEN,
             "working": item.memory_type == MemoryType.WORKING,
             "feeds_graph": item.memory_type == MemoryType.SEMANTIC}
+
+
+def _versions(mm: MemoryManager, ns: str, item: MemoryItem
+              ) -> tuple[list[MemoryItem], list[MemoryItem]]:
+    """The memories that replaced this one (its ``superseded_by`` chain, newest last)
+    and those it replaced (among the namespace's latest ``VERSION_SCAN`` memories)."""
+    rec = mm.stores.records
+    newer: list[MemoryItem] = []
+    seen = {item.id}
+    current = item
+    while current.superseded_by and current.superseded_by not in seen and len(newer) < 20:
+        try:
+            current = rec.get_item(ns, current.superseded_by)
+        except NotFoundError:
+            break
+        seen.add(current.id)
+        newer.append(current)
+    older = [i for i in rec.list_items(ns, ItemFilter(status=None), order="-event_time",
+                                       limit=VERSION_SCAN) if i.superseded_by == item.id]
+    return newer, older
 
 
 def _entities(mm: MemoryManager, item: MemoryItem
@@ -259,7 +281,8 @@ def _bucket(moment: datetime, zoom: str) -> tuple[str, str]:
 
 def timeline(mm: MemoryManager, ns: str, zoom: str, session: str | None) -> dict[str, Any]:
     """Active memories by event time, newest first, grouped by day, week or month."""
-    stored = mm.stores.records.list_items(ns, ItemFilter(session_id=session),
+    # superseded memories stay on the timeline (marked): they were true then
+    stored = mm.stores.records.list_items(ns, ItemFilter(session_id=session, current=False),
                                           order="-event_time", limit=TIMELINE_LIMIT)
     working = [i for i in mm.working.list(ns) if session is None or i.session_id == session]
     items = sorted([*stored, *working], key=lambda i: i.event_time, reverse=True)

@@ -149,3 +149,25 @@ def test_search_filters_reach_the_one_search(alice: TestClient, seeded: Seeded) 
     assert "2024-09-01 00:00 UTC" in r.text  # the plan's resolved time range
     r = alice.get("/ui/search", params={"namespace": "alice", "q": "tea", "since": "May"})
     assert r.status_code == 400 and "since must be a date" in r.text
+
+
+def test_a_superseded_memory_links_its_versions(seeded: Seeded) -> None:
+    from .conftest import utc
+
+    mm = seeded.mm
+    old = mm.add("Tom Berg lives in Oslo.", "semantic", namespace="carol",
+                 event_time=utc(2024, 3, 1))
+    new = mm.add("Tom Berg moved to Bergen.", "semantic", namespace="carol",
+                 event_time=utc(2024, 8, 1))
+    assert mm.get(old.id, namespace="carol").superseded_by == new.id
+    admin = client(seeded)
+    admin.post("/ui/login", data={"key": "key-admin"})
+    page = admin.get(f"/ui/memories/{old.id}?namespace=carol").text
+    versions = page[page.index('data-testid="versions"'):]
+    assert f"/ui/memories/{new.id}?namespace=carol" in versions and "replaced by" in versions
+    assert ">superseded<" in page
+    page = admin.get(f"/ui/memories/{new.id}?namespace=carol").text
+    versions = page[page.index('data-testid="versions"'):]
+    assert f"/ui/memories/{old.id}?namespace=carol" in versions and "replaces" in versions
+    timeline = admin.get("/ui/timeline?namespace=carol&zoom=month").text
+    assert "Tom Berg lives in Oslo." in timeline and ">superseded<" in timeline
