@@ -176,11 +176,15 @@ class ServerClient:
                  default_namespace: str = "default", timeout: float = 120.0) -> None:
         import httpx
 
+        from hello_memory.server_info import loopback_url
+
         self.url = url.rstrip("/")
         self.default_namespace = default_namespace
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # a proxy of the environment (HTTP_PROXY) is for other machines, not this one
         self._http = httpx.Client(base_url=self.url, headers=headers,
-                                  timeout=httpx.Timeout(timeout, connect=5.0))
+                                  timeout=httpx.Timeout(timeout, connect=5.0),
+                                  trust_env=not loopback_url(self.url))
 
     def where(self) -> str:
         return f"through the server at {self.url}"

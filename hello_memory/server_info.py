@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["INFO_NAME", "ServerInfo", "client_host", "info_path", "live_server",
-           "pid_alive", "read_info", "remove_info", "server_answers", "write_info"]
+           "loopback_url", "pid_alive", "read_info", "remove_info", "server_answers",
+           "write_info"]
 
 INFO_NAME = "server.json"
 
@@ -55,6 +56,20 @@ def client_host(host: str) -> str:
     if host == "::":
         return "[::1]"
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def loopback_url(url: str) -> bool:
+    """Whether ``url`` names this machine (then no proxy of the environment applies)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def write_info(data_dir: str | os.PathLike[str], info: ServerInfo) -> Path:
@@ -116,7 +131,8 @@ def server_answers(url: str, timeout: float = 3.0) -> bool:
     import httpx
 
     try:
-        response = httpx.get(f"{url}/healthz", timeout=timeout)
+        response = httpx.get(f"{url}/healthz", timeout=timeout,
+                             trust_env=not loopback_url(url))
     except httpx.HTTPError:
         return False
     if response.status_code != 200:
