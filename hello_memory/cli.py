@@ -736,9 +736,19 @@ def ui_command(
             if self.started:
                 bound = int(self.servers[0].sockets[0].getsockname()[1])
                 url = f"http://127.0.0.1:{bound}/ui/"
-                console.print(f"memory inspector for {local.data_dir}: {url} (Ctrl+C stops it)")
+                console.print(f"memory inspector for {local.data_dir}: {url} (Ctrl+C stops "
+                              "it)", soft_wrap=True, highlight=False)
                 if open_browser:
                     webbrowser.open(url)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # as serve: a SIGTERM ends the inspector cleanly (the manager closes, exit 0)
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    self._captured_signals.clear()
 
     server = _Inspector(uvicorn.Config(create_app(local, manager=mm), host="127.0.0.1",
                                        port=port, log_level="warning"))
