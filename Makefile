@@ -129,7 +129,8 @@ install-multimodal:
 # Build docker/Dockerfile and run the image for real without a Docker daemon (root on
 # Debian; several minutes and GBs, so not part of `make test`). See the script's header.
 .PHONY: docker-verify
-docker-verify:
+# (the image copies hello_memory/ as it is here: ui-assets first, for /ui and /docs)
+docker-verify: ui-assets
 	docker/verify-image.sh
 
 clean:
