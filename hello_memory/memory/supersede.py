@@ -20,7 +20,8 @@ filter keeps ``valid_to IS NULL`` (:class:`~hello_memory.stores.records.ItemFilt
   the memory is already stored either way, so nothing is lost.
 * **rules** (no LLM, ``memory.supersede: rules``, or the fallback): the clear cases of
   :mod:`hello_memory.text.facts` ("lives in", "moved to", "works at", "is married to",
-  "我的手机号是" ... in English and Chinese). The memories stating the same
+  "我的手机号是" ... in English and Chinese; "I" is the memory's speaker,
+  ``text.facts.fact_of``). The memories stating the same
   ``subject|attribute`` are put in valid-time order; each change of value ends the
   validity of the memories before it. Restating the same value supersedes nothing, so
   "Tom lives in Bergen" twice stays two current memories (duplicates are the business
@@ -47,7 +48,7 @@ from hello_memory.llm.base import LLMClient, LLMSchemaError, Message, call_or_fa
 from hello_memory.memory.episodic import matches, payload_filters
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 from hello_memory.stores.records import ItemFilter
-from hello_memory.text.facts import parse_fact, same_value
+from hello_memory.text.facts import fact_of, same_value
 from hello_memory.types import MemoryItem, MemoryType
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ class Superseder:
 
     # --- rules ----------------------------------------------------------------------
     def _rules(self, item: MemoryItem) -> Supersession | None:
-        fact = parse_fact(item.content)
+        fact = fact_of(item.content, item.metadata, item.user_id)
         if fact is None:
             return None
         records = self.manager.stores.records
@@ -158,7 +159,7 @@ class Superseder:
             return None  # not stored as a fact memory (another type, forgotten)
         values: dict[str, str] = {}
         for m in members:
-            parsed = parse_fact(m.content)
+            parsed = fact_of(m.content, m.metadata, m.user_id)
             if parsed is not None and parsed.key == fact.key:
                 values[m.id] = parsed.value
         chain = [m for m in members if m.id in values]
@@ -209,7 +210,7 @@ class Superseder:
                                       namespace=item.namespace, using=DENSE,
                                       limit=self.candidates + 1, filters=payload_filters(flt))
         ids = [h.id for h in hits if h.id != item.id and h.score >= MIN_CANDIDATE_COSINE]
-        fact = parse_fact(item.content)
+        fact = fact_of(item.content, item.metadata, item.user_id)
         if fact is not None:
             ids += [m.id for m in stores.records.same_fact(item.namespace, fact.key)
                     if m.id != item.id and m.valid_to is None]

@@ -21,12 +21,14 @@ are the deterministic path).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role, role_key
 from hello_memory.types import normalize_entity_name
 
-__all__ = ["Fact", "fact_key", "parse_fact", "same_value"]
+__all__ = ["Fact", "fact_key", "fact_of", "parse_fact", "same_value"]
 
 # Longest key kept in the record store's fact_key column.
 FACT_KEY_CHARS = 255
@@ -300,9 +302,40 @@ def parse_fact(text: str) -> Fact | None:
     return min(found, key=lambda t: t[0])[1]
 
 
-def fact_key(text: str) -> str | None:
-    """``subject|attribute`` of :func:`parse_fact`, or None."""
+# Metadata naming who wrote or said a memory (the retrieval views read the same keys).
+_SPEAKER_KEYS = ("speaker", "author", "person")
+_SELF_ROLE = f"role:{SELF_ENTITY}:"
+
+
+def fact_of(text: str, metadata: Mapping[str, Any] | None = None,
+            user_id: str | None = None) -> Fact | None:
+    """:func:`parse_fact` for a memory: "I" and "my wife" are its speaker's
+    (``metadata.speaker`` / ``author`` / ``person``, else its ``user_id``), so that in a
+    conversation of several people one person's "I live in Oslo" never supersedes
+    another's, and Tom's "I moved to Bergen" is about the same Tom as "Tom lives in
+    Oslo". An assistant's, system's or tool's first person states no fact about anyone."""
     fact = parse_fact(text)
+    if fact is None:
+        return None
+    meta = metadata or {}
+    if fact.subject != SELF_ENTITY and not fact.subject.startswith(_SELF_ROLE):
+        return fact
+    if meta.get("role") in ("assistant", "system", "tool"):
+        return None
+    who = next((str(meta[k]) for k in _SPEAKER_KEYS
+                if isinstance(meta.get(k), str) and str(meta[k]).strip()), None) or user_id
+    if not who:
+        return fact
+    owner = normalize_entity_name(who)
+    subject = owner if fact.subject == SELF_ENTITY else role_key(
+        owner, fact.subject[len(_SELF_ROLE):])
+    return Fact(subject, fact.attribute, fact.value)
+
+
+def fact_key(text: str, metadata: Mapping[str, Any] | None = None,
+             user_id: str | None = None) -> str | None:
+    """``subject|attribute`` of :func:`fact_of`, or None."""
+    fact = fact_of(text, metadata, user_id)
     return fact.key if fact is not None else None
 
 

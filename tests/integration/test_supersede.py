@@ -180,6 +180,19 @@ def test_restating_and_other_subjects_supersede_nothing(mm: MemoryManager) -> No
         assert mm.get(item.id, namespace=NS).valid_to is None, item.content
 
 
+def test_first_person_is_the_speakers(mm: MemoryManager) -> None:
+    anna = add(mm, "I live in Oslo.", T0, metadata={"speaker": "Anna"})
+    tom = add(mm, "Tom lives in Oslo.", T0)
+    other = add(mm, "I live in Bergen.", T1, metadata={"speaker": "Erik"})  # not Anna
+    moved = add(mm, "I moved to Bergen.", T1, metadata={"speaker": "Tom"})  # Tom's "I"
+    bot = add(mm, "I live in the cloud.", T1, metadata={"role": "assistant"})
+    assert mm.get(anna.id, namespace=NS).valid_to is None
+    assert mm.get(other.id, namespace=NS).valid_to is None
+    assert mm.get(tom.id, namespace=NS).superseded_by == moved.id
+    assert mm.get(bot.id, namespace=NS).valid_to is None
+    assert mm.stores.records.same_fact(NS, "anna|residence")[0].id == anna.id
+
+
 def test_an_older_fact_added_later_ends_its_own_validity(mm: MemoryManager) -> None:
     current = add(mm, "Tom lives in Bergen.", T1)
     past = add(mm, "Tom lived in Oslo.", T0)  # learnt later, about an earlier time

@@ -104,9 +104,11 @@ def _v5_validity(conn: Connection) -> None:
         ddl = items.c[name].type.compile(dialect=conn.dialect)
         conn.execute(text(f"ALTER TABLE hm_memory_items ADD COLUMN {name} {ddl}"))
     conn.execute(update(items).values(valid_from=items.c.event_time))
-    keys = [{"_id": rid, "_key": key} for rid, content in
-            conn.execute(select(items.c.id, items.c.content))
-            if (key := fact_key(content)) is not None]
+    rows = conn.execute(select(items.c.id, items.c.content, items.c.metadata,
+                               items.c.user_id))
+    keys = [{"_id": rid, "_key": key} for rid, content, meta, user in rows
+            if (key := fact_key(content, meta if isinstance(meta, dict) else None,
+                                user)) is not None]
     if keys:  # one executemany over the rows that state a fact
         conn.execute(update(items).where(items.c.id == bindparam("_id"))
                      .values(fact_key=bindparam("_key")), keys)

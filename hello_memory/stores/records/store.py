@@ -210,7 +210,8 @@ def _to_row(item: MemoryItem) -> MemoryRow:
         status=item.status.value, metadata_=item.metadata,
         topic=item_topic(item)[:TOPIC_CHARS], tokens=count_tokens(item.content),
         valid_from=item.valid_from or item.event_time, valid_to=item.valid_to,
-        superseded_by=item.superseded_by, fact_key=fact_key(item.content),
+        superseded_by=item.superseded_by,
+        fact_key=fact_key(item.content, item.metadata, item.user_id),
     )
 
 
