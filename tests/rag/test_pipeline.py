@@ -183,9 +183,11 @@ def test_ask_without_llm_returns_cited_passages_under_budget(rag: RAGPipeline,
     assert answer.citations[0].source == str(files["pdf"].resolve())
     assert FACTS["pdf"][1] in answer.text and "[1]" in answer.text
     assert all(p.content in answer.text for p in answer.passages)  # whole chunks
+    floor_off = {"min_score": -1.0, "relative_score": 0.0}  # every retrieved passage
+    full = rag.ask("how long is the espresso machine warranty?", namespace="kb", **floor_off)
     small = rag.ask("how long is the espresso machine warranty?", namespace="kb",
-                    max_context_tokens=40)
-    assert small.context_tokens <= 40 and len(small.passages) < len(answer.passages)
+                    max_context_tokens=40, **floor_off)
+    assert small.context_tokens <= 40 and len(small.passages) < len(full.passages)
     empty = rag.ask("anything", namespace="empty-kb")
     assert empty.passages == [] and not empty.used_llm
 
