@@ -37,7 +37,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     readable.mkdir()
     (readable / "note.md").write_text("# Note\n\nThe harbour office opens at nine.\n")
     srv = LiveServer(root / "data", env={
-        "HELLO_MEMORY__API__READ_DIRS": json.dumps([str(readable)])})
+        "HELLO_MEMORY__API__READ_DIRS": json.dumps([str(readable)]),
+        "HELLO_MEMORY__API__ALLOWED_HOSTS": json.dumps(["memory.example.org"])})
     srv.start()
     with srv.client() as c:  # something to protect
         for text, kind in (("Ada Lovelace wrote the first program in 1843.", "semantic"),
@@ -183,9 +184,15 @@ def test_a_long_but_allowed_text_is_analysed_in_bounded_time(
 
 def test_host_check_accepts_the_bound_address_and_loopback_names(
         server: LiveServer, client: httpx.Client) -> None:
-    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}", "localhost"):
+    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}", "localhost",
+                 "memory.example.org"):  # the last from api.allowed_hosts
         assert client.get("/v1/stats", params=NS, headers={"host": host}).status_code == 200
-    assert client.get("/docs", headers={"host": f"localhost:{server.port}"}).status_code == 200
+        assert client.get("/docs", headers={"host": host}).status_code == 200
+        ui = client.get("/ui/", headers={"host": host}, follow_redirects=False)
+        assert ui.status_code in (200, 303, 307), ui.status_code  # the dashboard's login
+    for path in ("/ui/", "/openapi.json", "/healthz"):
+        is_problem(client.get(path, headers={"host": "memory.example.org.evil.example"}), 403,
+                   "host-not-allowed")
 
 
 def test_uploads_with_awkward_names_are_stored_with_their_extension(
@@ -296,5 +303,48 @@ def test_auth_disabled_on_loopback_still_checks_the_host(tmp_path: Path) -> None
             is_problem(c.post("/v1/memories", params=NS, json={"content": "x"},
                               headers={"host": "evil.example:80"}), 403)
             assert srv.store_hash() == before
+    finally:
+        srv.stop()
+
+
+def _grandchildren(pid: int) -> list[int]:
+    """Processes started by the children of ``pid`` (the parse workers are children of
+    the server's fork server)."""
+    out: list[int] = []
+    for child in _children(pid):
+        out += _children(child)
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def test_a_parse_is_stopped_when_the_client_goes_away(tmp_path: Path) -> None:
+    """With the size checks and the deadline lifted, the flate bomb keeps a worker busy
+    for minutes; the client gives up after 15 s and the worker is gone soon after."""
+    srv = LiveServer(tmp_path / "cancel", env={
+        "HELLO_MEMORY__LIMITS__DOCUMENT_MAX_EXPANDED_MB": "100000",
+        "HELLO_MEMORY__LIMITS__DOCUMENT_TIMEOUT_S": "600"})
+    srv.start()
+    try:
+        data = hf.pdf_flate_bomb(512)  # pdfminer alone takes minutes over it
+        assert srv.proc is not None
+        with httpx.Client(base_url=srv.base, headers=srv.client().headers,
+                          timeout=15) as c, pytest.raises(httpx.TimeoutException):
+            _upload(c, "slow.pdf", data, "application/pdf")
+        assert _grandchildren(srv.proc.pid), "no parse was running when the client left"
+        deadline = time.monotonic() + 20
+        while _grandchildren(srv.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _grandchildren(srv.proc.pid) == []
+        with srv.client() as c:
+            assert c.get("/healthz").status_code == 200
     finally:
         srv.stop()
