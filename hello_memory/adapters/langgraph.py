@@ -9,8 +9,9 @@
   ``users/*`` reach the same memories; ``list_namespaces`` lists ours as tuples.
 - ``put(ns, key, value)`` stores one memory whose id is derived from ``(ns, key)``: a
   second put replaces it (``created_at`` kept), ``value=None`` / ``delete`` removes it.
-  The memory's text is the value's ``fields`` (the store's ``index_fields``, default the
-  whole value as JSON, or the put's ``index=[...]``); the value itself is kept as given
+  The memory's text is the value's ``fields`` (the store's ``index_fields``, or the
+  put's ``index=[...]``; default ``["$"]``, the whole value: its strings, one a line,
+  or its JSON when it has none); the value itself is kept as given
   in the memory's metadata and comes back unchanged. ``index=False`` items are stored
   and listed but left out of query searches.
 - ``search(prefix, query=...)`` is hello-memory's one search (hybrid, every view) in
@@ -101,6 +102,17 @@ def _operator(value: Any, op: str, arg: Any) -> bool:
     if op == "$lte":
         return a <= b
     raise ValueError(f"unsupported filter operator {op!r}")
+
+
+def _strings(value: Any) -> list[str]:
+    """The string leaves of a JSON value, in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _namespace_matches(ns: tuple[str, ...], cond: MatchCondition) -> bool:
@@ -204,8 +216,9 @@ class HelloMemoryStore(BaseStore):
                     updated_at=updated)
 
     def _text(self, value: Mapping[str, Any], fields: Sequence[str]) -> str:
-        if list(fields) == ["$"]:
-            return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        if list(fields) == ["$"]:  # the whole value: its text, readable by every interface
+            leaves = [t for t in _strings(value) if t.strip()]
+            return "\n".join(leaves) or json.dumps(value, ensure_ascii=False, sort_keys=True)
         texts: list[str] = []
         for path in fields:
             texts += [t for t in get_text_at_path(value, tokenize_path(path)) if t.strip()]
