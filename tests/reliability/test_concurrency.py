@@ -82,6 +82,7 @@ def test_second_process_on_same_directory_fails_clearly(tmp_path: Path, embedder
     assert "one process" in out.stdout.lower() or "locked" in out.stdout.lower()
 
 
+@pytest.mark.postgres
 def test_two_managers_on_one_postgresql_database_lose_and_duplicate_nothing(
         tmp_path: Path, embedder, postgres_url: str) -> None:
     """Two managers, each with its own engine (its own connection pool, as two API
