@@ -9,7 +9,7 @@ changes ("I moved to Bergen"), each a self-contained sentence
 ``add_many`` (so they go through the idempotent add and the supersede step of
 hello_memory/memory/supersede.py). Without an LLM, or when its answer fails or does not
 validate, the deterministic fallback keeps the turns themselves (one episodic memory per
-turn, ``metadata.role``): nothing said is lost (docs/ARCHITECTURE.md, the LLM is
+turn, ``metadata.role``): nothing said is lost (ARCHITECTURE decision 4: the LLM is
 optional everywhere).
 """
 

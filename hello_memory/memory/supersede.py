@@ -11,6 +11,8 @@ filter keeps ``valid_to IS NULL`` (:class:`~hello_memory.stores.records.ItemFilt
 :meth:`Superseder.apply` runs once per add, on the memories just stored
 (``MemoryManager.add_many``):
 
+The LLM is optional (ARCHITECTURE decision 4):
+
 * **with an LLM** (``memory.supersede`` ``auto`` and an LLM configured): one structured
   decision per memory, ``ADD`` / ``UPDATE`` / ``SUPERSEDE`` / ``NOOP``
   (:class:`SupersedeDecision`, schema-validated JSON), against its nearest current

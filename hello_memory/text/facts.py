@@ -14,8 +14,8 @@ role ("my wife", "Tom's boss", "我老婆") is :func:`~hello_memory.text.people.
 a name is its normalised form. Only the clear cases are read: no subject (a pronoun),
 a negation ("no longer lives in", "不再"), or an attribute that may hold several values
 at once (sisters, friends, hobbies) give no fact, so a memory that matches nothing is
-never superseded by the rules (docs/ARCHITECTURE.md: LLM steps are optional, the rules
-are the deterministic path).
+never superseded by the rules (ARCHITECTURE decision 4: the LLM is optional everywhere;
+these rules are the deterministic path of hello_memory/memory/supersede.py).
 """
 
 from __future__ import annotations
