@@ -108,7 +108,7 @@ def _job_runs(audit: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def namespace_overview(mm: MemoryManager, viewer: Viewer) -> list[dict[str, Any]]:
-    names = visible_namespaces(mm, viewer)[:OVERVIEW_LIMIT]
+    names = visible_namespaces(mm, viewer)[:OVERVIEW_LIMIT]  # the rest: the picker
     rec = mm.stores.records
     pending = Counter(e.namespace for e in rec.pending_outbox(limit=100_000))
     rows = []

@@ -320,6 +320,8 @@ def memory_action(request: Request, viewer: ViewerDep, memory_id: str, action: s
     page = f"memories/{quote(memory_id, safe='')}"
     if action == "forget":
         mm.forget_ids([memory_id], namespace=ns)
+        if item.memory_type.value == "working":  # dropped, not kept as forgotten
+            return _redirect(request, "timeline", namespace=ns, done="forgotten")
         return _redirect(request, page, namespace=ns, done="forgotten")
     if action == "restore":
         mm.restore([memory_id], namespace=ns)

@@ -171,3 +171,14 @@ def test_a_superseded_memory_links_its_versions(seeded: Seeded) -> None:
     assert f"/ui/memories/{old.id}?namespace=carol" in versions and "replaces" in versions
     timeline = admin.get("/ui/timeline?namespace=carol&zoom=month").text
     assert "Tom Berg lives in Oslo." in timeline and ">superseded<" in timeline
+
+
+def test_forgetting_a_working_memory_drops_it(alice: TestClient, seeded: Seeded) -> None:
+    mid = seeded.ids["now"]
+    page = alice.get(f"/ui/memories/{mid}?namespace=alice").text
+    assert "lives in this server process only" in page
+    r = alice.post(f"/ui/memories/{mid}/forget?namespace=alice",
+                   data={"csrf": csrf_of(page), "confirm": "yes"})
+    assert r.status_code == 303
+    assert r.headers["location"] == "/ui/timeline?namespace=alice&done=forgotten"
+    assert alice.get(f"/ui/memories/{mid}?namespace=alice").status_code == 404
