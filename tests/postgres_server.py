@@ -113,7 +113,10 @@ class PostgresServer:
     def start(self) -> PostgresServer:
         self.bindir = find_bindir()
         account = _run_as()
-        self._dir = Path(tempfile.mkdtemp(prefix="hm-pg-"))
+        # /tmp, not $TMPDIR: the account must reach the directory (a root-only TMPDIR
+        # would not let it), and the socket path must stay under the kernel's 107 bytes
+        self._dir = Path(tempfile.mkdtemp(prefix="hm-pg-", dir="/tmp" if os.path.isdir("/tmp")
+                                          else None))
         as_user: dict[str, Any] = {}
         if account is not None:
             os.chown(self._dir, account.pw_uid, account.pw_gid)
