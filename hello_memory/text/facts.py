@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role, role_key
@@ -82,11 +83,16 @@ _EN_ATTRS: dict[str, str] = {
     "phone number": "phone", "phone": "phone", "mobile number": "phone",
     "email address": "email", "email": "email", "e-mail": "email",
     "address": "address", "home address": "address", "employer": "employer",
-    "job": "job", "job title": "job", "title": "job", "role": "job", "occupation": "job",
+    "job": "job", "job title": "job", "occupation": "job",
     "birthday": "birthday", "age": "age", "salary": "salary", "doctor": "doctor",
-    "dentist": "dentist", "car": "car", "team": "team", "office": "office",
-    "hometown": "hometown", "city": "residence", "home": "residence",
+    "dentist": "dentist", "hometown": "hometown", "home": "residence",
 }
+# Attributes whose value must look like a thing, not a judgement ("my job is a nurse",
+# "my job title is Senior Engineer"; not "my job is stressful"), and "home", which
+# must say where ("my home is in Bergen"; not "my home is my castle").
+_NOUN_VALUED = frozenset({"job", "job title", "occupation"})
+_JUDGEMENT = re.compile(r"^(?:like|so|very|really|not|too|pretty|such|quite|kind of|a bit|"
+                        r"hard|tough|great|good|bad|fun|busy|boring|stressful|amazing)\b", re.I)
 _EN_ATTR_RE = "|".join(sorted(map(re.escape, _EN_ATTRS), key=len, reverse=True))
 _FAV = r"fav(?:ou?)?rite\s+(?P<fav>[a-z]+(?:\s+[a-z]+)?)"
 
@@ -129,9 +135,18 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         rf"(?:\s+years?\s+old)\b")),
     ("", re.compile(
         rf"\b(?P<owner>(?i:my|the user's)|{_NAME}['’]s)\s+(?:(?P<orole>(?i:{_EN_ROLES}))['’]s\s+)?"
-        rf"(?:{_FAV}|(?P<attr>(?i:{_EN_ATTR_RE})))(?P<adv>{_ADV})?\s+(?:is|are|was|has\s+become|"
+        rf"(?:{_FAV}|(?P<attr>(?i:{_EN_ATTR_RE})))(?P<adv>{_ADV})?\s+(?:is|has\s+become|"
         rf"became|changed\s+to|is\s+now)\s+(?:now\s+)?{_VAL}")),
 )
+
+# A cheap test per pattern, in the same order: a pattern runs only on a text that holds
+# its key word (most memories state no such fact; each full pattern costs ~60 us).
+_EN_TRIGGERS = tuple(re.compile(t, re.I) for t in (
+    r"\bmov(?:ed|es|ing)\b|\brelocat", r"\b(?:live[sd]?|living|resid|based|settled|stays?)\b",
+    r"\b(?:work(?:s|ed|ing)?|employed)\s+(?:at|for|by)\b", r"\bjoin|\bjob\s+at\b",
+    r"\bjob\s+(?:at|with)\b", r"\bleft\b", r"\bcalls\b", r"\b(?:phone|mobile)\b",
+    r"\breached\b", r"\bmarried\b", r"\bwork(?:s|ed|ing)?\s+as\b",
+    r"\b(?:married|engaged|wed)\b", r"\byears?\s+old\b", r"\bmy\b|\bthe user's\b|['’]s\b"))
 
 # --- Chinese -----------------------------------------------------------------------
 _ZH_TIME = ("现在|目前|如今|已经|去年|今年|前年|明年|上个月|上周|上星期|最近|刚刚|刚|"
@@ -180,6 +195,9 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         f"(?:的?最喜欢的(?P<fav>[\u4e00-\u9fff]{{1,4}}?)|的(?P<attr>{_ZH_ATTR_RE}))"
         f"{_ZH_ADV}(?:是|叫|改成了|改成|换成了|换成|变成了|变成|改为){_ZH_VAL}")),
 )
+_ZH_TRIGGERS = tuple(re.compile(t) for t in (
+    "住|搬|迁|定居|现居", "工作|上班|任职|就职", "入职|跳槽|任职于|就职于", "人在|家在|家住",
+    "换了|跳槽", "是夫妻", "结婚|领证|成婚", "嫁给|娶了", "岁", "的|最喜欢"))
 _ZH_NEG = re.compile("不再|没有|没|不|未|离开|离婚|辞职")
 _ZH_PRONOUNS = re.compile("^(?:他|她|它|他们|她们|我们|你|您|大家|这|那)")
 
@@ -243,7 +261,9 @@ def _value(raw: str) -> str:
 
 def _facts_en(text: str) -> list[tuple[int, Fact]]:
     out: list[tuple[int, Fact]] = []
-    for attribute, pattern in _EN_PATTERNS:
+    for (attribute, pattern), trigger in zip(_EN_PATTERNS, _EN_TRIGGERS, strict=True):
+        if not trigger.search(text):
+            continue
         for m in pattern.finditer(text):
             groups = m.groupdict()
             if _NEG.search(groups.get("adv") or "") or _NEG.search(m.group(0)[: m.start("val")
@@ -260,8 +280,14 @@ def _facts_en(text: str) -> list[tuple[int, Fact]]:
                     continue
                 orole = groups.get("orole")
                 subject = role_key(base, canonical_role(orole) or orole) if orole else base
+                named = (groups.get("attr") or "").casefold()
                 attr = (f"favorite {groups['fav'].casefold()}" if groups.get("fav")
-                        else _EN_ATTRS[groups["attr"].casefold()])
+                        else _EN_ATTRS[named])
+                raw = groups["val"].strip()
+                if _JUDGEMENT.match(raw) or (named == "home" and not raw.lower().startswith(
+                        "in ")) or (named in _NOUN_VALUED and not re.match(
+                        r"(?:an?\s|[A-Z])", raw)):
+                    continue
             value = _value(groups["val"])
             if subject and value:
                 out.append((m.start(), Fact(subject, attr, value)))
@@ -270,7 +296,9 @@ def _facts_en(text: str) -> list[tuple[int, Fact]]:
 
 def _facts_zh(text: str) -> list[tuple[int, Fact]]:
     out: list[tuple[int, Fact]] = []
-    for attribute, pattern in _ZH_PATTERNS:
+    for (attribute, pattern), trigger in zip(_ZH_PATTERNS, _ZH_TRIGGERS, strict=True):
+        if not trigger.search(text):
+            continue
         for m in pattern.finditer(text):
             groups = m.groupdict()
             if _ZH_NEG.search(m.group(0)[: m.start("val") - m.start()]):
@@ -289,6 +317,7 @@ def _facts_zh(text: str) -> list[tuple[int, Fact]]:
     return out
 
 
+@lru_cache(maxsize=4096)  # one add reads its text here two or three times
 def parse_fact(text: str) -> Fact | None:
     """The first single-valued fact ``text`` states, or None (see the module doc)."""
     if not text:
