@@ -83,6 +83,9 @@ def test_rules_read_single_valued_facts(text: str, subject: str, attribute: str,
     "The meeting moved to Tuesday.",
     "他搬到了上海。",
     "李伟不再住在北京了。",
+    "Losing my job was hard, but I'm living my dreams now.",  # a judgement, in the past
+    "My team is like my second family.",
+    "My job is stressful.",
 ])
 def test_rules_leave_unclear_cases_alone(text: str) -> None:
     assert parse_fact(text) is None
