@@ -18,7 +18,7 @@ from hello_memory.api.app import Namespace, manager_of
 from hello_memory.api.security import confine_path, safe_upload_name
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.stores.uploads import upload_folder
+from hello_memory.stores.uploads import remove_upload, upload_folder
 from hello_memory.tools.rag_access import build_rag
 
 __all__ = ["allowed_path", "router", "save_upload"]
@@ -135,12 +135,18 @@ def ask(body: AskRequest, namespace: Namespace, rag: Rag) -> dict[str, Any]:
 
 
 @router.delete("/documents/{document}")
-def delete_document(document: str, namespace: Namespace, rag: Rag) -> dict[str, Any]:
-    """Delete one document (id or source path) with its chunks; 404 when the namespace
-    has no such document (an ingested document always has a chunk)."""
+def delete_document(request: Request, document: str, namespace: Namespace, rag: Rag
+                    ) -> dict[str, Any]:
+    """Delete one document (id or source path) with its chunks, and the uploaded file
+    when it was uploaded; 404 when the namespace has no such document (an ingested
+    document always has a chunk)."""
+    doc = rag.find_document(document, namespace=namespace)
     result = rag.delete_document(document, namespace=namespace)
     if not result:
         raise NotFoundError(f"no document {document!r} in namespace {namespace!r}")
+    if doc is not None:
+        remove_upload(request.app.state.settings.data_dir, "documents", namespace,
+                      doc.source_path)
     return {"deleted": result if isinstance(result, (int, bool, dict)) else str(result)}
 
 

@@ -307,9 +307,9 @@ class RAGPipeline:
         return calls
 
     # --- management -----------------------------------------------------------------
-    def delete_document(self, document: str, *, namespace: str) -> int:
-        """Delete a document (by id or source path) with its chunk records, vectors and
-        BM25 terms; returns the number of chunks removed (0: no such document)."""
+    def find_document(self, document: str, *, namespace: str) -> DocumentRecord | None:
+        """A document of ``namespace`` by id or source path (as stored, or a file path
+        as the caller wrote it); None when there is none."""
         ns = self._ready(namespace)
         if not isinstance(document, str) or not document.strip():
             raise InvalidInputError("document must be a document id or a source path")
@@ -320,9 +320,15 @@ class RAGPipeline:
             except (RuntimeError, OSError):  # "~nosuchuser": no home to expand, no path
                 path = None
             doc = self.index.records.find_document(ns, path) if path else None
+        return doc
+
+    def delete_document(self, document: str, *, namespace: str) -> int:
+        """Delete a document (by id or source path) with its chunk records, vectors and
+        BM25 terms; returns the number of chunks removed (0: no such document)."""
+        doc = self.find_document(document, namespace=namespace)
         if doc is None:
             return 0
-        return self.index.delete_documents(ns, [doc.id])[1]
+        return self.index.delete_documents(doc.namespace, [doc.id])[1]
 
     def documents(self, namespace: str) -> list[DocumentRecord]:
         return self.index.records.list_documents(self._ready(namespace))

@@ -12,7 +12,8 @@ import hashlib
 import shutil
 from pathlib import Path
 
-__all__ = ["namespace_folder", "remove_namespace_uploads", "upload_folder", "uploads_root"]
+__all__ = ["namespace_folder", "remove_namespace_uploads", "remove_upload", "upload_folder",
+           "uploads_root"]
 
 
 def uploads_root(data_dir: str | Path) -> Path:
@@ -28,6 +29,24 @@ def upload_folder(data_dir: str | Path, kind: str, namespace: str, data: bytes) 
     """Where an upload of ``kind`` ("documents", "media") with bytes ``data`` goes."""
     digest = hashlib.sha256(data).hexdigest()
     return uploads_root(data_dir) / kind / namespace_folder(namespace) / digest[:16]
+
+
+def remove_upload(data_dir: str | Path, kind: str, namespace: str, path: str | Path) -> bool:
+    """Delete one file kept for ``namespace`` (a deleted document's upload); False when
+    ``path`` is not a file under that namespace's folder of ``kind`` (a file the server
+    was only pointed at is never touched). Its digest folder goes when left empty."""
+    base = (uploads_root(data_dir) / kind / namespace_folder(namespace)).resolve()
+    try:
+        target = Path(path).resolve()
+    except (OSError, RuntimeError):
+        return False
+    if not target.is_relative_to(base) or target == base or not target.is_file():
+        return False
+    target.unlink()
+    folder = target.parent
+    if folder != base and not any(folder.iterdir()):
+        folder.rmdir()
+    return True
 
 
 def remove_namespace_uploads(root: str | Path, namespace: str) -> int:

@@ -65,6 +65,18 @@ def test_uploaded_document_is_cited_by_its_original_name(tmp_path: Path, embedde
         hits = api("POST", "/v1/documents/search", params={"namespace": "hr"}, headers=KEY,
                    json={"query": "annual leave days", "top_k": 1}).json()["hits"]
         assert hits[0]["citation"].startswith("policy-2025.docx > ")
+        # ask's LLM budget is part of the request; out of range is a 422
+        assert api("POST", "/v1/ask", params={"namespace": "hr"}, headers=KEY,
+                   json={"question": "annual leave?", "llm_calls": 9}).status_code == 422
+        # deleting an uploaded document deletes the file kept for it
+        uploads = settings.data_dir / "uploads" / "documents"
+        kept = sorted(p for p in uploads.rglob("*") if p.is_file())
+        assert len(kept) == 2
+        r = api("DELETE", f"/v1/documents/{hits[0]['document_id']}",
+                params={"namespace": "hr"}, headers=KEY)
+        assert r.status_code == 200, r.text
+        assert sorted(p for p in uploads.rglob("*") if p.is_file()) == [
+            p for p in kept if p.name != "policy-2025.docx"]
     finally:
         mm.close()
 
