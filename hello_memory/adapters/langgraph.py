@@ -176,7 +176,7 @@ class HelloMemoryStore(BaseStore):
 
     def _expired(self, item: MemoryItem, now: datetime) -> bool:
         expires = (item.metadata.get(META) or {}).get("expires_at")
-        return bool(expires) and datetime.fromisoformat(expires) <= now
+        return bool(expires) and datetime.fromisoformat(str(expires)) <= now
 
     def _live(self, ns: str, items: Sequence[MemoryItem], refresh: bool) -> list[MemoryItem]:
         """Active, unexpired items; expired ones are deleted on the way, and the TTL of
@@ -197,8 +197,7 @@ class HelloMemoryStore(BaseStore):
             live.append(item)
         return live
 
-    def _item(self, ns: str, item: MemoryItem, score: float | None = None,
-              searched: bool = False) -> Item:
+    def _item(self, ns: str, item: MemoryItem) -> Item:
         labels = split_namespace(ns, self.root) or (ns,)
         meta = item.metadata.get(META)
         if meta is not None:
@@ -209,11 +208,13 @@ class HelloMemoryStore(BaseStore):
             key, created, updated = item.id, item.event_time, item.recorded_time
             value = {"content": item.content, "memory_type": item.memory_type.value,
                      "importance": item.importance, "metadata": item.metadata}
-        if searched:
-            return SearchItem(namespace=labels, key=key, value=value, created_at=created,
-                              updated_at=updated, score=score)
         return Item(value=value, key=key, namespace=labels, created_at=created,
                     updated_at=updated)
+
+    @staticmethod
+    def _search_item(item: Item, score: float | None) -> SearchItem:
+        return SearchItem(namespace=item.namespace, key=item.key, value=item.value,
+                          created_at=item.created_at, updated_at=item.updated_at, score=score)
 
     def _text(self, value: Mapping[str, Any], fields: Sequence[str]) -> str:
         if list(fields) == ["$"]:  # the whole value: its text, readable by every interface
@@ -294,8 +295,7 @@ class HelloMemoryStore(BaseStore):
         else:
             found.sort(key=lambda f: f[2].event_time, reverse=True)
         page = found[op.offset: op.offset + op.limit]
-        return [self._item(ns, item, score, searched=True)  # type: ignore[misc]
-                for score, ns, item in page]
+        return [self._search_item(self._item(ns, item), score) for score, ns, item in page]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         spaces = [t for t in (split_namespace(ns, self.root)

@@ -149,7 +149,7 @@ class HelloMemorySession:
             await self.aio.run(self._add, list(items))
 
     async def pop_item(self) -> TResponseInputItem | None:
-        return await self.aio.run(self._pop)  # type: ignore[no-any-return]
+        return await self.aio.run(self._pop)
 
     async def clear_session(self) -> None:
         await self.aio.run(self._clear)
