@@ -175,7 +175,10 @@ def host_allowed(header: str | None, server_host: str | None,
                  allowed_hosts: Sequence[str]) -> bool:
     """Whether a request whose ``Host`` is ``header`` may be answered by a server
     listening on ``server_host`` (the address the connection arrived on): that address,
-    a name of ``allowed_hosts`` ("*": any), and on loopback the loopback names."""
+    a name of ``allowed_hosts`` ("*": any), and the loopback names (localhost,
+    127.0.0.1, ::1: a rebinding page sends its own domain, never these; and a port
+    published by Docker arrives on the container's address while the client says
+    localhost)."""
     if header is None:  # HTTP/1.0 without Host: no browser sends that
         return True
     name = _host_name(header)
@@ -185,14 +188,14 @@ def host_allowed(header: str | None, server_host: str | None,
     bound = _host_name(server_host) if server_host else ""
     if name and name == bound:
         return True
-    return (not bound or is_loopback(bound)) and name in _LOOPBACK_NAMES
+    return name in _LOOPBACK_NAMES
 
 
 class HostCheck:
     """ASGI middleware: 403 for a request whose ``Host`` names neither the address the
-    server is bound to nor one of ``api.allowed_hosts`` (DNS rebinding: a web page
-    whose domain resolves to 127.0.0.1 sends its own name). Applies to every route,
-    auth or not."""
+    server is bound to, a loopback name, nor one of ``api.allowed_hosts`` (DNS
+    rebinding: a web page whose domain resolves to 127.0.0.1 sends its own name).
+    Applies to every route, auth or not."""
 
     def __init__(self, app: ASGIApp, *, allowed_hosts: Sequence[str]) -> None:
         self.app = app
