@@ -19,6 +19,8 @@ from hello_memory.tools.memory_tool import MemoryTool
 
 REQUEST = contextvars.ContextVar("request", default="none")
 
+pytestmark = pytest.mark.slow  # the real embedding model
+
 
 def test_same_results_as_the_sync_manager(manager: MemoryManager) -> None:
     async def main() -> None:

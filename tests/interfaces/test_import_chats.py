@@ -19,6 +19,8 @@ from hello_memory.stores.records import ItemFilter
 
 CHATS = Path(__file__).parent.parent / "data" / "chats"
 
+pytestmark = pytest.mark.slow  # the real embedding model
+
 
 def turns(manager: MemoryManager, ns: str) -> list[Any]:
     return manager.stores.records.list_items(ns, ItemFilter())
