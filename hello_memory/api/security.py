@@ -16,6 +16,7 @@ import contextlib
 import hmac
 import ipaddress
 import json
+import logging
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
@@ -30,6 +31,7 @@ from hello_memory.validation import require_namespace
 __all__ = ["Access", "BodyLimit", "HostCheck", "check_bind", "confine_path", "host_allowed",
            "is_loopback", "namespace_allowed", "safe_upload_name"]
 
+_log = logging.getLogger("hello_memory.api")
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -288,10 +290,32 @@ class BodyLimit:
             await gone_async.wait()
             return {"type": "http.disconnect"}
 
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
         watcher = asyncio.ensure_future(watch())
         token = client_gone.set(gone)
         try:
-            await self.app(scope, replay, send)
+            await self.app(scope, replay, tracking_send)
+        except Exception as exc:
+            # A bug below: answer a problem here instead of letting it reach the server,
+            # which would close the connection (a keep-alive client loses it).
+            _log.error("unhandled error on %s %s", scope.get("method"), scope.get("path"),
+                       exc_info=exc)
+            if started:
+                raise
+            body = json.dumps(problem(500, "internal", "Internal error",
+                                      f"{type(exc).__name__} (see the server log)",
+                                      error=type(exc).__name__)).encode()
+            await send({"type": "http.response.start", "status": 500,
+                        "headers": [(b"content-type", b"application/problem+json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
         finally:
             client_gone.reset(token)
             watcher.cancel()

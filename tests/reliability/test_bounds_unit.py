@@ -107,3 +107,30 @@ def test_entity_analysis_reads_a_bounded_prefix() -> None:
     finally:
         configure_analysis(20_000)
     assert "Ada Lovelace" in names and not any("Grace" in n for n in names)
+
+
+def test_an_unexpected_error_is_a_problem_that_stays_inside_the_app(tmp_path: object) -> None:
+    """A bug in a route answers a problem+json 500 from inside the app, so the server
+    never sees the exception and keeps the client's connection open."""
+    import asyncio
+
+    import httpx
+
+    from hello_memory.api.app import create_app
+    from hello_memory.config import load_settings
+
+    app = create_app(load_settings(environ={}, data_dir=str(tmp_path),
+                                   api={"auth_disabled": True}))
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("a bug")
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)  # raises what escapes the app
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+            return await c.get("/boom")
+
+    r = asyncio.run(go())
+    assert r.status_code == 500 and r.headers["content-type"] == "application/problem+json"
+    assert r.json()["error"] == "RuntimeError" and "a bug" not in r.text
