@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import logging
 import sys
 import tempfile
 import time
@@ -222,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from hello_memory.embedding import SentenceTransformerEmbedder
 
+    # llm-malformed logs one fallback warning per decision: counted in the table instead
+    logging.getLogger("hello_memory.llm.base").setLevel(logging.ERROR)
     data = json.loads(args.data.read_text(encoding="utf-8"))
     embedder = SentenceTransformerEmbedder()
     results = []
