@@ -204,6 +204,19 @@ class MemorySettings(_Section):
     default_type: Literal["working", "episodic", "semantic"] = "episodic"
     dedup_threshold: float = Field(default=0.92, gt=0, le=1)
     episodic_half_life_days: float = Field(default=30.0, gt=0)
+    # Idempotent add (issue 15): the same content (validation.content_hash) in the same
+    # namespace and memory type is not stored twice. "return" gives back the memory
+    # already stored, "update" gives it back with the new importance / metadata /
+    # event time merged in, "store" keeps a copy (the behaviour before).
+    on_duplicate: Literal["return", "update", "store"] = "return"
+    # Times from the text (issue 15): store the time ranges a memory's text mentions
+    # (resolved against its event time) for the symbolic time view.
+    times_from_text: bool = True
+    # add(..., event_time=None) of a text naming exactly one full date ("on 2026-12-18",
+    # "2026年12月18日") takes that day as the event time. Off by default: a plan ("the
+    # flight on 2026-12-18") is remembered now, and the mentioned range alone already
+    # finds it by that date.
+    event_time_from_text: bool = False
     # Facts that update (hello_memory/memory/supersede.py): "auto" decides with the LLM
     # when one is configured, else by the rules; "rules" never asks the LLM; "off"
     # never supersedes. ``supersede_candidates``: nearest memories the LLM is shown.
@@ -437,6 +450,14 @@ class RagSettings(_Section):
     candidates: int = Field(default=30, ge=1, le=1000)
     ask_top_k: int = Field(default=8, ge=1, le=100)
     context_tokens: int = Field(default=1500, ge=16)
+    # ask's relevance floor: passages whose cosine similarity to the question is under
+    # min_score, or under relative_score x the best passage's, are not shown
+    # (benchmarks/rag_floor.py measured the defaults, BENCHMARKS.md).
+    min_score: float = Field(default=0.25, ge=-1.0, le=1.0)
+    relative_score: float = Field(default=0.5, ge=0.0, le=1.0)
+    # LLM calls one ask may make: the answer, then HyDE, then MQE (one call each);
+    # 0: none (the passages are the answer).
+    llm_calls: int = Field(default=3, ge=0, le=3)
     max_file_mb: float = Field(default=50.0, gt=0)
     max_line_chars: int = Field(default=100_000, ge=1000)
     reranker: str | None = None  # a local cross-encoder directory or cached model name
@@ -450,14 +471,6 @@ class RagSettings(_Section):
 
 
 class Settings(BaseSettings):
-    # ask's relevance floor: passages whose cosine similarity to the question is under
-    # min_score, or under relative_score x the best passage's, are not shown
-    # (benchmarks/rag_floor.py measured the defaults, BENCHMARKS.md).
-    min_score: float = Field(default=0.25, ge=-1.0, le=1.0)
-    relative_score: float = Field(default=0.5, ge=0.0, le=1.0)
-    # LLM calls one ask may make: the answer, then HyDE, then MQE (one call each);
-    # 0: none (the passages are the answer).
-    llm_calls: int = Field(default=3, ge=0, le=3)
     """Root settings. Build with :func:`load_settings` to get file + env layering."""
 
     model_config = SettingsConfigDict(

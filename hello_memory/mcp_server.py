@@ -109,8 +109,11 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
         ns = check(namespace)
         item = manager.add(content, memory_type, importance, namespace=ns,
                            auto_classify=memory_type is None)
+        # A repeated remember gives back the memory already stored (issue 15).
         return {"id": item.id, "memory_type": item.memory_type.value,
-                "importance": item.importance}
+                "importance": item.importance, "duplicate_of": item.duplicate_of,
+                "near_duplicates": [{"id": i, "similarity": s}
+                                    for i, s in item.near_duplicates]}
 
     @tool
     def recall(namespace: str, query: str, top_k: int = 5,

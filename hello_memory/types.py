@@ -111,6 +111,14 @@ class MemoryItem:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     superseded_by: str | None = None
+    # What the add that returned this item found (issue 15, idempotent add; never
+    # stored): ``duplicate_of`` is the id of the memory with the same content, type and
+    # namespace that was returned (or updated) instead of storing a copy;
+    # ``near_duplicates`` the (id, cosine) of memories of the same type at or above
+    # ``memory.dedup_threshold``.
+    duplicate_of: str | None = field(default=None, compare=False, repr=False)
+    near_duplicates: tuple[tuple[str, float], ...] = field(default=(), compare=False,
+                                                           repr=False)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.api.app import Namespace, manager_of
 from hello_memory.errors import InvalidInputError
-from hello_memory.memory.manager import MemoryManager, hit_to_json, item_to_json
+from hello_memory.memory.manager import MemoryManager, added_to_json, hit_to_json, item_to_json
 from hello_memory.stores.uploads import uploads_root
 
 __all__ = ["router"]
@@ -108,19 +108,32 @@ class ContextRequest(_Body):
     max_tokens: int = Field(1500, ge=1, le=100_000)
 
 
+# What a repeated add does (issue 15); None: the memory.on_duplicate setting.
+OnDuplicate = Annotated[Literal["return", "update", "store"] | None,
+                        Query(description="default: memory.on_duplicate")]
+
+
 @router.post("/memories", status_code=201)
-def add_memory(body: AddMemory, namespace: Namespace, mm: Manager) -> dict[str, Any]:
-    """Store one memory (importance estimated when not given)."""
-    item = mm.add_many([{**body.model_dump(exclude_none=True), "namespace": namespace}])[0]
-    return item_to_json(item)
+def add_memory(body: AddMemory, namespace: Namespace, mm: Manager, response: Response,
+               on_duplicate: OnDuplicate = None) -> dict[str, Any]:
+    """Store one memory (importance estimated when not given). The same content already
+    stored in the namespace and type is returned instead (200, ``duplicate_of`` set)."""
+    item = mm.add_many([{**body.model_dump(exclude_none=True), "namespace": namespace}],
+                       on_duplicate=on_duplicate)[0]
+    if item.duplicate_of is not None:
+        response.status_code = 200
+    return added_to_json(item)
 
 
 @router.post("/memories/batch", status_code=201)
-def add_memories(body: AddMany, namespace: Namespace, mm: Manager) -> dict[str, Any]:
-    """Store many memories; one invalid entry stores none."""
+def add_memories(body: AddMany, namespace: Namespace, mm: Manager,
+                 on_duplicate: OnDuplicate = None) -> dict[str, Any]:
+    """Store many memories; one invalid entry stores none. Repeated content gives back
+    the memory already stored (``duplicate_of``), in entry order."""
     items = mm.add_many([{**m.model_dump(exclude_none=True), "namespace": namespace}
-                         for m in body.memories])
-    return {"ids": [i.id for i in items], "memories": [item_to_json(i) for i in items]}
+                         for m in body.memories], on_duplicate=on_duplicate)
+    return {"ids": [i.id for i in items], "memories": [added_to_json(i) for i in items],
+            "duplicates": sum(1 for i in items if i.duplicate_of is not None)}
 
 
 @router.post("/search")

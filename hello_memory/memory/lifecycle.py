@@ -19,6 +19,12 @@ source id. The new target memory is committed before its source is removed, so a
 failure in between leaves a duplicate, never a loss, and the next run recognises it
 (the target's ``merged_from`` already names the source) and only removes the source;
 a second run after a complete one finds nothing to do.
+
+Every run also merges the near-duplicates already inside the target type (issue 15:
+duplicates stored before, or by ``on_duplicate="store"``): memories of that type whose
+cosine with an older one reaches the threshold merge into the oldest (same rules: the
+longest content, the max importance, ``merged_from``), the others are removed after it
+is written. ``consolidate(t, t)`` for episodic or semantic does only that, for type t.
 """
 
 from __future__ import annotations
@@ -165,28 +171,46 @@ def consolidate(
     min_access_count: int = 0,
     dry_run: bool = False,
 ) -> ConsolidateReport:
-    if (from_type, to_type) not in _PROMOTIONS:
+    within_only = from_type == to_type and from_type in _STORED
+    if (from_type, to_type) not in _PROMOTIONS and not within_only:
         raise InvalidInputError(f"cannot consolidate {from_type.value} -> {to_type.value}; "
-                                "use working -> episodic or episodic -> semantic")
+                                "use working -> episodic or episodic -> semantic (or "
+                                "episodic -> episodic, semantic -> semantic: near-duplicates "
+                                "within the type)")
     ns = mm._ns(namespace)
     importance_threshold = validate_importance(importance_threshold)
-    if from_type == MemoryType.WORKING:
+    if within_only:
+        pool = []
+    elif from_type == MemoryType.WORKING:
         pool = mm.working.list(ns)
     else:
         pool = mm.stores.records.list_items(ns, ItemFilter(memory_types=(from_type,)))
     sources = [i for i in pool if i.importance >= importance_threshold
                and i.access_count >= min_access_count]
-    if not sources:
-        return ConsolidateReport(ns, from_type, to_type, dry_run)
     targets = mm.stores.records.list_items(ns, ItemFilter(memory_types=(to_type,)))
-    done_before = {src: t for t in targets for src in t.metadata.get("merged_from", [])}
+    if not sources and len(targets) < 2:
+        return ConsolidateReport(ns, from_type, to_type, dry_run)
     texts = [s.content for s in sources] + [t.content for t in targets]
     vecs = mm.stores.embedder.embed(texts)
     src_v, tgt_v = vecs[: len(sources)], vecs[len(sources):]
-    groups = _group(sources, src_v, targets, tgt_v, done_before, mm.dedup_threshold)
     merged: dict[str, tuple[str, ...]] = {}
     promoted: list[str] = []
     removed: list[str] = []
+    # Near-duplicates already inside the target type first: the promotions below then
+    # meet one memory of each, not its copies.
+    gone: set[str] = set()
+    for survivor, members in _within(mm, ns, targets, tgt_v):
+        merged[survivor.id] = tuple(m.id for m in members)
+        gone.update(m.id for m in members)
+        if dry_run:
+            continue
+        _merge_into(mm, ns, to_type, survivor, members)
+        mm.stores.delete(ns, [m.id for m in members])  # add-before-remove, as below
+        removed.extend(m.id for m in members)
+    keep = [k for k, t in enumerate(targets) if t.id not in gone]
+    targets, tgt_v = [targets[k] for k in keep], tgt_v[keep]
+    done_before = {src: t for t in targets for src in t.metadata.get("merged_from", [])}
+    groups = _group(sources, src_v, targets, tgt_v, done_before, mm.dedup_threshold)
     for g in groups:
         target, members = g.target, g.members
         if dry_run:
@@ -205,11 +229,48 @@ def consolidate(
             removed.append(m.id)
     report = ConsolidateReport(ns, from_type, to_type, dry_run, tuple(promoted), merged,
                                tuple(removed))
-    if not dry_run:
+    if not dry_run and merged:
         mm.stores.records.add_audit(ns, "consolidate", {
             "from": from_type.value, "to": to_type.value,
             "merged": {k: list(v) for k, v in merged.items()}})
     return report
+
+
+# Neighbours a memory is compared with when looking for near-duplicates within a type.
+_WITHIN_NEIGHBOURS = 5
+
+
+def _within(mm: MemoryManager, ns: str, items: list[MemoryItem], vecs: np.ndarray
+            ) -> list[tuple[MemoryItem, list[MemoryItem]]]:
+    """Near-duplicates inside one type: oldest first, each memory not yet taken keeps
+    the later ones whose cosine with it reaches ``mm.dedup_threshold`` (among its
+    nearest neighbours in the vector store; no chaining: a member is near the survivor
+    itself). Returns (survivor, members) pairs with at least one member."""
+    if len(items) < 2:
+        return []
+    from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
+
+    order = sorted(range(len(items)), key=lambda k: (items[k].recorded_time, items[k].id))
+    rank = {items[k].id: n for n, k in enumerate(order)}
+    taken: set[str] = set()
+    out: list[tuple[MemoryItem, list[MemoryItem]]] = []
+    for k in order:
+        head = items[k]
+        if head.id in taken:
+            continue
+        hits = mm.stores.vectors.nearest(
+            MEMORY_COLLECTION, vecs[k].tolist(), namespace=ns, using=DENSE,
+            limit=_WITHIN_NEIGHBOURS + 1, score_threshold=mm.dedup_threshold,
+            filters={"memory_type": head.memory_type.value,
+                     "status": MemoryStatus.ACTIVE.value})
+        members = [items[order[rank[h.id]]] for h in hits
+                   if h.id in rank and h.id != head.id and h.id not in taken
+                   and rank[h.id] > rank[head.id] and h.score >= mm.dedup_threshold]
+        if members:
+            taken.update(m.id for m in members)
+            taken.add(head.id)
+            out.append((head, members))
+    return out
 
 
 @dataclass

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from hello_memory import telemetry
 from hello_memory.errors import InvalidInputError, PerceptualNotConfiguredError
+from hello_memory.memory import dedup
+from hello_memory.memory.dedup import duplicate_mode
 from hello_memory.memory.episodic import EpisodicMemory
 from hello_memory.memory.importance import classify_memory_type, estimate_importance
 from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit
@@ -47,6 +50,8 @@ from hello_memory.text.entities import (
     default_extractor,
 )
 from hello_memory.text.people import SELF_ENTITY, role_key, role_links, self_names
+from hello_memory.text.timeparse import TimeRange as TimeSpan
+from hello_memory.text.timeparse import find_time_ranges
 from hello_memory.types import (
     Entity,
     MemoryItem,
@@ -57,6 +62,7 @@ from hello_memory.types import (
 )
 from hello_memory.validation import (
     require_namespace,
+    validate_batch,
     validate_content,
     validate_importance,
     validate_item,
@@ -64,7 +70,8 @@ from hello_memory.validation import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MemoryManager", "hit_to_json", "item_from_json", "item_to_json"]
+__all__ = ["MemoryManager", "added_to_json", "date_in_text", "hit_to_json", "item_from_json",
+           "item_to_json"]
 
 TimeRange = tuple[datetime | None, datetime | None]
 STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
@@ -93,6 +100,28 @@ def item_to_json(item: MemoryItem) -> dict[str, Any]:
         "valid_from": iso(item.valid_from or item.event_time), "valid_to": iso(item.valid_to),
         "superseded_by": item.superseded_by,
     }
+
+
+def added_to_json(item: MemoryItem) -> dict[str, Any]:
+    """A memory as an add returned it (REST, MCP, the MemoryTool): :func:`item_to_json`
+    plus ``duplicate_of`` (the id of the memory already stored that a repeated add gave
+    back, else null) and ``near_duplicates`` (``[{"id", "similarity"}]``, cosine >=
+    ``memory.dedup_threshold``), issue 15."""
+    return {**item_to_json(item), "duplicate_of": item.duplicate_of,
+            "near_duplicates": [{"id": i, "similarity": s} for i, s in item.near_duplicates]}
+
+
+# A year written with its date: "2026-12-18", "18 December 2026", "2026年12月18日".
+_WRITTEN_YEAR = re.compile(r"\d{4}|[零〇一二三四五六七八九]{4}")
+
+
+def date_in_text(content: str, reference: datetime) -> datetime | None:
+    """The start of the day a text names when it names exactly one full date (day,
+    month and year written), else None: the event time ``memory.event_time_from_text``
+    gives an add without one."""
+    days = {r.start for r in find_time_ranges(content[:20_000], reference)
+            if r.granularity == "day" and _WRITTEN_YEAR.search(r.text)}
+    return days.pop() if len(days) == 1 else None
 
 
 def hit_to_json(hit: SearchHit) -> dict[str, Any]:
@@ -197,6 +226,9 @@ class MemoryManager:
         supersede_candidates: int = 5,
         extract_facts: bool = False,
         uploads_dir: str | Path | None = None,
+        on_duplicate: str = "return",
+        times_from_text: bool = True,
+        event_time_from_text: bool = False,
     ) -> None:
         self.stores = stores
         self.extractor = extractor or default_extractor()
@@ -213,6 +245,12 @@ class MemoryManager:
         # namespace's folder there. None: this manager knows of no uploads.
         self.uploads_dir = Path(uploads_dir) if uploads_dir is not None else None
         self.dedup_threshold = dedup_threshold
+        # Idempotent add and times from the text (issue 15, memory/dedup.py): what a
+        # repeated add does, whether writes store the times the text mentions, and
+        # whether a full date in the text is the event time when none is given.
+        self.on_duplicate = duplicate_mode(on_duplicate)
+        stores.records.mention_times = times_from_text
+        self.event_time_from_text = event_time_from_text
         self._clock = clock
         # The configured LLM client (None: every LLM step stays off); RAG and the
         # retrievers built from this manager use it unless given their own.
@@ -262,7 +300,9 @@ class MemoryManager:
                    retrieval=settings.retrieval, lifecycle=settings.jobs,
                    supersede=m.supersede, supersede_candidates=m.supersede_candidates,
                    extract_facts=m.extract_facts,
-                   uploads_dir=uploads_root(settings.data_dir))
+                   uploads_dir=uploads_root(settings.data_dir),
+                   on_duplicate=m.on_duplicate, times_from_text=m.times_from_text,
+                   event_time_from_text=m.event_time_from_text)
 
     @property
     def perceptual(self) -> PerceptualMemory:
@@ -356,23 +396,36 @@ class MemoryManager:
         session_id: str | None = None,
         event_time: datetime | None = None,
         auto_classify: bool = False,
+        on_duplicate: str | None = None,
     ) -> MemoryItem:
         """Store one memory. ``memory_type`` defaults to ``default_type`` (episodic:
         persistent, unlike working memory); pass
         ``auto_classify=True`` to let the zh/en cue rules choose. ``importance`` None
-        means "estimate" (see :func:`estimate_importance`)."""
+        means "estimate" (see :func:`estimate_importance`). The same content already
+        stored in the namespace and type is not stored again: see :meth:`add_many`."""
         return self.add_many([dict(content=content, memory_type=memory_type,
                                    importance=importance, metadata=metadata,
                                    namespace=namespace, user_id=user_id, agent_id=agent_id,
                                    session_id=session_id, event_time=event_time,
-                                   auto_classify=auto_classify)])[0]
+                                   auto_classify=auto_classify)],
+                             on_duplicate=on_duplicate)[0]
 
     @telemetry.traced("create_memory", count=len)
-    def add_many(self, entries: Iterable[Mapping[str, Any]]) -> list[MemoryItem]:
+    def add_many(self, entries: Iterable[Mapping[str, Any]], *,
+                 on_duplicate: str | None = None) -> list[MemoryItem]:
         """Store many memories: every entry is validated first (one bad entry stores
-        nothing), then one embedding batch and one transaction for the stored types."""
+        nothing), then one embedding batch and one transaction for the stored types.
+
+        Idempotent (issue 15, memory/dedup.py): an entry whose content is already
+        stored in its namespace and type (or repeats an earlier entry) follows
+        ``on_duplicate`` (default ``memory.on_duplicate``): ``return`` gives back the
+        stored memory, ``update`` merges the entry into it first, ``store`` keeps a
+        copy. Returned items are in entry order; a repeated one has ``duplicate_of`` set
+        (its own id), a new one lists ``near_duplicates`` (cosine >= dedup_threshold)."""
+        mode = self.on_duplicate if on_duplicate is None else duplicate_mode(on_duplicate)
         allowed = {"content", "memory_type", "importance", "metadata", "namespace", "user_id",
                    "agent_id", "session_id", "event_time", "auto_classify"}
+        entries = list(entries)
         items: list[MemoryItem] = []
         for n, entry in enumerate(entries):
             unknown = set(entry) - allowed
@@ -384,13 +437,50 @@ class MemoryManager:
                 bool(entry.get("auto_classify", False)), user_id=entry.get("user_id"),
                 agent_id=entry.get("agent_id"), session_id=entry.get("session_id"),
                 event_time=entry.get("event_time")))
+        if self.event_time_from_text:
+            for entry, item in zip(entries, items, strict=True):
+                if entry.get("event_time") is None:
+                    item.event_time = date_in_text(item.content, self._clock()) or item.event_time
         for item in items:
             validate_item(item)
-        stored = [i for i in items if i.memory_type != MemoryType.WORKING]
-        self.stores.add(stored)
+        validate_batch(len(items))  # before any embedding work
+        plan = dedup.resolve(self, items, mode)
+        fresh = [items[n] for n in plan.fresh]
+        stored = [i for i in fresh if i.memory_type != MemoryType.WORKING]
+        vectors = self.stores.embedder.embed([i.content for i in stored]) if stored else None
+        if stored and vectors is not None and mode != "store":
+            for item, near in zip(stored, dedup.near_duplicates(self, stored, vectors),
+                                  strict=True):
+                item.near_duplicates = near
+        self.stores.add(stored, vectors)
         self.superseder.apply(stored)  # facts that update: memory/supersede.py
-        self.working.add_many([i for i in items if i.memory_type == MemoryType.WORKING])
-        return items
+        self.working.add_many([i for i in fresh if i.memory_type == MemoryType.WORKING])
+        out = list(items)
+        for n, existing in plan.existing.items():
+            if mode == "update":
+                existing = self._merge_repeat(entries[n], existing)
+            out[n] = dedup.as_duplicate(existing, existing.id)
+        for n, first in plan.earlier.items():
+            out[n] = dedup.as_duplicate(items[first], items[first].id)
+        return out
+
+    def _merge_repeat(self, entry: Mapping[str, Any], existing: MemoryItem) -> MemoryItem:
+        """``on_duplicate="update"``: the repeated entry's fields onto the stored memory."""
+        changes = dedup.update_changes(entry, existing)
+        if not changes:
+            return existing
+        if existing.memory_type == MemoryType.WORKING:
+            return self.working.update(existing.namespace, existing.id, **changes)
+        return self.stores.update(existing.namespace, existing.id, **changes)
+
+    def mentioned_times(self, memory_id: str, *, namespace: str | None = None
+                        ) -> list[TimeSpan]:
+        """The time ranges the memory's text mentions, resolved against its event time
+        when it was written (``memory.times_from_text``; the symbolic view filters on
+        them, see hello_memory/retrieval/views.py)."""
+        ns = self._ns(namespace)
+        self.stores.records.get_item(ns, memory_id)  # NotFoundError for an unknown id
+        return self.stores.records.mentioned_times(ns, memory_id)
 
     def remember_conversation(self, turns: Sequence[Mapping[str, Any] | tuple[str, str]],
                               **options: Any) -> list[MemoryItem]:
@@ -578,9 +668,15 @@ class MemoryManager:
                 fh.write(json.dumps(item_to_json(item), ensure_ascii=False) + "\n")
         return len(items)
 
-    def import_jsonl(self, path: str | Path, *, namespace: str | None = None) -> dict[str, int]:
+    def import_jsonl(self, path: str | Path, *, namespace: str | None = None,
+                     on_duplicate: str | None = None) -> dict[str, int]:
         """Load an export. Every line is validated before anything is written; ids that
-        already exist are skipped, so importing twice changes nothing."""
+        already exist are skipped, so importing twice changes nothing. A record whose
+        content is already stored in its namespace and type (another export, an add)
+        follows ``on_duplicate`` as :meth:`add_many` does and counts in
+        ``duplicates``: not imported (``return``), merged into the stored one
+        (``update``) or imported anyway (``store``)."""
+        mode = self.on_duplicate if on_duplicate is None else duplicate_mode(on_duplicate)
         items: list[MemoryItem] = []
         try:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -605,9 +701,17 @@ class MemoryManager:
                 skipped += 1
             else:
                 fresh.append(item)
+        plan = dedup.resolve(self, fresh, mode)
+        if mode == "update":
+            for n, existing in plan.existing.items():
+                self._merge_repeat({"importance": fresh[n].importance,
+                                    "metadata": fresh[n].metadata,
+                                    "event_time": fresh[n].event_time}, existing)
+        fresh = [fresh[n] for n in plan.fresh]
         self.stores.add([i for i in fresh if i.memory_type != MemoryType.WORKING])
         self.working.add_many([i for i in fresh if i.memory_type == MemoryType.WORKING])
-        return {"imported": len(fresh), "skipped": skipped}
+        return {"imported": len(fresh), "skipped": skipped,
+                "duplicates": len(plan.existing) + len(plan.earlier)}
 
     # --- lifecycle (forget / restore / consolidate) live in lifecycle.py --------------
     @telemetry.traced("delete_memory", name="forget hello-memory")

@@ -103,6 +103,9 @@ TIME_MISS_FACTOR = 0.5
 # What a memory plainly about someone else keeps of its score when the question asks
 # about a person ("who is my manager?" is not answered by "Anna's manager is Priya").
 SUBJECT_MISS_FACTOR = 0.5
+# What a memory that mentions no time keeps of its score when the question asks when
+# and other candidates do mention one (measured on the LoCoMo dev split, BENCHMARKS.md).
+WHEN_MISS_FACTOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -537,7 +540,10 @@ class HybridRetriever:
                             self.settings.view_weights, k=self.settings.rrf_k)
         order = {m: f for m, (f, _) in base.items()}
         pool = [state.items[m] for m in dict.fromkeys([*order, *in_time]) if m in state.items]
-        soft = dict(symbolic_pool_view(pool, order, analysis))
+        # "When ...?" is answered by a memory that says when (its text mentions a time).
+        timed = (self.stores.records.with_mentioned_times(pool[0].namespace, [i.id for i in pool])
+                 if analysis.asks_time and pool else set())
+        soft = dict(symbolic_pool_view(pool, order, analysis, timed))
         met = {m: soft.get(m, 0.0) + (1.0 if m in in_time else 0.0)
                for m in set(soft) | set(in_time)}
         return sorted(met.items(), key=lambda kv: (-kv[1], -order.get(kv[0], 0.0)))
@@ -663,6 +669,12 @@ class HybridRetriever:
         # A question that names a time asks about that time: once something is found
         # inside it, memories outside it count TIME_MISS_FACTOR of their score.
         timed = state.in_time or set()
+        # A question asking when is answered by a memory that says when (its text
+        # mentions a time, hm_memory_times): once the candidates hold one, the others
+        # count WHEN_MISS_FACTOR of their score (issue 15).
+        says_when: set[str] = set()
+        if state.analysis is not None and state.analysis.asks_time:
+            says_when = self.stores.records.with_mentioned_times(ns, list(totals))
         hits = []
         for m, total in totals.items():
             item = state.items[m]
@@ -674,6 +686,8 @@ class HybridRetriever:
             final = scored.score
             if timed and m not in timed:
                 final *= TIME_MISS_FACTOR
+            if says_when and m not in says_when:
+                final *= WHEN_MISS_FACTOR
             if state.analysis is not None and about_someone_else(item, state.analysis):
                 final *= SUBJECT_MISS_FACTOR
             hits.append(SearchHit(item=item, score=final, fused=fused.get(m, (0.0, {}))[0],

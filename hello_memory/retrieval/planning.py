@@ -67,6 +67,9 @@ def is_first_person(query: str) -> bool:
     return bool(_FIRST_PERSON_EN.search(query) or _FIRST_PERSON_ZH.search(query))
 
 
+_ASKS_TIME = re.compile(r"\bhow\s+long\s+ago\b|\bsince\s+when\b|\bwhat\s+(?:date|day|month)\b"
+                        r"|多久(?:以前|之前|前)|几号|几月", re.I)
+
 _NOT_NAMES = {"what", "when", "where", "who", "why", "how", "which", "did", "does", "do",
               "is", "are", "was", "were", "would", "could", "has", "have", "the", "a", "an"}
 
@@ -95,6 +98,12 @@ class QueryAnalysis(BaseModel):
     @property
     def has_constraints(self) -> bool:
         return bool(self.persons or self.entities or self.locations or self.time_ranges)
+
+    @property
+    def asks_time(self) -> bool:
+        """Whether the answer is a time: "when ...?", "what year", "how long ago",
+        "什么时候", "哪天", "多久以前" (a memory that says when answers it)."""
+        return self.question_type == "when" or bool(_ASKS_TIME.search(self.query))
 
 
 def question_type(query: str) -> QuestionType:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -154,23 +154,43 @@ def _intersect(outer: Any, lo: Any, hi: Any) -> Range | None:
     return Range(gte=lo, lte=hi) if lo <= hi else None
 
 
+# At most this many memories whose text mentions a time in a question's range are
+# ranked by the symbolic view (the latest mentions first).
+MENTION_CANDIDATES = 1000
+
+
 def symbolic_constraint_view(stores: Stores, req: ViewRequest) -> ViewResult:
     """Hard constraints (time ranges): memories inside a question's time range, by
-    cosine (or BM25 without vectors). Nothing when the question names no time."""
+    cosine (or BM25 without vectors). Nothing when the question names no time.
+
+    A memory is inside the range when its event time is, or when its text mentions a
+    time overlapping it (``hm_memory_times``, resolved when it was written: "I went
+    there yesterday", said on 2023-05-08, is inside "7 May 2023"; issue 15)."""
     if not req.analysis.time_ranges:
         return []
     lists = []
     for start, end in req.analysis.time_ranges:
         # Ranges are half-open; the store's Range is inclusive: stop a microsecond early.
         rng = _intersect(req.filters.get("event_time"), start, end - _MICRO)
-        if rng is None:
+        if rng is not None:
+            filters = {**req.filters, "event_time": rng}
+            if req.vectors:
+                lists.append(_dense(stores, req, req.vectors[0], filters, req.limit,
+                                    positive=False))
+            else:
+                lists.append(lexical_query(stores, req, req.queries[0], filters, req.limit))
+        mentioned = stores.records.mentioning(req.namespace, start, end,
+                                              limit=MENTION_CANDIDATES)
+        if not mentioned:
             continue
-        filters = {**req.filters, "event_time": rng}
-        if req.vectors:
-            lists.append(_dense(stores, req, req.vectors[0], filters, req.limit,
-                                positive=False))
+        if req.vectors:  # the caller's filters (payload) still hold
+            lists.append(_dense(stores, req, req.vectors[0], req.filters, req.limit,
+                                ids=mentioned, positive=False))
         else:
-            lists.append(lexical_query(stores, req, req.queries[0], filters, req.limit))
+            terms = {term_index(t) for t in stores.lexical.terms(req.queries[0])}
+            if terms:
+                lists.append(_sparse_search(stores, req, dict.fromkeys(terms, 1.0),
+                                            req.filters, req.limit, ids=mentioned))
     return _best(lists)[: req.limit]
 
 
@@ -308,17 +328,25 @@ def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:
 
 
 def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],
-                       analysis: QueryAnalysis) -> ViewResult:
+                       analysis: QueryAnalysis, timed: Collection[str] = ()) -> ViewResult:
     """Soft constraints (the subject person, entities, locations) checked on the
     records of the candidate pool. ``order`` is the pool's relevance so far (higher
-    first), used to rank memories that meet the same number of constraints."""
+    first), used to rank memories that meet the same number of constraints.
+
+    A question asking for a time ("when did ...?", "什么时候") is answered by a memory
+    that says when: the memories in ``timed`` (their text mentions a time,
+    ``hm_memory_times``; issue 15) meet one constraint more."""
     names = [*analysis.entities, *analysis.locations]
-    if not (analysis.persons or analysis.first_person or analysis.resolved or names):
+    asks_time = analysis.asks_time and bool(timed)
+    if not (analysis.persons or analysis.first_person or analysis.resolved or names
+            or asks_time):
         return []
     scored = []
     for item in items:
         met = about_subject(item, analysis)
         met += _mentions(item, names)
+        if asks_time and item.id in timed:
+            met += 1
         if met:
             scored.append((item.id, float(met), order.get(item.id, 0.0)))
     scored.sort(key=lambda t: (-t[1], -t[2]))

@@ -294,8 +294,14 @@ class MemoryTool:
                                 namespace=self.namespace, user_id=self.user_id,
                                 session_id=self.session_id,
                                 auto_classify=memory_type is None)
+        near = [{"id": i, "similarity": s} for i, s in item.near_duplicates]
+        if item.duplicate_of is not None:  # a repeated add (issue 15): nothing stored
+            return self._ok("add", f"already remembered as {item.memory_type.value} memory "
+                            f"id={item.id}", id=item.id, memory=memory_dict(item),
+                            duplicate_of=item.duplicate_of, near_duplicates=near)
         return self._ok("add", f"stored {item.memory_type.value} memory id={item.id}",
-                        id=item.id, memory=memory_dict(item))
+                        id=item.id, memory=memory_dict(item), duplicate_of=None,
+                        near_duplicates=near)
 
     def search(self, query: str, top_k: int = 5, memory_types: Sequence[str] | None = None,
                min_importance: float | None = None) -> dict[str, Any]:
@@ -438,9 +444,10 @@ class MemoryTool:
         without, or when the LLM fails, the turn kept is the fallback."""
         if role not in ROLES:
             raise InvalidInputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        # Every turn is kept, a repeated "ok" too: turns are a transcript, not facts.
         item = self.manager.add(content, MemoryType.WORKING, importance, {"role": role},
                                 namespace=self.namespace, user_id=self.user_id,
-                                session_id=self.session_id)
+                                session_id=self.session_id, on_duplicate="store")
         facts: list[str] = []
         if self.manager.extract_facts and role in ("user", "assistant"):
             from hello_memory.memory.extraction import extract_facts

@@ -34,10 +34,12 @@ from hello_memory.stores.records.models import (
     TOPIC_CHARS,
     Base,
     MemoryRow,
+    MemoryTimeRow,
     NamespaceTotalsRow,
     RagOutboxRow,
     SchemaMeta,
 )
+from hello_memory.types import MemoryItem
 from hello_memory.validation import content_hash
 
 log = logging.getLogger(__name__)
@@ -117,10 +119,36 @@ def _v5_validity(conn: Connection) -> None:
             index.create(conn)
 
 
+def _v5_mention_times(conn: Connection) -> None:
+    """Times from the text (issue 15): ``hm_memory_times``, the time ranges each
+    memory's content mentions resolved against its event time, filled from the rows;
+    and ``content_hash`` recomputed, now of the whitespace-normalised NFC text
+    (validation.content_hash), the key of the idempotent add."""
+    # Imported here: the store module imports this one.
+    from hello_memory.stores.records.store import _time_rows
+
+    items = Base.metadata.tables[MemoryRow.__tablename__]
+    times = Base.metadata.tables[MemoryTimeRow.__tablename__]
+    times.create(conn)
+    rows = conn.execute(select(items.c.id, items.c.namespace, items.c.content,
+                               items.c.event_time)).all()
+    hashes, mentions = [], []
+    for rid, ns, content, event_time in rows:
+        hashes.append({"_id": rid, "_hash": content_hash(content)})
+        mentions += _time_rows(MemoryItem(id=rid, namespace=ns, content=content,
+                                          event_time=event_time))
+    if hashes:  # executemany, not one statement per row
+        conn.execute(update(items).where(items.c.id == bindparam("_id"))
+                     .values(content_hash=bindparam("_hash")), hashes)
+    if mentions:
+        conn.execute(insert(times), mentions)
+
+
 def _v4_to_v5(conn: Connection) -> None:
     """v5 (issue 15): each part of the step is its own function, all in this one
     transaction."""
     _v5_validity(conn)
+    _v5_mention_times(conn)
 
 
 # MIGRATIONS[n] upgrades a database at version n to n + 1.

@@ -127,6 +127,34 @@ class MemoryRow(Base):
     fact_key: Mapped[str | None] = mapped_column(String(FACT_KEY_CHARS))
 
 
+# Longest time expression kept in ``hm_memory_times.expression`` (longer ones cut).
+EXPRESSION_CHARS = 255
+
+
+class MemoryTimeRow(Base):
+    """Schema v5 (issue 15, times from the text): the time ranges a memory's content
+    mentions ("on 2026-12-18", "yesterday", "上周"), resolved against its event time
+    by hello_memory/text/timeparse.py, half-open ``[start_time, end_time)``. Derived
+    from the memory row and written, rewritten and deleted with it in the same
+    transaction (RecordStore.add_items / update_item / delete_items); the symbolic
+    time view reads it (hello_memory/retrieval/views.py)."""
+
+    __tablename__ = "hm_memory_times"
+    __table_args__ = (
+        Index("ix_memory_times_ns_start", "namespace", "start_time", "end_time"),
+        Index("ix_memory_times_memory", "memory_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInt, primary_key=True, autoincrement=True)
+    memory_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("hm_memory_items.id", ondelete="CASCADE"))
+    namespace: Mapped[str] = mapped_column(String(255))
+    start_time: Mapped[datetime] = mapped_column(UTCDateTime)
+    end_time: Mapped[datetime] = mapped_column(UTCDateTime)
+    granularity: Mapped[str] = mapped_column(String(16))
+    expression: Mapped[str] = mapped_column(String(EXPRESSION_CHARS))
+
+
 class NamespaceTotalsRow(Base):
     """Schema v4: the active memories of a namespace and their token total, kept in
     step with ``hm_memory_items`` in the same transaction as every write to it."""

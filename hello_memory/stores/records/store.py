@@ -52,16 +52,19 @@ from hello_memory.errors import (
 )
 from hello_memory.stores.records.migrations import migrate
 from hello_memory.stores.records.models import (
+    EXPRESSION_CHARS,
     TOPIC_CHARS,
     AuditRow,
     ChunkRow,
     DocumentRow,
     MemoryRow,
+    MemoryTimeRow,
     NamespaceTotalsRow,
     OutboxRow,
     RagOutboxRow,
 )
 from hello_memory.text.facts import fact_key
+from hello_memory.text.timeparse import TimeRange, find_time_ranges
 from hello_memory.text.tokens import default_token_counter
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality, utcnow
 from hello_memory.validation import require_namespace, validate_item
@@ -199,6 +202,25 @@ def count_tokens(content: str) -> int:
     return default_token_counter().count(content)
 
 
+# The time expressions of a memory are looked for in its first MENTION_CHARS characters
+# (the parser costs about 1 ms per 600 characters; a memory is a thought, not a book).
+MENTION_CHARS = 20_000
+
+
+def mentioned_times(content: str, event_time: datetime) -> list[TimeRange]:
+    """The time ranges ``content`` mentions, resolved against ``event_time`` by the same
+    en + zh rules the retriever reads questions with (hello_memory/text/timeparse.py):
+    "yesterday" in a memory of 2023-05-08 is 2023-05-07 (issue 15, times from the text)."""
+    return find_time_ranges(content[:MENTION_CHARS], event_time)
+
+
+def _time_rows(item: MemoryItem) -> list[dict[str, Any]]:
+    return [{"memory_id": item.id, "namespace": item.namespace, "start_time": r.start,
+             "end_time": r.end, "granularity": r.granularity,
+             "expression": r.text[:EXPRESSION_CHARS]}
+            for r in mentioned_times(item.content, item.event_time)]
+
+
 def _to_row(item: MemoryItem) -> MemoryRow:
     return MemoryRow(
         id=item.id, namespace=item.namespace, content=item.content,
@@ -281,9 +303,12 @@ def _codepoints(column: Any, dialect: str) -> Any:
 class RecordStore:
     """Typed records in a relational database. ``open()`` creates or upgrades the schema."""
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
+    def __init__(self, url: str, *, echo: bool = False, mention_times: bool = True) -> None:
         self.url = url
         self._echo = echo
+        # Whether writes store the time ranges a memory's text mentions (hm_memory_times,
+        # the ``memory.times_from_text`` setting); reads work either way.
+        self.mention_times = mention_times
         self._engine: Engine | None = None
         self._sessions: sessionmaker[Session] | None = None
         self._lock = threading.Lock()
@@ -371,6 +396,11 @@ class RecordStore:
                 raise InvalidInputError(f"memory id already exists: {taken[0]}")
             rows = [_to_row(i) for i in items]
             s.add_all(rows)
+            if self.mention_times:
+                times = [t for i in items for t in _time_rows(i)]
+                if times:  # after the rows they point to; one executemany
+                    s.flush()
+                    s.execute(insert(MemoryTimeRow), times)
             deltas: dict[str, list[int]] = {}
             for row in rows:
                 if _active(row.status):
@@ -525,6 +555,60 @@ class RecordStore:
         with self.transaction() as s:
             return [_to_item(r) for r in s.scalars(q).all()]
 
+    # duplicates and mentioned times (issue 15) ----------------------------------------
+    def find_by_hash(self, namespace: str, hashes: Sequence[str]) -> list[MemoryItem]:
+        """The active, current memories of ``namespace`` whose ``content_hash`` is one of
+        ``hashes`` (any type), oldest recorded first: one query on ix_items_ns_hash per
+        500 hashes, so an add_many of N memories costs one lookup, not N."""
+        require_namespace(namespace)
+        wanted = list(dict.fromkeys(h for h in hashes if h))
+        out: list[MemoryItem] = []
+        with self.transaction() as s:
+            for start in range(0, len(wanted), 500):
+                q = (select(MemoryRow)
+                     .where(MemoryRow.content_hash.in_(wanted[start:start + 500]),
+                            *self._where(namespace, ItemFilter()))
+                     .order_by(MemoryRow.recorded_time, MemoryRow.id))
+                out += [_to_item(r) for r in s.scalars(q)]
+        return out
+
+    def mentioning(self, namespace: str, start: datetime, end: datetime,
+                   flt: ItemFilter = ItemFilter(), *, limit: int = 1000) -> list[str]:
+        """Ids of the memories matching ``flt`` whose text mentions a time overlapping
+        ``[start, end)`` (hm_memory_times), at most ``limit``, latest mention first."""
+        q = (select(MemoryTimeRow.memory_id)
+             .join(MemoryRow, MemoryRow.id == MemoryTimeRow.memory_id)
+             .where(MemoryTimeRow.namespace == require_namespace(namespace),
+                    MemoryTimeRow.start_time < end, MemoryTimeRow.end_time > start,
+                    *self._where(namespace, flt))
+             .order_by(MemoryTimeRow.start_time.desc(), MemoryTimeRow.memory_id)
+             .limit(4 * limit))
+        with self.transaction() as s:
+            return list(dict.fromkeys(s.scalars(q)))[:limit]
+
+    def with_mentioned_times(self, namespace: str, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` whose text mentions any time (on ix_memory_times_memory)."""
+        require_namespace(namespace)
+        found: set[str] = set()
+        wanted = list(dict.fromkeys(ids))
+        with self.transaction() as s:
+            for start in range(0, len(wanted), 500):
+                found.update(s.scalars(select(MemoryTimeRow.memory_id).where(
+                    MemoryTimeRow.memory_id.in_(wanted[start:start + 500]),
+                    MemoryTimeRow.namespace == namespace)))
+        return found
+
+    def mentioned_times(self, namespace: str, memory_id: str) -> list[TimeRange]:
+        """The time ranges stored for one memory, in start order."""
+        require_namespace(namespace)
+        with self.transaction() as s:
+            rows = s.scalars(select(MemoryTimeRow).where(
+                MemoryTimeRow.memory_id == memory_id, MemoryTimeRow.namespace == namespace)
+                .order_by(MemoryTimeRow.start_time, MemoryTimeRow.id)).all()
+            return [TimeRange(r.start_time, r.end_time, r.expression,
+                              r.granularity)  # type: ignore[arg-type]
+                    for r in rows]
+
     def count_items(self, namespace: str, flt: ItemFilter = ItemFilter()) -> int:
         q = select(func.count()).select_from(MemoryRow).where(*self._where(namespace, flt))
         with self.transaction() as s:
@@ -541,7 +625,7 @@ class RecordStore:
             if row is None:
                 raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
             item = _to_item(row)
-            old_content = item.content
+            old_content, old_event = item.content, item.event_time
             before = (1, row.tokens) if _active(row.status) else (0, 0)
             for key, value in changes.items():
                 setattr(item, key, value)
@@ -551,6 +635,13 @@ class RecordStore:
             validate_item(item)
             new = _to_row(item)
             s.merge(new)
+            if content_changed or item.event_time != old_event:
+                # The mentioned times follow the text and the time it is read against.
+                s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id == memory_id))
+                times = _time_rows(item) if self.mention_times else []
+                if times:
+                    s.flush()
+                    s.execute(insert(MemoryTimeRow), times)
             after = (1, new.tokens) if _active(new.status) else (0, 0)
             _bump_totals(s, {namespace: [after[0] - before[0], after[1] - before[1]]})
             # New content must be re-embedded and re-extracted; anything else only
@@ -568,6 +659,7 @@ class RecordStore:
             found = [r.id for r in rows]
             if not found:
                 return 0
+            s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id.in_(found)))
             s.execute(delete(MemoryRow).where(MemoryRow.namespace == namespace,
                                               MemoryRow.id.in_(found)))
             gone = [r.tokens for r in rows if _active(r.status)]
