@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from hello_memory.memory.importance import estimate_importance
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
-from hello_memory.validation import require_namespace
+from hello_memory.validation import require_namespace, validate_item
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
@@ -77,12 +77,13 @@ def add_keyed(manager: MemoryManager, items: Sequence[MemoryItem]) -> list[Memor
 
 def keyed_item(memory_id: str, namespace: str, content: str, memory_type: MemoryType,
                metadata: dict[str, Any], **fields: Any) -> MemoryItem:
-    """A record with a chosen id; importance estimated as ``MemoryManager.add`` does
-    unless ``importance`` is given."""
+    """A record with a chosen id, already validated (so a replacement is checked before
+    the record it replaces is removed); importance estimated as ``MemoryManager.add``
+    does unless ``importance`` is given."""
     if fields.get("importance") is None:
         fields["importance"] = estimate_importance(content, metadata)
-    return MemoryItem(id=memory_id, namespace=namespace, content=content,
-                      memory_type=memory_type, metadata=metadata, **fields)
+    return validate_item(MemoryItem(id=memory_id, namespace=namespace, content=content,
+                                    memory_type=memory_type, metadata=metadata, **fields))
 
 
 def active(item: MemoryItem | None) -> bool:

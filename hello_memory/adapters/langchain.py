@@ -151,7 +151,7 @@ class HelloMemoryVectorStore(VectorStore):
         items = [keyed_item(self._id(doc_id), self.namespace, doc.page_content,
                             self.memory_type,
                             {META: {"id": doc_id, "metadata": dict(doc.metadata)}})
-                 for doc_id, doc in latest.items()]
+                 for doc_id, doc in latest.items()]   # validated: a bad one removes nothing
         self.delete(list(latest))
         add_keyed(self.manager, items)
         return doc_ids

@@ -239,11 +239,10 @@ class HelloMemoryStore(BaseStore):
         ns = self._ns(op.namespace)
         memory_id = self._id(ns, op.key)
         old = existing(self.manager, ns, [memory_id]).get(memory_id)
-        if old is None and op.value is None:
-            old = existing(self.manager, ns, [op.key]).get(op.key)
-        if old is not None:
-            self.manager.remove(old.id, namespace=ns)
         if op.value is None:
+            old = old or existing(self.manager, ns, [op.key]).get(op.key)
+            if old is not None:
+                self.manager.remove(old.id, namespace=ns)
             return
         now = utcnow()
         created = ((old.metadata.get(META) or {}).get("created_at") if old is not None
@@ -255,9 +254,11 @@ class HelloMemoryStore(BaseStore):
             meta["ttl"] = op.ttl
             meta["expires_at"] = (now + timedelta(minutes=op.ttl)).isoformat()
         fields = op.index if isinstance(op.index, list) else self.index_fields
-        add_keyed(self.manager, [keyed_item(
-            memory_id, ns, self._text(value, fields), self.memory_type, {META: meta},
-            event_time=now)])
+        item = keyed_item(memory_id, ns, self._text(value, fields), self.memory_type,
+                          {META: meta}, event_time=now)  # validated before the old goes
+        if old is not None:
+            self.manager.remove(old.id, namespace=ns)
+        add_keyed(self.manager, [item])
 
     def _namespaces_under(self, prefix: Sequence[str]) -> list[str]:
         prefix = tuple(prefix)

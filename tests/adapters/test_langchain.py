@@ -18,6 +18,7 @@ from langchain_tests.integration_tests import (
 )
 
 from hello_memory.adapters.langchain import HelloMemoryRetriever, HelloMemoryVectorStore
+from hello_memory.errors import InvalidInputError
 from hello_memory.memory.manager import MemoryManager
 
 FACTS = [
@@ -98,3 +99,12 @@ def test_vector_store_extras(manager: MemoryManager, tmp_path: Path) -> None:
     assert retriever.invoke("router")[0] == Document(
         id=retriever.invoke("router")[0].id, page_content="The router resets after ten seconds.",
         metadata={"topic": "router"})
+
+
+def test_a_bad_replacement_keeps_the_old_document(manager: MemoryManager) -> None:
+    store = HelloMemoryVectorStore(manager, namespace="kb2")
+    store.add_documents([Document(page_content="original", metadata={"v": 1})], ids=["a"])
+    with pytest.raises(InvalidInputError):
+        store.add_documents([Document(page_content="   ", metadata={"v": 2})], ids=["a"])
+    assert store.get_by_ids(["a"]) == [Document(id="a", page_content="original",
+                                                metadata={"v": 1})]

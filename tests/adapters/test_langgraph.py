@@ -13,6 +13,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from hello_memory.adapters.langgraph import HelloMemoryStore
 from hello_memory.aio import AsyncMemoryManager
+from hello_memory.errors import InvalidInputError
 from hello_memory.memory.manager import MemoryManager
 
 
@@ -178,3 +179,11 @@ async def test_state_graph_async(manager: MemoryManager) -> None:
         got = await store.aget(("async",), "k")
         assert got is not None and got.value == {"text": "written from a coroutine"}
         assert await store.alist_namespaces(prefix=("async",)) == [("async",)]
+
+
+def test_a_bad_replacement_keeps_the_old_item(store: HelloMemoryStore) -> None:
+    store.put(("u",), "k", {"text": "the original"})
+    with pytest.raises(InvalidInputError):
+        store.put(("u",), "k", {"text": "x" * 200_000})     # over limits.max_content_chars
+    item = store.get(("u",), "k")
+    assert item is not None and item.value == {"text": "the original"}
