@@ -267,3 +267,28 @@ def test_first_readme_example_twice_stores_nothing_new(tmp_path: Path) -> None:
             totals.append((stats["by_type"][MemoryType.EPISODIC.value],
                            stats["by_type"][MemoryType.SEMANTIC.value]))
     assert totals[0] == totals[1]
+
+
+def test_one_indexed_lookup_per_batch(mm: MemoryManager) -> None:
+    from sqlalchemy import event
+
+    mm.add("warm the schema up", namespace="ix")
+    seen: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, context: Any,
+                executemany: bool) -> None:
+        if "content_hash IN" in statement:
+            seen.append((statement, params))
+
+    engine = mm.stores.records.engine
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        mm.add_many([{"content": f"memory number {n}", "namespace": "ix"} for n in range(60)])
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    assert len(seen) == 1  # one query for the 60 memories
+    statement, params = seen[0]
+    with engine.connect() as conn:
+        plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN " + statement, params).all())
+    assert "ix_items_ns_hash" in plan, plan

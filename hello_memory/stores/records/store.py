@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -205,6 +205,8 @@ def count_tokens(content: str) -> int:
 # The time expressions of a memory are looked for in its first MENTION_CHARS characters
 # (the parser costs about 1 ms per 600 characters; a memory is a thought, not a book).
 MENTION_CHARS = 20_000
+# The longest mention a range query looks back for: a year (and a leap day).
+MENTION_SPAN_DAYS = 366
 
 
 def mentioned_times(content: str, event_time: datetime) -> list[TimeRange]:
@@ -562,24 +564,33 @@ class RecordStore:
         500 hashes, so an add_many of N memories costs one lookup, not N."""
         require_namespace(namespace)
         wanted = list(dict.fromkeys(h for h in hashes if h))
-        out: list[MemoryItem] = []
+        rows: list[MemoryRow] = []
         with self.transaction() as s:
             for start in range(0, len(wanted), 500):
-                q = (select(MemoryRow)
-                     .where(MemoryRow.content_hash.in_(wanted[start:start + 500]),
-                            *self._where(namespace, ItemFilter()))
-                     .order_by(MemoryRow.recorded_time, MemoryRow.id))
-                out += [_to_item(r) for r in s.scalars(q)]
-        return out
+                # namespace and hash only, so the planner takes ix_items_ns_hash (with
+                # the status / validity conditions it picks ix_items_ns_valid_to and
+                # reads the whole namespace); the few rows found are checked here.
+                rows += s.scalars(select(MemoryRow).where(
+                    MemoryRow.namespace == namespace,
+                    MemoryRow.content_hash.in_(wanted[start:start + 500]))).all()
+        kept = [r for r in rows if _active(r.status) and r.valid_to is None]
+        kept.sort(key=lambda r: (r.recorded_time, r.id))
+        return [_to_item(r) for r in kept]
 
     def mentioning(self, namespace: str, start: datetime, end: datetime,
                    flt: ItemFilter = ItemFilter(), *, limit: int = 1000) -> list[str]:
         """Ids of the memories matching ``flt`` whose text mentions a time overlapping
-        ``[start, end)`` (hm_memory_times), at most ``limit``, latest mention first."""
+        ``[start, end)`` (hm_memory_times), at most ``limit``, latest mention first.
+        Mentions starting more than MENTION_SPAN_DAYS before ``start`` are not looked at
+        (a bounded range of ix_memory_times_ns_start, not every older mention): a
+        mention longer than a year ("from 2010 to 2020") is stored but too vague to
+        answer a question about one day of it."""
         q = (select(MemoryTimeRow.memory_id)
              .join(MemoryRow, MemoryRow.id == MemoryTimeRow.memory_id)
              .where(MemoryTimeRow.namespace == require_namespace(namespace),
-                    MemoryTimeRow.start_time < end, MemoryTimeRow.end_time > start,
+                    MemoryTimeRow.start_time < end,
+                    MemoryTimeRow.start_time >= start - timedelta(days=MENTION_SPAN_DAYS),
+                    MemoryTimeRow.end_time > start,
                     *self._where(namespace, flt))
              .order_by(MemoryTimeRow.start_time.desc(), MemoryTimeRow.memory_id)
              .limit(4 * limit))
