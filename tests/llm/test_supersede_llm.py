@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from hello_memory.config import RetrievalSettings, load_settings
+from hello_memory.errors import InvalidInputError
 from hello_memory.factory import open_stores
 from hello_memory.llm import OpenAICompatClient
 from hello_memory.memory.manager import MemoryManager
@@ -173,7 +174,7 @@ def test_remember_conversation_without_an_llm(tmp_path: Path, embedder: Any) -> 
                                            ("assistant", "Noted.")], namespace=NS)
         assert [m.content for m in stored] == ["I moved to Bergen.", "Noted."]
         assert [m.metadata["role"] for m in stored] == ["user", "assistant"]
-        with pytest.raises(Exception, match="role"):
+        with pytest.raises(InvalidInputError, match="role"):
             mm.remember_conversation([("narrator", "once upon a time")], namespace=NS)
 
 
