@@ -78,7 +78,7 @@ test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: install
-	$(BIN)/ruff check hello_memory tests benchmarks
+	$(BIN)/ruff check hello_memory tests benchmarks examples
 
 typecheck: install
 	$(BIN)/mypy
