@@ -219,7 +219,8 @@ def consolidate(body: ConsolidateRequest, namespace: Namespace, mm: Manager) -> 
     return {"from_type": rep.from_type.value, "to_type": rep.to_type.value,
             "dry_run": rep.dry_run, "promoted": list(rep.promoted),
             "merged": {k: list(v) for k, v in rep.merged.items()},
-            "removed_sources": list(rep.removed_sources)}
+            "removed_sources": list(rep.removed_sources),
+            "deduplicated": {k: list(v) for k, v in rep.deduplicated.items()}}
 
 
 @router.get("/stats")

@@ -20,11 +20,15 @@ failure in between leaves a duplicate, never a loss, and the next run recognises
 (the target's ``merged_from`` already names the source) and only removes the source;
 a second run after a complete one finds nothing to do.
 
-Every run also merges the near-duplicates already inside the target type (issue 15:
-duplicates stored before, or by ``on_duplicate="store"``): memories of that type whose
-cosine with an older one reaches the threshold merge into the oldest (same rules: the
-longest content, the max importance, ``merged_from``), the others are removed after it
-is written. ``consolidate(t, t)`` for episodic or semantic does only that, for type t.
+Duplicates within a type (issue 15: stored before the idempotent add, or with
+``on_duplicate="store"``) merge into the oldest of them (same rules: the longest
+content, the max importance, ``merged_from``; the others are removed after it is
+written), reported in ``deduplicated``. Every promotion run does this for the copies
+of one text in the target type (equal ``content_hash``); ``consolidate(t, t)`` for
+episodic or semantic does it for the near-duplicates of type t (cosine >= the
+threshold with the older memory itself, no chaining), and nothing else. Near-duplicates
+are not merged by a promotion run on its own accord: "Note 1 about the shed" and "Note
+2 about the shed" can be that close and still be two notes.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ class ConsolidateReport:
     promoted: tuple[str, ...] = ()          # new target ids
     merged: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target id -> sources
     removed_sources: tuple[str, ...] = ()
+    # duplicates within a type: the kept memory's id -> the ids merged into it (removed)
+    deduplicated: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -190,8 +196,11 @@ def consolidate(
     targets = mm.stores.records.list_items(ns, ItemFilter(memory_types=(to_type,)))
     if not sources and len(targets) < 2:
         return ConsolidateReport(ns, from_type, to_type, dry_run)
-    texts = [s.content for s in sources] + [t.content for t in targets]
-    vecs = mm.stores.embedder.embed(texts)
+    if sources or within_only:
+        vecs = mm.stores.embedder.embed([s.content for s in sources]
+                                        + [t.content for t in targets])
+    else:  # only the copies of a text in the target type: no embedding needed
+        vecs = np.zeros((len(targets), 1), dtype=np.float32)
     src_v, tgt_v = vecs[: len(sources)], vecs[len(sources):]
     merged: dict[str, tuple[str, ...]] = {}
     promoted: list[str] = []
@@ -199,8 +208,9 @@ def consolidate(
     # Near-duplicates already inside the target type first: the promotions below then
     # meet one memory of each, not its copies.
     gone: set[str] = set()
-    for survivor, members in _within(mm, ns, targets, tgt_v):
-        merged[survivor.id] = tuple(m.id for m in members)
+    deduplicated: dict[str, tuple[str, ...]] = {}
+    for survivor, members in _within(mm, ns, targets, tgt_v, near=within_only):
+        deduplicated[survivor.id] = tuple(m.id for m in members)
         gone.update(m.id for m in members)
         if dry_run:
             continue
@@ -228,11 +238,12 @@ def consolidate(
                 mm.stores.delete(ns, [m.id])
             removed.append(m.id)
     report = ConsolidateReport(ns, from_type, to_type, dry_run, tuple(promoted), merged,
-                               tuple(removed))
-    if not dry_run and merged:
+                               tuple(removed), deduplicated)
+    if not dry_run and (merged or deduplicated):
         mm.stores.records.add_audit(ns, "consolidate", {
             "from": from_type.value, "to": to_type.value,
-            "merged": {k: list(v) for k, v in merged.items()}})
+            "merged": {k: list(v) for k, v in merged.items()},
+            "deduplicated": {k: list(v) for k, v in deduplicated.items()}})
     return report
 
 
@@ -240,32 +251,44 @@ def consolidate(
 _WITHIN_NEIGHBOURS = 5
 
 
-def _within(mm: MemoryManager, ns: str, items: list[MemoryItem], vecs: np.ndarray
-            ) -> list[tuple[MemoryItem, list[MemoryItem]]]:
-    """Near-duplicates inside one type: oldest first, each memory not yet taken keeps
-    the later ones whose cosine with it reaches ``mm.dedup_threshold`` (among its
-    nearest neighbours in the vector store; no chaining: a member is near the survivor
-    itself). Returns (survivor, members) pairs with at least one member."""
+def _within(mm: MemoryManager, ns: str, items: list[MemoryItem], vecs: np.ndarray, *,
+            near: bool) -> list[tuple[MemoryItem, list[MemoryItem]]]:
+    """Duplicates inside one type, oldest first: each memory not yet taken keeps the
+    later ones with its ``content_hash`` and, with ``near``, those whose cosine with it
+    reaches ``mm.dedup_threshold`` (among its nearest neighbours in the vector store;
+    no chaining: a member is near the survivor itself). Returns (survivor, members)
+    pairs with at least one member."""
     if len(items) < 2:
         return []
     from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 
     order = sorted(range(len(items)), key=lambda k: (items[k].recorded_time, items[k].id))
     rank = {items[k].id: n for n, k in enumerate(order)}
+    by_hash: dict[str | None, list[int]] = {}
+    for k in order:
+        by_hash.setdefault(items[k].content_hash, []).append(k)
     taken: set[str] = set()
     out: list[tuple[MemoryItem, list[MemoryItem]]] = []
     for k in order:
         head = items[k]
         if head.id in taken:
             continue
+        same = [items[j] for j in by_hash.get(head.content_hash, []) if j != k
+                and items[j].id not in taken] if head.content_hash else []
+        if not near:
+            if same:
+                taken.update(m.id for m in same)
+                out.append((head, same))
+            continue
         hits = mm.stores.vectors.nearest(
             MEMORY_COLLECTION, vecs[k].tolist(), namespace=ns, using=DENSE,
             limit=_WITHIN_NEIGHBOURS + 1, score_threshold=mm.dedup_threshold,
             filters={"memory_type": head.memory_type.value,
                      "status": MemoryStatus.ACTIVE.value})
-        members = [items[order[rank[h.id]]] for h in hits
-                   if h.id in rank and h.id != head.id and h.id not in taken
-                   and rank[h.id] > rank[head.id] and h.score >= mm.dedup_threshold]
+        members = same + [items[order[rank[h.id]]] for h in hits
+                          if h.id in rank and h.id != head.id and h.id not in taken
+                          and rank[h.id] > rank[head.id] and h.score >= mm.dedup_threshold
+                          and items[order[rank[h.id]]] not in same]
         if members:
             taken.update(m.id for m in members)
             taken.add(head.id)

@@ -148,8 +148,8 @@ def test_consolidate_merges_near_duplicates_within_a_type(mm: MemoryManager) -> 
                   on_duplicate="store")
     other = mm.add("Bob is learning Norwegian.", "semantic", namespace=ns)
     dry = mm.consolidate("semantic", "semantic", namespace=ns, dry_run=True)
-    assert dry.merged == {a.id: (b.id, copy.id)} or dry.merged == {a.id: (copy.id, b.id)}
-    assert count(mm, ns) == 4
+    assert dry.deduplicated == {a.id: (copy.id, b.id)}  # the exact copy first
+    assert dry.merged == {} and count(mm, ns) == 4
     report = mm.consolidate("semantic", "semantic", namespace=ns)
     assert set(report.removed_sources) == {b.id, copy.id}
     left = {i.id: i for i in mm.stores.records.list_items(ns)}
@@ -157,15 +157,18 @@ def test_consolidate_merges_near_duplicates_within_a_type(mm: MemoryManager) -> 
     assert left[a.id].importance == 0.8
     assert set(left[a.id].metadata["merged_from"]) == {b.id, copy.id}
     again = mm.consolidate("semantic", "semantic", namespace=ns)
-    assert again.merged == {} and count(mm, ns) == 2
+    assert again.deduplicated == {} and count(mm, ns) == 2
 
 
 def test_promotion_also_merges_duplicates_already_in_the_target(mm: MemoryManager) -> None:
     ns = "p"
     s1 = mm.add("Tom lives in Bergen.", "semantic", namespace=ns)
     s2 = mm.add("Tom lives in Bergen.", "semantic", namespace=ns, on_duplicate="store")
-    mm.consolidate("episodic", "semantic", namespace=ns)  # no episodic source at all
-    assert [i.id for i in mm.stores.records.list_items(ns)] == [s1.id]
+    near = mm.add("Tom lives in Bergen!", "semantic", namespace=ns)
+    report = mm.consolidate("episodic", "semantic", namespace=ns)  # no episodic source
+    assert report.deduplicated == {s1.id: (s2.id,)} and report.merged == {}
+    # the copy is merged; a near-duplicate is left to consolidate("semantic", "semantic")
+    assert [i.id for i in mm.stores.records.list_items(ns)] == [s1.id, near.id]
     assert s2.id in mm.get(s1.id, namespace=ns).metadata["merged_from"]
 
 

@@ -229,8 +229,8 @@ def test_export_import_round_trip(tmp_path: Path, embedder, mm: MemoryManager) -
     path = tmp_path / "x.jsonl"
     assert mm.export_jsonl(path, namespace="x") == 3
     other = make(tmp_path / "other", embedder)
-    assert other.import_jsonl(path) == {"imported": 3, "skipped": 0}
-    assert other.import_jsonl(path) == {"imported": 0, "skipped": 3}
+    assert other.import_jsonl(path) == {"imported": 3, "skipped": 0, "duplicates": 0}
+    assert other.import_jsonl(path) == {"imported": 0, "skipped": 3, "duplicates": 0}
     mine = sorted(json.loads(line)["id"] for line in path.read_text().splitlines())
     other.export_jsonl(tmp_path / "y.jsonl", namespace="x")
     theirs = [json.loads(line) for line in (tmp_path / "y.jsonl").read_text().splitlines()]
@@ -246,8 +246,8 @@ def test_export_import_round_trip(tmp_path: Path, embedder, mm: MemoryManager) -
     assert other.stats("fresh")["total"] == 0
     # A copy into another namespace of the same store gets ids of its own, and a
     # second import of the same file is still a no-op.
-    assert mm.import_jsonl(path, namespace="copy") == {"imported": 3, "skipped": 0}
-    assert mm.import_jsonl(path, namespace="copy") == {"imported": 0, "skipped": 3}
+    assert mm.import_jsonl(path, namespace="copy") == {"imported": 3, "skipped": 0, "duplicates": 0}
+    assert mm.import_jsonl(path, namespace="copy") == {"imported": 0, "skipped": 3, "duplicates": 0}
     copies = {i.id for i in mm.stores.records.list_items("copy")} | {
         i.id for i in mm.working.list("copy")}
     assert len(copies) == 3 and not copies & set(mine)
