@@ -269,7 +269,7 @@ def test_migration_v4_to_v5_keeps_data_and_backfills(tmp_path: Path) -> None:
     if "hm_memory_times" in tables:  # v5's mentioned times (the same step)
         conn.execute("DROP TABLE hm_memory_times")
     conn.executescript("""
-        DROP INDEX ix_items_ns_valid_to; DROP INDEX ix_items_ns_fact_key;
+        DROP INDEX ix_items_ns_fact_key;
         ALTER TABLE hm_memory_items DROP COLUMN fact_key;
         ALTER TABLE hm_memory_items DROP COLUMN valid_from;
         ALTER TABLE hm_memory_items DROP COLUMN valid_to;

@@ -98,7 +98,7 @@ def _v5_validity(conn: Connection) -> None:
     """Validity of a memory (issue 15, facts that update): ``valid_from`` (backfilled
     from the event time), ``valid_to`` and ``superseded_by`` (NULL: still true),
     ``fact_key`` (backfilled by the rules of hello_memory/text/facts.py), and the
-    indexes that the "still true" filter and the same-fact lookup read."""
+    index the same-fact lookup reads."""
     from hello_memory.text.facts import fact_key
 
     items = Base.metadata.tables[MemoryRow.__tablename__]
@@ -115,7 +115,7 @@ def _v5_validity(conn: Connection) -> None:
         conn.execute(update(items).where(items.c.id == bindparam("_id"))
                      .values(fact_key=bindparam("_key")), keys)
     for index in items.indexes:
-        if index.name in ("ix_items_ns_valid_to", "ix_items_ns_fact_key"):
+        if index.name == "ix_items_ns_fact_key":
             index.create(conn)
 
 

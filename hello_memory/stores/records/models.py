@@ -89,8 +89,9 @@ class MemoryRow(Base):
         Index("ix_items_ns_topic", "namespace", "topic", "status", "event_time"),
         Index("ix_items_ns_type_importance", "namespace", "memory_type", "status",
               "importance", "event_time"),
-        # Schema v5: default search keeps the memories still true (valid_to NULL).
-        Index("ix_items_ns_valid_to", "namespace", "valid_to"),
+        # Schema v5: the memories stating one fact (memory/supersede.py). valid_to has
+        # no index of its own: nearly every row is NULL there (still true), and such an
+        # index only leads SQLite's planner to read a whole namespace through it.
         Index("ix_items_ns_fact_key", "namespace", "fact_key"),
     )
 
