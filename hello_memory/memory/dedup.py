@@ -12,8 +12,10 @@ is ``memory.on_duplicate``:
   given) and its metadata merged over the old, and is returned;
 - ``store``: a copy is stored (the behaviour before issue 15).
 
-Only active memories still true (not superseded) count as stored; within one batch the
-first of equal entries is stored and the later ones return it. Working memory is
+Only active memories count as stored: a current one, or a superseded one whose validity
+covers the new add's event time (the same fact said again about the same time; said
+about a time after it ended, it is news and is stored). Within one batch the first of
+equal entries is stored and the later ones return it. Working memory is
 checked against its own namespace list (bounded by its capacity).
 
 A new memory of a stored type whose embedding has cosine >= ``memory.dedup_threshold``
@@ -93,9 +95,13 @@ def resolve(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode)
             working_ns.add(item.namespace)
         elif _counts(item):
             stored_ns.setdefault(item.namespace, []).append(item.content_hash or "")
+    superseded: dict[Key, list[MemoryItem]] = {}
     for ns, hashes in stored_ns.items():
         for found in mm.stores.records.find_by_hash(ns, hashes):
-            known.setdefault(_key(found), found)  # the oldest of equal memories
+            if found.valid_to is None:
+                known.setdefault(_key(found), found)  # the oldest of equal memories
+            else:
+                superseded.setdefault(_key(found), []).append(found)
     for ns in working_ns:
         for found in mm.working.list(ns):
             if found.content_hash is not None:
@@ -106,14 +112,27 @@ def resolve(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode)
             out.fresh.append(n)
             continue
         key = _key(item)
+        earlier_fact = _covering(superseded.get(key, ()), item)
         if key in known:
             out.existing[n] = known[key]
+        elif earlier_fact is not None:
+            out.existing[n] = earlier_fact
         elif key in first:
             out.earlier[n] = first[key]
         else:
             first[key] = n
             out.fresh.append(n)
     return out
+
+
+def _covering(found: Sequence[MemoryItem], item: MemoryItem) -> MemoryItem | None:
+    """The superseded memory among ``found`` that was true at ``item``'s event time."""
+    when = item.event_time
+    for old in found:
+        start = old.valid_from or old.event_time
+        if old.valid_to is not None and start <= when < old.valid_to:
+            return old
+    return None
 
 
 def update_changes(entry: Mapping[str, Any], existing: MemoryItem) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from hello_memory.config import load_settings
 from hello_memory.errors import InvalidInputError
 from hello_memory.factory import open_stores
 from hello_memory.memory.manager import MemoryManager
+from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import RuleExtractor
 from hello_memory.types import MemoryType
 
@@ -120,6 +121,24 @@ def test_a_forgotten_memory_is_no_duplicate(mm: MemoryManager) -> None:
     mm.forget_ids([a.id], namespace="f")
     b = mm.add("The printer code is 4711.", "semantic", namespace="f")
     assert b.id != a.id and b.duplicate_of is None
+
+
+def test_a_superseded_fact_said_again_about_its_own_time_is_a_duplicate(
+        mm: MemoryManager) -> None:
+    # The README's facts-that-update snippet run twice stores nothing new.
+    old_time, new_time = datetime(2023, 1, 10, tzinfo=timezone.utc), datetime(
+        2024, 3, 5, tzinfo=timezone.utc)
+    for _ in range(2):
+        old = mm.add("Tom lives in Oslo.", namespace="tom", event_time=old_time)
+        new = mm.add("Tom moved from Oslo to Bergen.", namespace="tom", event_time=new_time)
+    assert old.duplicate_of is not None and new.duplicate_of is not None
+    rows = mm.stores.records.list_items("tom", ItemFilter(status=None))
+    assert sorted(r.content for r in rows) == ["Tom lives in Oslo.",
+                                               "Tom moved from Oslo to Bergen."]
+    # Said about a time after it stopped being true, it is news: stored again.
+    back = mm.add("Tom lives in Oslo.", namespace="tom",
+                  event_time=datetime(2025, 8, 1, tzinfo=timezone.utc))
+    assert back.duplicate_of is None
 
 
 def test_near_duplicates_are_stored_and_reported(mm: MemoryManager) -> None:

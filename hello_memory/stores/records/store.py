@@ -559,9 +559,10 @@ class RecordStore:
 
     # duplicates and mentioned times (issue 15) ----------------------------------------
     def find_by_hash(self, namespace: str, hashes: Sequence[str]) -> list[MemoryItem]:
-        """The active, current memories of ``namespace`` whose ``content_hash`` is one of
-        ``hashes`` (any type), oldest recorded first: one query on ix_items_ns_hash per
-        500 hashes, so an add_many of N memories costs one lookup, not N."""
+        """The active memories of ``namespace`` whose ``content_hash`` is one of
+        ``hashes`` (any type, superseded ones included: the caller checks validity),
+        oldest recorded first: one query on ix_items_ns_hash per 500 hashes, so an
+        add_many of N memories costs one lookup, not N."""
         require_namespace(namespace)
         wanted = list(dict.fromkeys(h for h in hashes if h))
         rows: list[MemoryRow] = []
@@ -573,7 +574,7 @@ class RecordStore:
                 rows += s.scalars(select(MemoryRow).where(
                     MemoryRow.namespace == namespace,
                     MemoryRow.content_hash.in_(wanted[start:start + 500]))).all()
-        kept = [r for r in rows if _active(r.status) and r.valid_to is None]
+        kept = [r for r in rows if _active(r.status)]
         kept.sort(key=lambda r: (r.recorded_time, r.id))
         return [_to_item(r) for r in kept]
 
