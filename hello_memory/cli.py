@@ -30,6 +30,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from hello_memory.config import CONFIG_ENV_VAR, Settings, load_settings
@@ -932,12 +933,26 @@ _register_rag()
 
 def main() -> None:
     try:
-        app()
+        code = app(standalone_mode=False)
     except HelloMemoryError as exc:  # raised outside a command (e.g. while parsing)
         if _state.get("debug"):
             raise
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise SystemExit(exit_code_for(exc)) from None
+    except _CLICK_ERROR as exc:  # usage errors: one line, as README's exit codes say
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            console.print(ctx.get_help(), highlight=False, markup=False)
+            raise SystemExit(EXIT_USAGE) from None
+        where = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        message = escape(f"{exc.format_message()}{where}")  # type: ignore[attr-defined]
+        err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+        raise SystemExit(getattr(exc, "exit_code", EXIT_USAGE)) from None
+    except (KeyboardInterrupt, EOFError):
+        raise SystemExit(130) from None
+    if type(code).__name__ == "Abort" or code is None:
+        code = 0
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

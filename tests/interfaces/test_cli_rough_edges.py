@@ -130,3 +130,25 @@ def test_exit_130_interrupted(store: tuple[Path, str],
         raise KeyboardInterrupt
     monkeypatch.setattr(MemoryManager, "stats", stop)
     assert "interrupted" in cli(store[0], "stats", "-n", "frank", code=130).stderr
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["nosuchcmd"], "No such command 'nosuchcmd'"),
+    (["add", "hello", "--importance", "2"], "--importance"),
+    (["search", "q", "--as-of", "yesterdayish"], "--as-of"),
+])
+def test_usage_errors_are_one_line_with_exit_2(tmp_path: Path, argv: list[str],
+                                               words: str) -> None:
+    # the installed entry point (main), not CliRunner: click's own usage-error box is
+    # what a user used to see here
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", "from hello_memory.cli import main; main()",
+                          "--data-dir", str(tmp_path / "d"), *argv],
+                         capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "COLUMNS": "80"})
+    assert run.returncode == 2, run.stderr
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
+    assert "--help" in lines[0] and run.stdout == ""
