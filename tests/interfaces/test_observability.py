@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hello_memory import telemetry
 from hello_memory.api import create_app
+from hello_memory.errors import InvalidInputError
 from hello_memory.memory.manager import MemoryManager
 
 from .conftest import make_manager, make_settings
@@ -108,7 +109,7 @@ def test_forget_consolidate_and_jobs_have_spans(
 
 def test_a_failing_call_marks_its_span(manager: MemoryManager,
                                        spans: InMemorySpanExporter) -> None:
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidInputError):
         manager.search("", namespace=NS)
     [search] = by_name(spans.get_finished_spans(), "search_memory hello-memory")
     assert not search.status.is_ok
