@@ -53,7 +53,7 @@ demo: install
 # Two environments: the main one (torch 2.13.0 CPU) and the multimodal one (the
 # torch 2.14.1 + torchvision 0.29.1 pair that open_clip and laion-clap need).
 test: install system-deps
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 	$(MAKE) test-multimodal
 	$(MAKE) test-adapters
 
