@@ -72,6 +72,7 @@ from hello_memory.text.people import (
     role_key,
     without_title,
 )
+from hello_memory.text.timeparse import says_when as says_when_text
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import (
     check_text,
@@ -483,7 +484,8 @@ class HybridRetriever:
         if self.use_embeddings and ("semantic" in active or "symbolic" in active):
             vectors = [self.stores.embedder.embed_query(q) for q in queries]
         req = ViewRequest(ns, list(queries), vectors, analysis, filters,
-                          self.settings.candidates, self.settings.min_similarity)
+                          self.settings.candidates, self.settings.min_similarity,
+                          symbolic="symbolic" in active)
         jobs: dict[str, Callable[[], ViewResult]] = {}
         calls: dict[str, Callable[[], ViewResult]] = {
             "semantic": lambda: semantic_view(self.stores, req),
@@ -675,6 +677,9 @@ class HybridRetriever:
         says_when: set[str] = set()
         if state.analysis is not None and state.analysis.asks_time:
             says_when = self.stores.records.with_mentioned_times(ns, list(totals))
+            # and those naming a recurring day or a time of day ("on Mondays")
+            says_when |= {m for m in totals if m not in says_when
+                          and says_when_text(state.items[m].content)}
         hits = []
         for m, total in totals.items():
             item = state.items[m]

@@ -67,6 +67,8 @@ class ViewRequest:
     filters: Mapping[str, Any] = field(default_factory=dict)
     limit: int = 50
     min_similarity: float = 0.0  # the semantic view's cosine floor
+    # The symbolic view runs beside the graph view and counts who a memory names.
+    symbolic: bool = False
 
 
 def _best(lists: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
@@ -370,7 +372,8 @@ def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewRe
     weighted by its specificity, an IDF over the memories the search reached
     (``ln(1 + reached / mentioning)``, scaled so the rarest group counts 1): a name
     that every memory mentions says little. A memory whose only evidence is naming one
-    of the question's names directly gets nothing here when more than
+    of the question's names directly gets nothing here when that name is a person the
+    question is about and the symbolic view runs (it counts such mentions), or more than
     :data:`SPECIFIC_MENTIONS` memories name it: "mentions Anna" is no answer to "who
     is Anna's manager?" (the lexical and symbolic views see mentions), so the graph
     then votes only for memories that link two of the question's names, or that are
@@ -386,8 +389,10 @@ def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewRe
         wanted.append(list(req.analysis.self_names))
     if not wanted:
         return []
+    persons = set(req.analysis.persons)
     groups: list[dict[str, float]] = []
     direct: list[set[str]] = []
+    of_person: list[bool] = []
     for aliases in wanted:
         seeds = stores.graph.find_entities(req.namespace, aliases, aliases=True)
         if not seeds:
@@ -405,6 +410,7 @@ def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewRe
                 best[memory_id] = max(best.get(memory_id, 0.0), 1.0 / (1 + hit.hops))
         groups.append(best)
         direct.append({m for h in reached if h.hops == 0 for m in h.memory_ids})
+        of_person.append(aliases[0] in persons)
     if not groups:
         return []
     total = len(set().union(*groups))
@@ -416,8 +422,12 @@ def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewRe
             totals[memory_id] = totals.get(memory_id, 0.0) + weight / top * value
     evidence = {m: sum(1 for g in groups if m in g) for m in totals}
     # Naming the user is never news in a first-person question: it is the last group.
+    # Naming a person the question is about is the symbolic view's evidence when it runs
+    # (it matches the people of every memory, of every type); counted here too, it lifts the
+    # memories that feed the graph (semantic ones) over the answer ("where does Alice
+    # live?": "Alice prefers green tea" over "Alice moved to Berlin").
     common = [d for n, d in enumerate(direct) if len(d) > SPECIFIC_MENTIONS
-              or (selfish and n == len(direct) - 1)]
+              or (selfish and n == len(direct) - 1) or (req.symbolic and of_person[n])]
     only_direct = {m for m in totals if evidence[m] == 1 and any(m in d for d in common)}
     ranked = [(m, s) for m, s in totals.items() if m not in only_direct]
     return sorted(ranked, key=lambda kv: (-kv[1], kv[0]))[: req.limit]

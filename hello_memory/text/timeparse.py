@@ -66,7 +66,7 @@ from typing import Literal, cast
 
 from hello_memory.errors import InvalidInputError
 
-__all__ = ["Granularity", "TimeRange", "find_time_ranges", "parse_time_range"]
+__all__ = ["Granularity", "TimeRange", "find_time_ranges", "parse_time_range", "says_when"]
 
 Granularity = Literal["day", "week", "month", "year", "range", "instant"]
 _YMD = tuple[int | None, int | None, int | None]  # the calendar fields written in the text
@@ -523,3 +523,28 @@ def parse_time_range(
     unit = data.period if data.period in ("week", "month", "year") else "day"
     lo, hi, gran, _ = c.period(unit, 0, anchor=when.date())
     return TimeRange(lo, hi, expression, gran)
+
+
+# Times a text can give that are no calendar range: a recurring day ("on Mondays",
+# "every week", "每周一"), a time of day ("at 9am", "at midnight", "晚上八点"), a
+# frequency ("daily", "每天"). A memory saying one of them answers a "when" question as
+# well as one with a date (hello_memory/retrieval/hybrid.py, WHEN_MISS_FACTOR).
+_WHEN_RE = re.compile(
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
+    r"|\b(?:every|each)\s+(?:day|night|morning|evening|week|weekend|month|year|"
+    r"hour|\w+day)\b"
+    r"|\b(?:daily|nightly|weekly|fortnightly|monthly|yearly|annually|weekends?)\b"
+    r"|\b(?:at\s+)?(?:noon|midnight|dawn|dusk)\b"
+    r"|\b\d{1,2}(?::\d{2})?\s*(?:a\.?m\.?|p\.?m\.?)(?!\w)|\b\d{1,2}:\d{2}\b"
+    r"|\bat\s+\d{1,2}\s+o'?clock\b"
+    r"|(?:星期|周|礼拜)[一二三四五六日天]|每(?:天|日|晚|周|星期|月|年)"
+    r"|(?:早上|上午|中午|下午|晚上|凌晨)[零〇一二两三四五六七八九十\d]{1,3}点"
+    r"|[零〇一二两三四五六七八九十\d]{1,3}点(?:钟|半|整|\d{1,2}分)",
+    re.I)
+
+
+def says_when(text: str) -> bool:
+    """Whether ``text`` names a time that :func:`find_time_ranges` does not turn into a
+    calendar range: a recurring day, a time of day or a frequency (en + zh)."""
+    return bool(_WHEN_RE.search(text))
+

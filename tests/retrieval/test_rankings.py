@@ -120,3 +120,32 @@ def test_unrelated_memories_are_no_candidates(mm: MemoryManager) -> None:
     relevant = mm.add("Bob is allergic to peanuts.", importance=0.1, namespace=ns)
     hits = mm.search("food allergies", top_k=2, namespace=ns)
     assert [h.id for h in hits] == [relevant.id]
+
+
+def test_a_person_named_only_in_semantic_memories_does_not_lift_them(tmp_path: Path) -> None:
+    # README's first example: only semantic memories feed the entity graph, so a graph
+    # vote for "mentions Alice" lifted "Alice prefers green tea" over the episodic answer.
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    with MemoryManager.open(settings, embedder=SentenceTransformerEmbedder()) as m:
+        m.add("Alice moved to Berlin in May 2024.", "episodic", importance=0.8,
+              namespace="alice", event_time=datetime(2024, 5, 6, tzinfo=timezone.utc))
+        m.add("Alice prefers green tea.", "semantic", namespace="alice")
+        hits = m.search("where does Alice live?", top_k=2, namespace="alice")
+        assert hits[0].item.content == "Alice moved to Berlin in May 2024."
+        # the graph view still answers when it runs without the symbolic view
+        graph = m.search("Alice", namespace="alice", views=["graph"])
+        assert [h.item.content for h in graph] == ["Alice prefers green tea."]
+
+
+def test_a_recurring_day_answers_a_when_question(tmp_path: Path) -> None:
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    with MemoryManager.open(settings, embedder=SentenceTransformerEmbedder()) as m:
+        m.add_many([{"content": c, "namespace": "ops"} for c in (
+            "The printer on floor 2 jams on A3 paper.", "The lift is serviced on Mondays.",
+            "The kitchen kettle was replaced in May.")])
+        hits = m.search("when is the lift serviced?", namespace="ops")
+        assert hits[0].item.content == "The lift is serviced on Mondays."

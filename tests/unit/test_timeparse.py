@@ -425,3 +425,16 @@ def test_property_current_period_contains_reference(
     (r,) = find_time_ranges(expr, ref, week_start=week_start)
     assert r.start <= ref < r.end
     assert r.start.time() == datetime.min.time()  # periods start at local midnight
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("The lift is serviced on Mondays.", True), ("Badge readers reset at midnight.", True),
+    ("I run every morning.", True), ("Standup at 9:30.", True), ("Call me at 3pm", True),
+    ("每周一开会", True), ("晚上八点见", True), ("三点半出发", True),
+    ("我有一点累", False), ("Alice prefers green tea.", False),
+    ("The printer jams on A3 paper.", False),
+])
+def test_says_when_reads_recurring_days_and_clock_times(text: str, expected: bool) -> None:
+    from hello_memory.text.timeparse import says_when
+
+    assert says_when(text) is expected
