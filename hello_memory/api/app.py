@@ -136,7 +136,8 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         title = "Unauthorized" if exc.status == 401 else "Forbidden"
         slug = "unauthorized" if exc.status == 401 else "forbidden"
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return _problem_response(problem(exc.status, slug, title, exc.detail), headers)
+        return _problem_response(problem(exc.status, slug, title, exc.detail,
+                                         error="AccessDenied"), headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -147,7 +148,8 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         slug, title = known.get(exc.status_code, ("http-error", "HTTP error"))
         detail = ("no such route: " + request.url.path if exc.status_code == 404
                   and exc.detail == "Not Found" else str(exc.detail))
-        return _problem_response(problem(exc.status_code, slug, title, detail),
+        error = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
+        return _problem_response(problem(exc.status_code, slug, title, detail, error=error),
                                  dict(exc.headers) if exc.headers else None)
 
     @app.exception_handler(RequestValidationError)
@@ -155,7 +157,7 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         errs = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
         detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errs)
         return _problem_response(problem(422, "validation", "Invalid request", detail,
-                                         errors=errs))
+                                         error="RequestValidationError", errors=errs))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -31,6 +31,7 @@ def _problem(r: Any, status: int, slug: str) -> dict[str, Any]:
     assert r.headers["content-type"].startswith("application/problem+json")
     body: dict[str, Any] = r.json()
     assert body["status"] == status and body["type"].endswith("/" + slug) and body["detail"]
+    assert body["error"] and body["title"]  # the fields README's REST section lists
     return body
 
 
@@ -60,3 +61,15 @@ def test_an_age_no_date_can_hold_is_400_not_500(call: AsgiApi) -> None:
     ok = call("POST", "/v1/forget", params={"namespace": "a"}, headers=H,
               json={"strategy": "time", "max_age_days": 36500, "dry_run": True})
     assert ok.status_code == 200, ok.text
+
+
+def test_auth_and_schema_errors_are_full_problems(call: AsgiApi) -> None:
+    assert _problem(call("GET", "/v1/stats", params={"namespace": "a"}), 401,
+                    "unauthorized")["error"] == "AccessDenied"
+    assert _problem(call("GET", "/v1/stats", params={"namespace": "a"},
+                         headers={"Authorization": "Bearer nope"}), 401,
+                    "unauthorized")["error"] == "AccessDenied"
+    body = _problem(call("POST", "/v1/memories", params={"namespace": "a"}, headers=H,
+                         json={"importance": "high"}), 422, "validation")
+    assert body["error"] == "RequestValidationError" and body["errors"]
+
