@@ -184,6 +184,15 @@ def _backend(*, embeds: bool = True) -> Iterator[Backend]:
         yield LocalBackend(mm)
 
 
+# What runs through a server instead of a command that needs the stores here.
+_THROUGH_SERVER = {"forget": "jobs forget", "consolidate": "jobs consolidate"}
+
+
+def _instead(command: str) -> str:
+    job = _THROUGH_SERVER.get(command)
+    return f"use `hello-memory {job}` (it runs through the server), or " if job else ""
+
+
 def _local_only(command: str, settings: Settings | None = None) -> Settings:
     """The settings, when ``command`` may open the stores here; else (``--server``
     given, or a live server holds the data directory) one line and exit 4."""
@@ -198,8 +207,8 @@ def _local_only(command: str, settings: Settings | None = None) -> Settings:
     if held is not None:
         raise BackendUnavailableError(
             f"{command} cannot run while {held.describe()} holds the data directory "
-            f"{settings.data_dir}: stop the server first, or use its REST API "
-            f"({held.url}/docs)")
+            f"{settings.data_dir}: {_instead(command)}stop the server first, or use its "
+            f"REST API ({held.url}/docs)")
     return settings
 
 

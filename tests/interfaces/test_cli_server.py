@@ -197,11 +197,14 @@ def test_cli_runs_through_the_server_that_holds_the_directory(server: dict[str, 
     assert first in {m["id"] for m in exported} and low in {m["id"] for m in exported}
 
     # what cannot go through the server: one line naming it, exit 4
-    for args in (["restore", low, "-n", "alice"], ["import", str(export)]):
+    for args in (["restore", low, "-n", "alice"], ["import", str(export)],
+                 ["forget", low, "-n", "alice"]):
         out = cli("--data-dir", str(data), *args, env=env)
         lines = error_lines(out)
         assert out.returncode == 4, (args, out.stdout, out.stderr)
         assert len(lines) == 1 and info.url in lines[0] and args[0] in lines[0], lines
+        # the job that does run through the server is named (README's table)
+        assert ("hello-memory jobs forget" in lines[0]) == (args[0] == "forget"), lines
     # a second server on the held directory: one line, exit 4, and the first still holds
     out = cli("--data-dir", str(data), "serve", "--port", str(free_port()), env=env)
     assert out.returncode == 4 and len(error_lines(out)) == 1, out.stderr
