@@ -563,6 +563,20 @@ def _svo(doc: Any, spans: list[_Span]) -> list[_Triple]:
     return out
 
 
+def _installed(model: str) -> bool:
+    """Whether spaCy and the pipeline package ``model`` are installed, found without
+    importing either (a model given as a path is checked by loading it)."""
+    import importlib.util
+
+    if not model.isidentifier():
+        return False
+    try:
+        return (importlib.util.find_spec("spacy") is not None
+                and importlib.util.find_spec(model) is not None)
+    except (ImportError, ValueError):
+        return False
+
+
 def default_extractor(
     prefer_spacy: bool = True, spacy_model: str = DEFAULT_SPACY_MODEL
 ) -> EntityExtractor:
@@ -570,6 +584,12 @@ def default_extractor(
     :class:`RuleExtractor`. Logs the choice at INFO."""
     if prefer_spacy:
         extractor = SpacyExtractor(spacy_model)
+        if _installed(spacy_model):
+            # Loaded on first use, not now: commands that never extract (stats, show)
+            # start without spaCy and the torch it imports (README, CLI).
+            logger.info("entity extraction: spaCy pipeline %r, loaded on first use "
+                        "(Chinese via rules)", spacy_model)
+            return extractor
         if extractor.available():
             logger.info("entity extraction: spaCy pipeline %r (Chinese via rules)", spacy_model)
             return extractor

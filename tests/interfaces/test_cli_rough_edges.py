@@ -152,3 +152,22 @@ def test_usage_errors_are_one_line_with_exit_2(tmp_path: Path, argv: list[str],
     lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
     assert "--help" in lines[0] and run.stdout == ""
+
+
+def test_stats_and_show_import_neither_torch_nor_spacy(tmp_path: Path) -> None:
+    # A fresh interpreter: the embedder and spaCy (which imports torch) load on first use,
+    # and stats / show never use them (issue 20: commands that embed nothing start fast).
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom hello_memory.cli import main\ntry:\n    main()\n"
+            "except SystemExit as e:\n    code = e.code\n"
+            "print('LOADED', sorted(m for m in ('torch', 'spacy', 'sentence_transformers')"
+            " if m in sys.modules), code)")
+    for argv in (["stats", "-n", "a"], ["show", "nope", "-n", "a"]):
+        run = subprocess.run([sys.executable, "-c", code, "--data-dir", str(tmp_path / "d"),
+                              *argv], capture_output=True, text=True, timeout=120,
+                             env={"PATH": "/usr/bin:/bin", "COLUMNS": "80"})
+        last = run.stdout.strip().splitlines()[-1]
+        assert last.startswith("LOADED [] "), (argv, run.stdout, run.stderr)
+        assert last.endswith(" 0" if argv[0] == "stats" else " 3"), last
