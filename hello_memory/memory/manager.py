@@ -168,15 +168,12 @@ def item_from_json(data: Mapping[str, Any], namespace: str | None = None) -> Mem
         raise InvalidInputError(f"not a hello-memory export record: {exc}") from exc
 
 
-_MULTIMODAL_MODULES = ("open_clip", "laion_clap", "PIL")
-
-
 def perceptual_off_error() -> PerceptualNotConfiguredError:
     """The error for perceptual memory used while it is off: what to install (when
     the multimodal extra is missing) and what to set."""
-    import importlib.util
+    from hello_memory.memory.perceptual import missing_multimodal_modules
 
-    missing = [m for m in _MULTIMODAL_MODULES if importlib.util.find_spec(m) is None]
+    missing = missing_multimodal_modules()
     if missing:
         return PerceptualNotConfiguredError(
             "image and audio memory need the multimodal extra (missing: "

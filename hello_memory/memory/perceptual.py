@@ -36,6 +36,7 @@ from hello_memory.errors import (
     ConfigError,
     HelloMemoryError,
     InvalidInputError,
+    PerceptualNotConfiguredError,
 )
 from hello_memory.memory import scoring
 from hello_memory.memory.scoring import PERCEPTUAL, ScoringProfile, SearchHit
@@ -62,6 +63,17 @@ _ALL = tuple(Modality)
 _RESERVED = ("source", "source_sha256", "caption", "mime_type", "size_bytes")
 _SETTINGS = {Modality.IMAGE: "perceptual.image.pretrained",
              Modality.AUDIO: "perceptual.audio.checkpoint"}
+
+
+# What image and audio memory import (the multimodal extra).
+MULTIMODAL_MODULES = ("open_clip", "laion_clap", "PIL")
+
+
+def missing_multimodal_modules() -> list[str]:
+    """The multimodal extra's modules that are not installed (found without importing)."""
+    import importlib.util
+
+    return [m for m in MULTIMODAL_MODULES if importlib.util.find_spec(m) is None]
 
 
 @dataclass
@@ -140,6 +152,12 @@ class PerceptualMemory:
         """Fail with the setting to change when a modality has no encoder; create the
         collection on first use."""
         if self._encoder_or_none(modality) is None:
+            missing = missing_multimodal_modules()
+            if missing and modality != Modality.TEXT:
+                raise PerceptualNotConfiguredError(
+                    f"perceptual {modality.value} memory needs the multimodal extra "
+                    f"(missing: {', '.join(missing)}): pip install "
+                    "'hello-memory[multimodal]'")
             raise ConfigError(
                 f"perceptual {modality.value} memory needs an encoder: set "
                 f"{_SETTINGS[modality]} (pass {modality.value}_encoder=...)")

@@ -31,3 +31,15 @@ def test_readme_image_example_raises_the_typed_error(tmp_path: Path) -> None:
         # the rest of the manager does not depend on it
         assert mm.search("a red logo", namespace="u") == []
         assert mm.clear("u", confirm=True)["records"] == 0
+
+
+def test_enabled_without_the_extra_names_the_extra(tmp_path: Path) -> None:
+    # perceptual.enabled: true in the main venv (no open_clip / laion_clap): adding an
+    # image names what to install, not a weights setting the user cannot fill yet
+    settings = load_settings(environ={}, data_dir=tmp_path / "data",
+                             perceptual={"enabled": True})
+    with MemoryManager.open(settings) as mm:
+        with pytest.raises(PerceptualNotConfiguredError) as err:
+            mm.perceptual.add("u", modality="image", source="photos/logo.png")
+        assert "hello-memory[multimodal]" in str(err.value)
+        assert "open_clip" in str(err.value)
