@@ -433,6 +433,9 @@ def add(
         _print_json(item)
     else:
         print(item["id"])
+        if item.get("duplicate_of"):  # stdout stays the id alone, for scripts
+            err.print(f"already stored: {item['id']} (memory.on_duplicate)",
+                      highlight=False, soft_wrap=True)
 
 
 def _as_of_option(value: str | None) -> datetime | None:

@@ -102,9 +102,10 @@ class LocalBackend:
     def add(self, content: str, memory_type: MemoryType | None, importance: float | None,
             metadata: Mapping[str, Any] | None, *, namespace: str | None,
             session_id: str | None, user_id: str | None) -> dict[str, Any]:
-        from hello_memory.memory.manager import item_to_json
+        from hello_memory.memory.manager import added_to_json
 
-        return item_to_json(self.manager.add(
+        # the same JSON as POST /v1/memories (duplicate_of, near_duplicates: issue 15)
+        return added_to_json(self.manager.add(
             content, memory_type, importance, dict(metadata) if metadata is not None else None,
             namespace=namespace, session_id=session_id, user_id=user_id))
 

@@ -32,6 +32,14 @@ def test_memory_commands_round_trip(tmp_path: Path) -> None:
                            "--type", "semantic", "-n", "frank", "--importance", "0.9",
                            "--json").stdout)
     mid = added["id"]
+    assert added["duplicate_of"] is None
+    # the same text again: the stored memory back, said so (issue 15), same JSON as REST
+    again = cli(data, "add", "Frank keeps his spare keys under the blue pot.",
+                "--type", "semantic", "-n", "frank", "--json")
+    assert json.loads(again.stdout)["duplicate_of"] == mid == json.loads(again.stdout)["id"]
+    plain = cli(data, "add", "Frank keeps his spare keys under the blue pot.",
+                "--type", "semantic", "-n", "frank")
+    assert plain.stdout.strip() == mid and "already stored" in plain.stderr
     cli(data, "add", "Frank fed the cat at 8.", "--type", "episodic", "-n", "frank",
         "--importance", "0.05")
     hits = json.loads(cli(data, "search", "where are Frank's spare keys?", "-n", "frank",
