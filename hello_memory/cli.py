@@ -193,6 +193,19 @@ def _instead(command: str) -> str:
     return f"use `hello-memory {job}` (it runs through the server), or " if job else ""
 
 
+@contextlib.contextmanager
+def _exit_cleanly(server: Any, capture: Callable[[], Any]) -> Iterator[None]:
+    """uvicorn's signal capture for ``serve`` and ``ui``, minus its re-raise: uvicorn
+    re-raises a SIGTERM it shut down for once it is done, which ends the process before
+    the manager closes and server.json goes; a graceful shutdown is the clean exit here
+    (status 0)."""
+    with capture():
+        try:
+            yield
+        finally:
+            server._captured_signals.clear()
+
+
 def _local_only(command: str, settings: Settings | None = None) -> Settings:
     """The settings, when ``command`` may open the stores here; else (``--server``
     given, or a live server holds the data directory) one line and exit 4."""
@@ -468,7 +481,7 @@ def search(query: str, namespace: NamespaceOpt = None,
     """Search every memory type (or --type ones) with the one hybrid search."""
     when = _as_of_option(as_of)
     with _backend() as be:
-        hits = be.search(query, memory_type or None, top_k, namespace=namespace, recipe=recipe,
+        hits = be.recall(query, memory_type or None, top_k, namespace=namespace, recipe=recipe,
                          as_of=when)
     if as_json:
         _print_json(hits)
@@ -686,16 +699,8 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
             if self.started:  # listening now: the real port, also for --port 0
                 listening(int(self.servers[0].sockets[0].getsockname()[1]))
 
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            # uvicorn re-raises a SIGTERM it shut down for once it is done, which ends
-            # the process before the manager closes and server.json goes: a graceful
-            # shutdown is the clean exit here (status 0).
-            with super().capture_signals():
-                try:
-                    yield
-                finally:
-                    self._captured_signals.clear()
+        def capture_signals(self) -> contextlib._GeneratorContextManager[None]:
+            return _exit_cleanly(self, super().capture_signals)
 
     config = uvicorn.Config(create_app(settings, manager=mm, run_jobs=True), host=bind,
                             port=settings.api.port if port is None else port,
@@ -754,14 +759,8 @@ def ui_command(
                 if open_browser:
                     webbrowser.open(url)
 
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            # as serve: a SIGTERM ends the inspector cleanly (the manager closes, exit 0)
-            with super().capture_signals():
-                try:
-                    yield
-                finally:
-                    self._captured_signals.clear()
+        def capture_signals(self) -> contextlib._GeneratorContextManager[None]:
+            return _exit_cleanly(self, super().capture_signals)
 
     server = _Inspector(uvicorn.Config(create_app(local, manager=mm), host="127.0.0.1",
                                        port=port, log_level="warning"))

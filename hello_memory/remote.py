@@ -50,9 +50,11 @@ class Backend(Protocol):
         """Where the work runs, for messages ("in this process", "through the server
         at URL")."""
 
-    def search(self, query: str, memory_types: Sequence[MemoryType] | None, top_k: int, *,
+    def recall(self, query: str, memory_types: Sequence[MemoryType] | None, top_k: int, *,
                namespace: str | None, recipe: str,
-               as_of: datetime | None = None) -> list[dict[str, Any]]: ...
+               as_of: datetime | None = None) -> list[dict[str, Any]]:
+        """The one search's hits (``MemoryManager.search``) as ``hit_to_json`` rows: a
+        transport to the engine, here or through ``POST /v1/search``; it ranks nothing."""
 
     def get(self, memory_id: str, *, namespace: str | None) -> dict[str, Any]: ...
 
@@ -79,7 +81,7 @@ class LocalBackend:
     def where(self) -> str:
         return "in this process"
 
-    def search(self, query: str, memory_types: Sequence[MemoryType] | None, top_k: int, *,
+    def recall(self, query: str, memory_types: Sequence[MemoryType] | None, top_k: int, *,
                namespace: str | None, recipe: str,
                as_of: datetime | None = None) -> list[dict[str, Any]]:
         from hello_memory.memory.manager import hit_to_json
@@ -250,7 +252,7 @@ class ServerClient:
                                           f"{exc}") from None
 
     # --- the commands -----------------------------------------------------------------
-    def search(self, query: str, memory_types: Sequence[MemoryType] | None, top_k: int, *,
+    def recall(self, query: str, memory_types: Sequence[MemoryType] | None, top_k: int, *,
                namespace: str | None, recipe: str,
                as_of: datetime | None = None) -> list[dict[str, Any]]:
         body: dict[str, Any] = {"query": query, "top_k": top_k, "recipe": recipe}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
@@ -62,8 +63,6 @@ class _StoreCollector(Collector):
                 continue
             ok.add_metric([entry["name"]], 1.0 if result["status"] == "ok" else 0.0)
             if last["finished"]:
-                from datetime import datetime
-
                 finished.add_metric([entry["name"]],
                                     datetime.fromisoformat(last["finished"]).timestamp())
         yield ok
