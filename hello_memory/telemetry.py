@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -51,6 +52,9 @@ def configure(*, tracing: bool, capture_query: bool = False,
         from opentelemetry import trace
     except ImportError:  # the API comes with the server extra; without it, no spans
         _state.tracer = None
+        logging.getLogger(__name__).warning(
+            "observability.tracing is on but the OpenTelemetry API is not installed: "
+            "no spans (pip install 'hello-memory[observability]')")
         return False
     from hello_memory import __version__
 
