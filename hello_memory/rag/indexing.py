@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from hello_memory.embedding.base import Embedder
 from hello_memory.rag.chunker import heading_prefixes
-from hello_memory.retrieval.lexical import BM25_VECTOR, LexicalEncoder
+from hello_memory.text.bm25 import BM25_VECTOR, LexicalEncoder
 from hello_memory.stores.records import RecordStore
 from hello_memory.stores.records.store import ChunkRecord, DocumentRecord
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore

@@ -46,7 +46,7 @@ from hello_memory.rag.search import (
     search_chunks,
 )
 from hello_memory.rag.types import Answer, IngestReport, RAGHit
-from hello_memory.retrieval.lexical import LexicalEncoder
+from hello_memory.text.bm25 import LexicalEncoder
 from hello_memory.stores.records.store import ChunkRecord, DocumentRecord
 from hello_memory.text import detect_language
 from hello_memory.text.tokens import TokenCounter, default_token_counter

@@ -21,7 +21,7 @@ from hello_memory.errors import ConfigError, InvalidInputError, ModelNotFoundErr
 from hello_memory.llm.base import LLMClient, Message, call_or_fallback
 from hello_memory.rag.indexing import CHUNK_COLLECTION, DENSE, ChunkIndex
 from hello_memory.rag.types import RAGHit
-from hello_memory.retrieval.lexical import BM25_VECTOR
+from hello_memory.text.bm25 import BM25_VECTOR
 
 __all__ = [
     "CrossEncoderReranker", "Reranker", "Variant", "expand_hyde", "expand_mqe", "rrf_fuse",

@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import Any
 
 _LAZY = {
-    "BM25_VECTOR": "hello_memory.retrieval.lexical",
+    "BM25_VECTOR": "hello_memory.text.bm25",
     "HybridRetriever": "hello_memory.retrieval.hybrid",
     "QueryAnalysis": "hello_memory.retrieval.planning",
     "RECIPES": "hello_memory.retrieval.recipes",
@@ -27,7 +27,7 @@ _LAZY = {
     "detect_task_type": "hello_memory.retrieval.task_aware",
     "explain": "hello_memory.retrieval.fusion",
     "weighted_rrf": "hello_memory.retrieval.fusion",
-    "LexicalEncoder": "hello_memory.retrieval.lexical",
+    "LexicalEncoder": "hello_memory.text.bm25",
     "ContextPlan": "hello_memory.retrieval.progressive",
     "IndexLayer": "hello_memory.retrieval.progressive",
     "ProgressiveLoader": "hello_memory.retrieval.progressive",

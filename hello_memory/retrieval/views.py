@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hello_memory.retrieval.fusion import ViewResult
-from hello_memory.retrieval.lexical import BM25_VECTOR, term_index
+from hello_memory.text.bm25 import BM25_VECTOR, term_index
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.vector.base import Range

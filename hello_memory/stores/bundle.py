@@ -27,7 +27,7 @@ from hello_memory.errors import (
     InvalidInputError,
     StoreError,
 )
-from hello_memory.retrieval.lexical import BM25_VECTOR, LexicalEncoder
+from hello_memory.text.bm25 import BM25_VECTOR, LexicalEncoder
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records import OutboxEntry, RecordStore
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore

@@ -2,7 +2,7 @@
 
 BM25 document vectors are built when a memory is written; a query is analysed when it
 is asked. When the analyzer changes (version 2: English possessives folded, English
-words stemmed; see :mod:`hello_memory.retrieval.lexical`), old documents and new queries
+words stemmed; see :mod:`hello_memory.text.bm25`), old documents and new queries
 no longer share terms, and lexical matches quietly fall away. The record store keeps
 the analyzer version in ``hm_schema_meta``; :func:`check_lexical_version` warns, once per
 open, when a data directory's memories were indexed by another one, naming the command
@@ -17,7 +17,7 @@ import logging
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from hello_memory.retrieval.lexical import ANALYZER_VERSION
+from hello_memory.text.bm25 import ANALYZER_VERSION
 from hello_memory.stores.records import RecordStore
 from hello_memory.stores.records.models import MemoryRow, SchemaMeta
 

@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
-from hello_memory.retrieval.lexical import LexicalEncoder, term_index
+from hello_memory.text.bm25 import LexicalEncoder, term_index
 
 
 def test_term_index_is_stable_across_processes() -> None:
     here = [term_index(t) for t in ("berlin", "蓝牙", "984233")]
-    code = ("from hello_memory.retrieval.lexical import term_index;"
+    code = ("from hello_memory.text.bm25 import term_index;"
             "print([term_index(t) for t in ('berlin', '蓝牙', '984233')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(here)
