@@ -131,7 +131,8 @@ def run(data: dict[str, Any], mode: str, embedder: Any) -> dict[str, Any]:
                     first = {}
                     for n, memory_id in enumerate(ids):
                         first.setdefault(memory_id, n)
-                    records = {i.id: i for i in mm.stores.records.get_items(ns, list(first))}
+                    stored = mm.stores.records.memories.get_items(ns, list(first))
+                    records = {i.id: i for i in stored}
                     predicted = set()
                     for memory_id, n in first.items():
                         by = records[memory_id].superseded_by

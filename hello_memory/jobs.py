@@ -310,7 +310,7 @@ def run_job(
     started = clock()
     counts, details = _RUNNERS[job](manager, ns, dry_run, cfg, options)
     run = JobRun(job, ns, dry_run, started, clock(), counts, _plain(details))
-    manager.stores.records.add_audit(ns, f"job:{job}", run.as_dict())
+    manager.stores.records.audit.add(ns, f"job:{job}", run.as_dict())
     return run
 
 
@@ -324,7 +324,7 @@ def run_optimize(manager: MemoryManager, *, clock: Callable[[], datetime] = utcn
     report = report if isinstance(report, dict) else {"result": report}
     run = JobRun("optimize", STORE_NAMESPACE, False, started, clock(), _counts_of(report),
                  report)
-    manager.stores.records.add_audit(STORE_NAMESPACE, "job:optimize", run.as_dict())
+    manager.stores.records.audit.add(STORE_NAMESPACE, "job:optimize", run.as_dict())
     return run
 
 
@@ -335,7 +335,7 @@ def namespaces_for(manager: MemoryManager, namespaces: Sequence[str],
     if all_namespaces and namespaces:
         raise InvalidInputError("give --namespace or --all-namespaces, not both")
     if all_namespaces:
-        return sorted(manager.stores.records.namespaces())
+        return sorted(manager.stores.records.memories.namespaces())
     if not namespaces:
         raise InvalidInputError("a job needs --namespace NAME (repeatable) or --all-namespaces")
     return [require_namespace(n) for n in namespaces]

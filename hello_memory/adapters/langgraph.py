@@ -264,9 +264,9 @@ class HelloMemoryStore(BaseStore):
         prefix = tuple(prefix)
         if prefix:
             exact = self._ns(prefix)
-            return [ns for ns in self.manager.stores.records.namespaces()
+            return [ns for ns in self.manager.stores.records.memories.namespaces()
                     if ns == exact or ns.startswith(exact + "/")]
-        return [ns for ns in self.manager.stores.records.namespaces()
+        return [ns for ns in self.manager.stores.records.memories.namespaces()
                 if split_namespace(ns, self.root) is not None]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
@@ -286,7 +286,8 @@ class HelloMemoryStore(BaseStore):
             else:
                 records = self.manager.stores.records
                 limit = None if op.filter else want
-                items = records.list_items(ns, ItemFilter(), order="-event_time", limit=limit)
+                items = records.memories.list_items(ns, ItemFilter(), order="-event_time",
+                                                    limit=limit)
                 found += [(None, ns, i) for i in self._live(ns, items, op.refresh_ttl)]
         if op.filter:
             found = [f for f in found
@@ -300,7 +301,7 @@ class HelloMemoryStore(BaseStore):
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         spaces = [t for t in (split_namespace(ns, self.root)
-                              for ns in self.manager.stores.records.namespaces())
+                              for ns in self.manager.stores.records.memories.namespaces())
                   if t is not None]
         for cond in op.match_conditions or ():
             spaces = [t for t in spaces if _namespace_matches(t, cond)]
@@ -312,7 +313,7 @@ class HelloMemoryStore(BaseStore):
         """Delete every expired item under ``root``; returns how many."""
         now, removed = utcnow(), 0
         for ns in self._namespaces_under(()):
-            for item in self.manager.stores.records.list_items(ns, ItemFilter()):
+            for item in self.manager.stores.records.memories.list_items(ns, ItemFilter()):
                 if self._expired(item, now):
                     removed += int(self.manager.remove(item.id, namespace=ns))
         return removed

@@ -95,7 +95,7 @@ class HelloMemorySession:
 
     def _stored(self) -> list[MemoryItem]:
         """This session's items, oldest first (forgotten ones too)."""
-        rows = self.manager.stores.records.list_items(
+        rows = self.manager.stores.records.memories.list_items(
             self.namespace, ItemFilter(session_id=self.session_id, status=None))
         mine = [r for r in rows if META in r.metadata]
         return sorted(mine, key=lambda r: r.metadata[META]["seq"])

@@ -85,4 +85,4 @@ def run_job_now(name: str, jobs: Jobs, body: JobRequest | None = None) -> dict[s
 @router.get("/namespaces")
 def list_namespaces(mm: Manager) -> dict[str, Any]:
     """Every namespace that holds memories."""
-    return {"namespaces": sorted(mm.stores.records.namespaces())}
+    return {"namespaces": sorted(mm.stores.records.memories.namespaces())}

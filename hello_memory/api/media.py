@@ -153,7 +153,7 @@ def thumbnail(request: Request, memory_id: str, namespace: Namespace, perceptual
               mm: Manager, size: Annotated[int, Query(ge=16, le=512)] = 128) -> Response:
     """A PNG thumbnail of an image memory (from its stored source file, which must lie
     under the uploads folder or ``api.read_dirs``)."""
-    item = mm.stores.records.get_item(namespace, memory_id)
+    item = mm.stores.records.memories.get_item(namespace, memory_id)
     source = item.metadata.get("source")
     if item.memory_type is not MemoryType.PERCEPTUAL or item.modality is not Modality.IMAGE:
         raise InvalidInputError(f"memory {memory_id!r} is not an image")

@@ -38,7 +38,7 @@ class _StoreCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         manager = self.app.state.manager
         if manager is not None:
-            gauges = manager.stores.records.gauges()
+            gauges = manager.stores.records.memories.gauges()
             memories = GaugeMetricFamily("hello_memory_memories",
                                          "Memories in the record store by type and status",
                                          labels=["memory_type", "status"])

@@ -161,7 +161,7 @@ def update_memory(memory_id: str, body: UpdateMemory, namespace: Namespace,
     stored file (``metadata.source``) cannot be changed: it is kept when left out."""
     metadata = body.metadata
     if metadata is not None:
-        current = mm.stores.records.get_item(namespace, memory_id)
+        current = mm.stores.records.memories.get_item(namespace, memory_id)
         if current.memory_type.value == "perceptual":
             kept = current.metadata.get("source")
             if "source" in metadata and metadata["source"] != kept:

@@ -4,7 +4,7 @@ is one memory, and memories nearly the same are pointed out.
 Content identity is ``validation.content_hash`` (SHA-256 of the NFC text with its
 whitespace runs made one space), stored in ``hm_memory_items.content_hash`` and looked
 up on the ``ix_items_ns_hash`` index: one query per namespace of a batch
-(:meth:`RecordStore.find_by_hash`), never one per memory. What happens to a duplicate
+(:meth:`MemoryRepository.find_by_hash`), never one per memory. What happens to a duplicate
 is ``memory.on_duplicate``:
 
 - ``return`` (default): nothing is written; the memory already stored is returned;
@@ -97,7 +97,7 @@ def resolve(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode)
             stored_ns.setdefault(item.namespace, []).append(item.content_hash or "")
     superseded: dict[Key, list[MemoryItem]] = {}
     for ns, hashes in stored_ns.items():
-        for found in mm.stores.records.find_by_hash(ns, hashes):
+        for found in mm.stores.records.memories.find_by_hash(ns, hashes):
             if found.valid_to is None:
                 known.setdefault(_key(found), found)  # the oldest of equal memories
             else:

@@ -135,7 +135,7 @@ class EpisodicMemory:
 
     def rank(self, namespace: str, similarities: dict[str, float], flt: ItemFilter,
              top_k: int) -> list[SearchHit]:
-        items = self.stores.records.get_items(namespace, list(similarities))
+        items = self.stores.records.memories.get_items(namespace, list(similarities))
         now = self._clock()
         # A non-positive cosine is no evidence of relevance: such candidates are dropped
         # rather than ranked on recency and importance alone.
@@ -148,11 +148,12 @@ class EpisodicMemory:
         """Episodes in event-time order, paged."""
         scoped = self._scope(flt)
         if not newest_first:
-            return self.stores.records.list_items(namespace, scoped, limit=limit, offset=offset)
-        total = self.stores.records.count_items(namespace, scoped)
+            return self.stores.records.memories.list_items(namespace, scoped, limit=limit,
+                                                           offset=offset)
+        total = self.stores.records.memories.count_items(namespace, scoped)
         start = max(0, total - offset - limit)
         size = max(0, total - offset - start)
-        page = self.stores.records.list_items(namespace, scoped, limit=size, offset=start)
+        page = self.stores.records.memories.list_items(namespace, scoped, limit=size, offset=start)
         return page[::-1]
 
     def session_episodes(self, namespace: str, session_id: str) -> list[MemoryItem]:

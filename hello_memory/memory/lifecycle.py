@@ -114,7 +114,8 @@ def forget(
     now = mm._clock()
     working = MemoryType.WORKING in types
     stored = tuple(t for t in types if t in _STORED)
-    items = mm.stores.records.list_items(ns, ItemFilter(memory_types=stored)) if stored else []
+    items = (mm.stores.records.memories.list_items(ns, ItemFilter(memory_types=stored))
+             if stored else [])
     if working:
         items += mm.working.list(ns)
     if strategy == "importance":
@@ -148,22 +149,22 @@ def forget(
         mm.stores.delete(ns, stored_ids)
     else:
         for sid in stored_ids:
-            mm.stores.records.update_item(ns, sid, status=MemoryStatus.FORGOTTEN)
+            mm.stores.records.memories.update_item(ns, sid, status=MemoryStatus.FORGOTTEN)
         mm.stores.apply_outbox()
-    mm.stores.records.add_audit(ns, "forget", {"strategy": strategy, "hard": hard,
+    mm.stores.records.audit.add(ns, "forget", {"strategy": strategy, "hard": hard,
                                                "count": len(ids), "ids": list(ids)})
     return report
 
 
 def restore(mm: MemoryManager, ids: Sequence[str], *, namespace: str) -> int:
     """Bring soft-forgotten memories back into search; returns how many."""
-    found = mm.stores.records.get_items(namespace, list(ids))
+    found = mm.stores.records.memories.get_items(namespace, list(ids))
     back = [i for i in found if i.status == MemoryStatus.FORGOTTEN]
     for item in back:
-        mm.stores.records.update_item(namespace, item.id, status=MemoryStatus.ACTIVE)
+        mm.stores.records.memories.update_item(namespace, item.id, status=MemoryStatus.ACTIVE)
     if back:
         mm.stores.apply_outbox()
-        mm.stores.records.add_audit(namespace, "restore", {"ids": [i.id for i in back]})
+        mm.stores.records.audit.add(namespace, "restore", {"ids": [i.id for i in back]})
     return len(back)
 
 
@@ -190,10 +191,10 @@ def consolidate(
     elif from_type == MemoryType.WORKING:
         pool = mm.working.list(ns)
     else:
-        pool = mm.stores.records.list_items(ns, ItemFilter(memory_types=(from_type,)))
+        pool = mm.stores.records.memories.list_items(ns, ItemFilter(memory_types=(from_type,)))
     sources = [i for i in pool if i.importance >= importance_threshold
                and i.access_count >= min_access_count]
-    targets = mm.stores.records.list_items(ns, ItemFilter(memory_types=(to_type,)))
+    targets = mm.stores.records.memories.list_items(ns, ItemFilter(memory_types=(to_type,)))
     if not sources and len(targets) < 2:
         return ConsolidateReport(ns, from_type, to_type, dry_run)
     if sources or within_only:
@@ -240,7 +241,7 @@ def consolidate(
     report = ConsolidateReport(ns, from_type, to_type, dry_run, tuple(promoted), merged,
                                tuple(removed), deduplicated)
     if not dry_run and (merged or deduplicated):
-        mm.stores.records.add_audit(ns, "consolidate", {
+        mm.stores.records.audit.add(ns, "consolidate", {
             "from": from_type.value, "to": to_type.value,
             "merged": {k: list(v) for k, v in merged.items()},
             "deduplicated": {k: list(v) for k, v in deduplicated.items()}})
@@ -373,7 +374,7 @@ def forget_ids(manager: MemoryManager, ids: Sequence[str], *, namespace: str | N
     if not wanted or not all(isinstance(i, str) and i for i in wanted):
         raise InvalidInputError("memory_ids must be a non-empty list of ids")
     working = [i for i in wanted if manager.working.get(ns, i) is not None]
-    stored = {i.id: i for i in manager.stores.records.get_items(
+    stored = {i.id: i for i in manager.stores.records.memories.get_items(
         ns, [i for i in wanted if i not in working])}
     if missing := [i for i in wanted if i not in stored and i not in working]:
         raise NotFoundError(f"no memory {missing[0]!r} in namespace {ns!r}")
@@ -383,11 +384,11 @@ def forget_ids(manager: MemoryManager, ids: Sequence[str], *, namespace: str | N
     for wid in working:
         manager.working.remove(ns, wid)
     for item in active:
-        manager.stores.records.update_item(ns, item.id, status=MemoryStatus.FORGOTTEN)
+        manager.stores.records.memories.update_item(ns, item.id, status=MemoryStatus.FORGOTTEN)
     done = working + [i.id for i in active]
     if active:
         manager.stores.apply_outbox()
     if done:
-        manager.stores.records.add_audit(ns, "forget", {"strategy": "ids", "hard": False,
+        manager.stores.records.audit.add(ns, "forget", {"strategy": "ids", "hard": False,
                                                         "count": len(done), "ids": done})
     return done

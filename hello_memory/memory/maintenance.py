@@ -131,7 +131,7 @@ def _namespaces(stores: Stores, namespace: str | None) -> list[str]:
     operation (the outbox remembers namespaces whose records were all deleted)."""
     if namespace is not None:
         return [require_namespace(namespace)]
-    found = set(stores.records.namespaces())
+    found = set(stores.records.memories.namespaces())
     with stores.records.transaction() as s:
         found.update(s.scalars(select(OutboxRow.namespace).distinct()).all())
     return sorted(found)
@@ -195,7 +195,7 @@ def reconcile(
         report.retried = sorted(m for m, error in retried.items() if error is None)
         report.dropped = sorted(stores.drop_failed([m for m in drop_failed if m in mine]))
     if dry_run:
-        report.outbox_replayed = len(stores.records.pending_outbox(limit=1_000_000))
+        report.outbox_replayed = len(stores.records.outbox.pending_outbox(limit=1_000_000))
     else:
         report.outbox_replayed = stores.apply_outbox()
     for ns in report.namespaces:
@@ -217,7 +217,7 @@ def _reconcile_namespace(stores: Stores, ns: str, report: ReconcileReport) -> No
     vector_ids = stores.vectors.ids(MEMORY_COLLECTION, namespace=ns)
     graph_ids = stores.graph.memory_ids(ns)
     media = {c: _ids_or_empty(stores, c, ns) for c in _perceptual_collections(stores)}
-    items = stores.records.list_items(ns, ItemFilter(status=None))
+    items = stores.records.memories.list_items(ns, ItemFilter(status=None))
     text_items = [i for i in items if i.memory_type != MemoryType.PERCEPTUAL]
     perceptual_items = [i for i in items if i.memory_type == MemoryType.PERCEPTUAL]
     text_ids = {i.id for i in text_items}
@@ -320,7 +320,7 @@ def reindex(
 def _reindex_namespace(stores: Stores, ns: str, report: ReindexReport, progress: bool) -> None:
     dry = report.dry_run
     vector_ids = stores.vectors.ids(MEMORY_COLLECTION, namespace=ns)
-    items = stores.records.list_items(ns, ItemFilter(status=None))
+    items = stores.records.memories.list_items(ns, ItemFilter(status=None))
     report.records += len(items)
     text_items = [i for i in items if i.memory_type != MemoryType.PERCEPTUAL]
     perceptual_items = [i for i in items if i.memory_type == MemoryType.PERCEPTUAL]

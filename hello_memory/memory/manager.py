@@ -476,8 +476,8 @@ class MemoryManager:
         when it was written (``memory.times_from_text``; the symbolic view filters on
         them, see hello_memory/retrieval/views.py)."""
         ns = self._ns(namespace)
-        self.stores.records.get_item(ns, memory_id)  # NotFoundError for an unknown id
-        return self.stores.records.mentioned_times(ns, memory_id)
+        self.stores.records.memories.get_item(ns, memory_id)  # NotFoundError for an unknown id
+        return self.stores.records.memories.mentioned_times(ns, memory_id)
 
     def remember_conversation(self, turns: Sequence[Mapping[str, Any] | tuple[str, str]],
                               **options: Any) -> list[MemoryItem]:
@@ -569,7 +569,7 @@ class MemoryManager:
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryItem:
         ns = self._ns(namespace)
         item = self.working.get(ns, memory_id)
-        return item if item is not None else self.stores.records.get_item(ns, memory_id)
+        return item if item is not None else self.stores.records.memories.get_item(ns, memory_id)
 
     def update(self, memory_id: str, *, namespace: str | None = None, content: str | None = None,
                importance: float | None = None, metadata: Mapping[str, Any] | None = None
@@ -602,7 +602,7 @@ class MemoryManager:
     def stats(self, namespace: str | None = None) -> dict[str, Any]:
         ns = self._ns(namespace)
         rec = self.stores.records
-        by_type = {t.value: rec.count_items(ns, ItemFilter(memory_types=(t,)))
+        by_type = {t.value: rec.memories.count_items(ns, ItemFilter(memory_types=(t,)))
                    for t in (*STORED_TYPES, MemoryType.PERCEPTUAL)}
         by_type[MemoryType.WORKING.value] = self.working.count(ns)
         graph = self.stores.graph.stats(ns)
@@ -610,7 +610,7 @@ class MemoryManager:
             "namespace": ns,
             "by_type": by_type,
             "total": sum(by_type.values()),
-            "forgotten": rec.count_items(ns, ItemFilter(status=MemoryStatus.FORGOTTEN)),
+            "forgotten": rec.memories.count_items(ns, ItemFilter(status=MemoryStatus.FORGOTTEN)),
             "vectors": self.stores.vectors.count(MEMORY_COLLECTION, namespace=ns),
             "graph": {"entities": graph.entities, "relations": graph.relations,
                       "mentions": graph.mentions},
@@ -649,7 +649,7 @@ class MemoryManager:
             "entities": graph.entities, "relations": graph.relations,
             "audit": rows.get("hm_audit_log", 0), "vectors": vectors, "files": files,
             "rows": rows}
-        self.stores.records.add_audit(ns, "clear", {
+        self.stores.records.audit.add(ns, "clear", {
             k: v for k, v in report.items() if k not in ("rows", "vectors")})
         return report
 
@@ -658,7 +658,7 @@ class MemoryManager:
         """Write every memory of a namespace (forgotten ones and working memory too)
         as JSON lines; vectors are not exported (they are recomputed on import)."""
         ns = self._ns(namespace)
-        items = (self.stores.records.list_items(ns, ItemFilter(status=None))
+        items = (self.stores.records.memories.list_items(ns, ItemFilter(status=None))
                  + self.working.list(ns))
         with Path(path).open("w", encoding="utf-8") as fh:
             for item in items:
@@ -693,7 +693,7 @@ class MemoryManager:
         fresh: list[MemoryItem] = []
         for item in items:
             exists = (self.working.get(item.namespace, item.id) is not None
-                      or self.stores.records.get_items(item.namespace, [item.id]))
+                      or self.stores.records.memories.get_items(item.namespace, [item.id]))
             if exists:
                 skipped += 1
             else:

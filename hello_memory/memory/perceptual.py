@@ -243,9 +243,9 @@ class PerceptualMemory:
             vector = self._encode(mod, body if data is None else data)
         except InvalidInputError as exc:
             raise InvalidInputError(f"source {path or '(bytes)'}: {exc}") from exc
-        seqs = self.records.add_items([item])
+        seqs = self.records.memories.add_items([item])
         self._upsert(item, vector)
-        self.records.mark_applied(seqs)
+        self.records.outbox.mark_applied(seqs)
         return item
 
     @staticmethod
@@ -281,15 +281,16 @@ class PerceptualMemory:
                 seqs += s.scalars(select(OutboxRow.seq).where(
                     OutboxRow.namespace == namespace, OutboxRow.applied_at.is_(None),
                     OutboxRow.memory_id.in_(list(ids[start:start + 500])))).all()
-        self.records.mark_applied(seqs)
+        self.records.outbox.mark_applied(seqs)
 
     def remove(self, namespace: str, memory_id: str) -> bool:
         """Delete one perceptual memory (record and vector); False if there is none."""
-        found = [i for i in self.records.get_items(require_namespace(namespace), [memory_id])
+        ns = require_namespace(namespace)
+        found = [i for i in self.records.memories.get_items(ns, [memory_id])
                  if i.memory_type is MemoryType.PERCEPTUAL]
         if not found:
             return False
-        self.records.delete_items(namespace, [memory_id])
+        self.records.memories.delete_items(namespace, [memory_id])
         self._drop_vectors(namespace, [memory_id], [found[0].modality])
         self._settle_outbox(namespace, [memory_id])
         return True
@@ -304,7 +305,7 @@ class PerceptualMemory:
                 MemoryRow.memory_type == MemoryType.PERCEPTUAL.value)).all())
         deleted = 0
         for start in range(0, len(ids), 500):
-            deleted += self.records.delete_items(namespace, ids[start:start + 500])
+            deleted += self.records.memories.delete_items(namespace, ids[start:start + 500])
         self._drop_vectors(namespace, None)
         self._settle_outbox(namespace, ids)
         return deleted
@@ -400,7 +401,7 @@ class PerceptualMemory:
         now = self._clock()
         scored = [scoring.score(self.profile, item, now,
                                 similarity=scoring.clip_similarity(sims[item.id]))
-                  for item in self.records.get_items(namespace, list(sims))
+                  for item in self.records.memories.get_items(namespace, list(sims))
                   # the record is the truth if a payload lags behind
                   if item.memory_type is MemoryType.PERCEPTUAL and item.modality is target
                   and item.status is MemoryStatus.ACTIVE

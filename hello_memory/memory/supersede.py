@@ -143,7 +143,7 @@ class Superseder:
                 continue
             result = (self._with_llm(item) if self.llm is not None else self._rules(item))
             if result is not None and (result.superseded or result.action == "NOOP"):
-                self.manager.stores.records.add_audit(item.namespace, "supersede", {
+                self.manager.stores.records.audit.add(item.namespace, "supersede", {
                     "memory": result.memory_id, "action": result.action,
                     "by": result.decided_by, "superseded": list(result.superseded)})
                 done.append(result)
@@ -155,7 +155,7 @@ class Superseder:
         if fact is None:
             return None
         records = self.manager.stores.records
-        members = [m for m in records.same_fact(item.namespace, fact.key)
+        members = [m for m in records.memories.same_fact(item.namespace, fact.key)
                    if m.memory_type in FACT_TYPES]
         if item.id not in {m.id for m in members}:
             return None  # not stored as a fact memory (another type, forgotten)
@@ -214,10 +214,10 @@ class Superseder:
         ids = [h.id for h in hits if h.id != item.id and h.score >= MIN_CANDIDATE_COSINE]
         fact = fact_of(item.content, item.metadata, item.user_id)
         if fact is not None:
-            ids += [m.id for m in stores.records.same_fact(item.namespace, fact.key)
+            ids += [m.id for m in stores.records.memories.same_fact(item.namespace, fact.key)
                     if m.id != item.id and m.valid_to is None]
         ids = list(dict.fromkeys(ids))[: self.candidates * 2]
-        found = stores.records.get_items(item.namespace, ids)
+        found = stores.records.memories.get_items(item.namespace, ids)
         return [m for m in found if matches(m, flt)]
 
     def _with_llm(self, item: MemoryItem) -> Supersession | None:

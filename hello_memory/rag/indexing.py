@@ -23,7 +23,7 @@ from hello_memory.embedding.base import Embedder
 from hello_memory.rag.chunker import heading_prefixes
 from hello_memory.text.bm25 import BM25_VECTOR, LexicalEncoder
 from hello_memory.stores.records import RecordStore
-from hello_memory.stores.records.store import ChunkRecord, DocumentRecord
+from hello_memory.stores.records.documents import ChunkRecord, DocumentRecord
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore
 from hello_memory.types import VectorPoint
 
@@ -96,12 +96,12 @@ class ChunkIndex:
     def write(self, doc: DocumentRecord, chunks: Sequence[ChunkRecord],
               vectors: npt.NDArray[np.float32]) -> None:
         """Replace ``doc`` and its chunks (records first), then their vectors."""
-        seqs, old = self.records.replace_document(doc, chunks)
+        seqs, old = self.records.documents.replace_document(doc, chunks)
         filled = [ChunkRecord(**{**c.__dict__, "source_path": doc.source_path}) for c in chunks]
         self._upsert(filled, vectors)
         if old:
             self.vectors.delete(CHUNK_COLLECTION, old, namespace=doc.namespace)
-        self.records.mark_rag_applied(seqs)
+        self.records.outbox.mark_rag_applied(seqs)
 
     def _upsert(self, chunks: Sequence[ChunkRecord], vectors: npt.NDArray[np.float32]) -> None:
         points = []
@@ -115,7 +115,7 @@ class ChunkIndex:
 
     def delete_documents(self, namespace: str, document_ids: Sequence[str]) -> tuple[int, int]:
         """Delete documents, their chunk records and vectors; (documents, chunks)."""
-        counts = self.records.delete_documents(namespace, document_ids)
+        counts = self.records.documents.delete_documents(namespace, document_ids)
         if counts[1]:
             self.apply_outbox()
         return counts
@@ -124,7 +124,7 @@ class ChunkIndex:
         """Apply pending chunk outbox rows to Qdrant; safe to repeat."""
         done = 0
         while True:
-            pending = self.records.pending_rag_outbox(limit=batch)
+            pending = self.records.outbox.pending_rag_outbox(limit=batch)
             if not pending:
                 return done
             by_ns: dict[str, tuple[list[str], list[str]]] = {}
@@ -134,10 +134,10 @@ class ChunkIndex:
             for ns, (ups, dels) in by_ns.items():
                 if dels:
                     self.vectors.delete(CHUNK_COLLECTION, dels, namespace=ns)
-                chunks = self.records.get_chunks(ns, ups)  # gone since: nothing to index
+                chunks = self.records.documents.get_chunks(ns, ups)  # gone since: nothing to index
                 if chunks:
                     self._upsert(chunks, self.embed(chunks))
-            self.records.mark_rag_applied([e.seq for e in pending])
+            self.records.outbox.mark_rag_applied([e.seq for e in pending])
             done += len(pending)
 
     def reconcile(self, namespace: str) -> dict[str, int]:
@@ -145,13 +145,13 @@ class ChunkIndex:
         (e.g. after a Qdrant directory was restored from an older backup)."""
         self.apply_outbox()
         have = self.vectors.ids(CHUNK_COLLECTION, namespace=namespace)
-        want = self.records.all_chunk_ids(namespace)
+        want = self.records.documents.all_chunk_ids(namespace)
         orphans = sorted(have - want)
         missing = sorted(want - have)
         if orphans:
             self.vectors.delete(CHUNK_COLLECTION, orphans, namespace=namespace)
         for start in range(0, len(missing), 512):
-            chunks = self.records.get_chunks(namespace, missing[start:start + 512])
+            chunks = self.records.documents.get_chunks(namespace, missing[start:start + 512])
             if chunks:
                 self._upsert(chunks, self.embed(chunks))
         return {"orphan_vectors_deleted": len(orphans), "chunks_indexed": len(missing)}

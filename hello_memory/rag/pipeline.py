@@ -47,7 +47,7 @@ from hello_memory.rag.search import (
 )
 from hello_memory.rag.types import Answer, IngestReport, RAGHit
 from hello_memory.text.bm25 import LexicalEncoder
-from hello_memory.stores.records.store import ChunkRecord, DocumentRecord
+from hello_memory.stores.records.documents import ChunkRecord, DocumentRecord
 from hello_memory.text import detect_language
 from hello_memory.text.tokens import TokenCounter, default_token_counter
 from hello_memory.types import new_id, utcnow
@@ -159,7 +159,7 @@ class RAGPipeline:
         except DocumentError as exc:
             report.failed.append((source, exc.reason))
             return
-        existing = self.index.records.find_document(ns, source)
+        existing = self.index.records.documents.find_document(ns, source)
         if existing is not None and existing.content_hash == loaded.content_hash \
                 and existing.metadata.get("index_signature") == self.signature \
                 and existing.metadata.get("name") == name:
@@ -212,7 +212,7 @@ class RAGPipeline:
         check_text(source, text, max_line_chars=self.settings.max_line_chars)
         digest = content_hash(text)
         key = f"text:{digest[:16]}" if source == "text" else source
-        existing = self.index.records.find_document(ns, key)
+        existing = self.index.records.documents.find_document(ns, key)
         if existing is not None and existing.content_hash == digest \
                 and existing.metadata.get("index_signature") == self.signature:
             return existing.id
@@ -313,13 +313,13 @@ class RAGPipeline:
         ns = self._ready(namespace)
         if not isinstance(document, str) or not document.strip():
             raise InvalidInputError("document must be a document id or a source path")
-        doc = self.index.records.find_document(ns, document)
+        doc = self.index.records.documents.find_document(ns, document)
         if doc is None and "\x00" not in document:  # a file path as the caller wrote it
             try:
                 path = str(Path(document).expanduser().resolve())
             except (RuntimeError, OSError):  # "~nosuchuser": no home to expand, no path
                 path = None
-            doc = self.index.records.find_document(ns, path) if path else None
+            doc = self.index.records.documents.find_document(ns, path) if path else None
         return doc
 
     def delete_document(self, document: str, *, namespace: str) -> int:
@@ -331,14 +331,14 @@ class RAGPipeline:
         return self.index.delete_documents(doc.namespace, [doc.id])[1]
 
     def documents(self, namespace: str) -> list[DocumentRecord]:
-        return self.index.records.list_documents(self._ready(namespace))
+        return self.index.records.documents.list_documents(self._ready(namespace))
 
     def stats(self, namespace: str) -> dict[str, Any]:
         ns = self._ready(namespace)
-        counts = self.index.records.document_stats(ns)
+        counts = self.index.records.documents.document_stats(ns)
         return {"namespace": ns, **counts,
                 "vectors": self.index.vectors.count(CHUNK_COLLECTION, namespace=ns),
-                "pending_index": len(self.index.records.pending_rag_outbox(namespace=ns)),
+                "pending_index": len(self.index.records.outbox.pending_rag_outbox(namespace=ns)),
                 "llm": self.llm is not None}
 
     def clear(self, namespace: str, *, confirm: bool = False) -> dict[str, int]:
@@ -347,10 +347,10 @@ class RAGPipeline:
         if confirm is not True:
             raise InvalidInputError(f"clear({ns!r}) deletes every document of that namespace; "
                                     "pass confirm=True")
-        ids = [d.id for d in self.index.records.list_documents(ns)]
+        ids = [d.id for d in self.index.records.documents.list_documents(ns)]
         docs, chunks = self.index.delete_documents(ns, ids) if ids else (0, 0)
         self.index.vectors.clear(CHUNK_COLLECTION, namespace=ns)
-        self.index.records.add_audit(ns, "rag_clear", {"documents": docs, "chunks": chunks})
+        self.index.records.audit.add(ns, "rag_clear", {"documents": docs, "chunks": chunks})
         return {"documents": docs, "chunks": chunks}
 
     def reconcile(self, namespace: str) -> dict[str, int]:

@@ -19,7 +19,7 @@ its answer ("suggest a snack" vs. "allergic to peanuts").
 Every read of one call is bounded by its limits, not by the namespace's size: one
 search (top ``limit``), one indexed ``LIMIT`` query per relevant topic for its timeline,
 one for the standing facts, and the savings baseline from the record store's running
-token total (``RecordStore.namespace_totals``) plus working memory (capped).
+token total (``MemoryRepository.namespace_totals``) plus working memory (capped).
 
 >>> loader = ProgressiveLoader(manager)                               # doctest: +SKIP
 >>> memories, metrics = loader.load_relevant_context("how did we fix the db pool?")
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from hello_memory.errors import InvalidInputError
 from hello_memory.memory.scoring import SearchHit
 from hello_memory.stores.records import ItemFilter
-from hello_memory.stores.records.store import item_topic
+from hello_memory.stores.records.memories import item_topic
 from hello_memory.text.tokenize import tokenize
 from hello_memory.text.tokens import TokenCounter, default_token_counter, truncate_to_tokens
 from hello_memory.types import MemoryItem, MemoryType
@@ -239,7 +239,8 @@ class TimelineLayer:
         members: dict[str, dict[str, MemoryItem]] = {key: {} for key in keys}
         if pool is None:
             # Excluded ids may take LIMIT slots: ask for that many more.
-            stored = self.manager.stores.records.recent_by_topic(ns, keys, k + len(exclude))
+            stored = self.manager.stores.records.memories.recent_by_topic(
+                ns, keys, k + len(exclude))
             for key, items in stored.items():
                 members[key].update((i.id, i) for i in items)
             pool = self.manager.working.list(ns)  # capped by working-memory capacity
@@ -261,7 +262,7 @@ def available_tokens(manager: MemoryManager, namespace: str | None) -> int:
     """Tokens of every live memory of a namespace (the savings baseline): the record
     store's running total of its active memories plus working memory's, O(1)."""
     ns = require_namespace(manager.default_namespace if namespace is None else namespace)
-    return manager.stores.records.namespace_totals(ns)[1] + manager.working.tokens(ns)
+    return manager.stores.records.memories.namespace_totals(ns)[1] + manager.working.tokens(ns)
 
 
 def _pack(entries: list[dict[str, Any]], room: int, cost: Callable[[Mapping[str, Any]], int]
@@ -469,7 +470,7 @@ class ProgressiveLoader:
         """Standing-fact candidates, most important first (one indexed LIMIT query)."""
         if self.standing_share == 0 or self.standing_limit == 0:
             return []
-        facts = self.manager.stores.records.list_items(
+        facts = self.manager.stores.records.memories.list_items(
             namespace, ItemFilter(memory_types=(MemoryType.SEMANTIC,),
                                   min_importance=self.standing_min_importance),
             order="-importance", limit=self.standing_limit + len(exclude))

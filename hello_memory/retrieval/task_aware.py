@@ -316,7 +316,7 @@ class TaskAwareRetriever:
             if bound is not None and (not isinstance(bound, datetime) or bound.tzinfo is None):
                 raise InvalidInputError("since/until must be timezone-aware datetimes")
         types = tuple(MemoryType(t) for t in memory_types) if memory_types else None
-        items = self.manager.stores.records.list_items(
+        items = self.manager.stores.records.memories.list_items(
             self.namespace, ItemFilter(memory_types=types, since=since, until=until))
         items += [i for i in self.manager.working.list(self.namespace)
                   if i.event_time >= since and (until is None or i.event_time <= until)
@@ -343,7 +343,7 @@ class TaskAwareRetriever:
         remaining = token_budget
         if progressive:
             topics: dict[str, list[dict[str, Any]]] = {}
-            records = {i.id: i for i in self.manager.stores.records.get_items(
+            records = {i.id: i for i in self.manager.stores.records.memories.get_items(
                 self.namespace, [r["id"] for r in full])}
             for row in full:
                 item = records.get(row["id"])
@@ -371,7 +371,7 @@ class TaskAwareRetriever:
             remaining -= tokens
         used = token_budget - remaining
         available = sum(self.counter.count(i.content) for i in
-                        self.manager.stores.records.list_items(self.namespace))
+                        self.manager.stores.records.memories.list_items(self.namespace))
         metrics = {"tokens_used": used, "token_budget": token_budget,
                    "efficiency": round(used / token_budget, 4),
                    "total_available": available,
@@ -392,7 +392,7 @@ class TaskAwareRetriever:
         from hello_memory.types import VectorPoint
 
         stores = self.manager.stores
-        items = stores.records.list_items(self.namespace)
+        items = stores.records.memories.list_items(self.namespace)
         batch = 64
         with tqdm(total=len(items), desc=f"indexing {self.namespace}", unit="memory",
                   disable=not show_progress) as bar:
@@ -442,7 +442,7 @@ class TaskAwareRetriever:
             raise InvalidInputError(f"{src} is not a hello-memory index file: {exc}") from exc
         if ns != self.namespace:
             raise InvalidInputError(f"{src} indexes namespace {ns!r}, not {self.namespace!r}")
-        alive = self.manager.stores.records.all_ids(self.namespace)
+        alive = self.manager.stores.records.memories.all_ids(self.namespace)
         self._topic_index = {k: v for k, v in memories.items() if k in alive}
         return len(self._topic_index)
 

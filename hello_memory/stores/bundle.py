@@ -227,7 +227,7 @@ class Stores:
         self._ensure_replayed()
         if vectors is None or len(vectors) != len(items):
             vectors = self.embedder.embed([i.content for i in items])
-        seqs = self.records.add_items(items)
+        seqs = self.records.memories.add_items(items)
         try:
             self._index(items, vectors)
         except StoreError:
@@ -239,11 +239,11 @@ class Stores:
             for item in items:
                 by_ns.setdefault(item.namespace, []).append(item.id)
             for ns, ids in by_ns.items():
-                self.records.delete_items(ns, ids)
+                self.records.memories.delete_items(ns, ids)
             self.apply_outbox()
             raise InvalidInputError(f"this memory cannot be indexed ({type(exc).__name__}: "
                                     f"{exc}); nothing was stored") from exc
-        self.records.mark_applied(seqs)
+        self.records.outbox.mark_applied(seqs)
         return list(items)
 
     def _index(self, items: Sequence[MemoryItem], vectors: npt.NDArray[np.float32]) -> None:
@@ -293,13 +293,13 @@ class Stores:
         other fields only rewrite the vector payload."""
         content = changes.get("content")
         self.check_disk(8 * len(content) + 4096 if isinstance(content, str) else 4096)
-        item = self.records.update_item(namespace, memory_id, **changes)
+        item = self.records.memories.update_item(namespace, memory_id, **changes)
         self.apply_outbox(raise_for={memory_id})
         return item
 
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         """Delete records with their vectors and graph links; returns how many."""
-        n = self.records.delete_items(namespace, ids)
+        n = self.records.memories.delete_items(namespace, ids)
         if n:
             self.apply_outbox(raise_for=set(ids))
         return n
@@ -323,7 +323,7 @@ class Stores:
         done, after = 0, 0
         failure: HelloMemoryError | None = None
         while True:
-            pending = self.records.pending_outbox(limit=batch, after=after)
+            pending = self.records.outbox.pending_outbox(limit=batch, after=after)
             if not pending:
                 break
             after = pending[-1].seq
@@ -345,7 +345,7 @@ class Stores:
             for seq_entry in pending:
                 if seq_entry.seq in applied:
                     self.index_failures.pop(seq_entry.memory_id, None)
-            self.records.mark_applied(applied)
+            self.records.outbox.mark_applied(applied)
             done += len(applied)
         if failure is not None:
             raise failure
@@ -370,7 +370,7 @@ class Stores:
         for memory_id in memory_ids:
             known = self.index_failures.get(memory_id)
             ns = known.namespace if known else None
-            item = self.records.get_items(ns, [memory_id]) if ns else []
+            item = self.records.memories.get_items(ns, [memory_id]) if ns else []
             try:
                 if item:
                     self._index(item, self.embedder.embed([item[0].content]))
@@ -393,7 +393,7 @@ class Stores:
             known = self.index_failures.get(memory_id)
             if known is None:
                 continue
-            self.records.delete_items(known.namespace, [memory_id])
+            self.records.memories.delete_items(known.namespace, [memory_id])
             dropped.append(memory_id)
             self.index_failures.pop(memory_id, None)
         if dropped:
@@ -411,7 +411,8 @@ class Stores:
         reembed = list(dict.fromkeys(e.memory_id for e in entries if e.op == "upsert"))
         payload_only = [e.memory_id for e in entries if e.op == "payload"
                         and e.memory_id not in reembed]
-        items = self.records.get_items(namespace, reembed + list(dict.fromkeys(payload_only)))
+        items = self.records.memories.get_items(namespace,
+                                                reembed + list(dict.fromkeys(payload_only)))
         by_type: dict[MemoryType, list[MemoryItem]] = {}
         for item in items:
             by_type.setdefault(item.memory_type, []).append(item)

@@ -322,8 +322,8 @@ class MemoryTool:
         shown: dict[str, list[dict[str, Any]]] = {}
         for mtype in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
             # ORDER BY importance DESC LIMIT n on an index: bounded by ``limit``.
-            top = records.list_items(self.namespace, ItemFilter(memory_types=(mtype,)),
-                                     order="-importance", limit=limit)
+            top = records.memories.list_items(self.namespace, ItemFilter(memory_types=(mtype,)),
+                                              order="-importance", limit=limit)
             shown[mtype.value] = [memory_dict(i) for i in top]
             sections += [self._line(i) for i in top]
         working = sorted(self.manager.working.list(self.namespace),

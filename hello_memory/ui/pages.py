@@ -89,7 +89,7 @@ def _ids_in(value: Any) -> list[str]:
 def visible_namespaces(mm: MemoryManager, viewer: Viewer) -> list[str]:
     """The stored namespaces the viewer's key grants, and the exact names it grants
     (a namespace may hold only documents, or nothing yet)."""
-    stored = [n for n in mm.stores.records.namespaces() if viewer.may(n)]
+    stored = [n for n in mm.stores.records.memories.namespaces() if viewer.may(n)]
     exact = [p for p in (viewer.patterns or []) if "*" not in p]
     return sorted(set(stored) | set(exact))
 
@@ -110,17 +110,17 @@ def _job_runs(audit: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def namespace_overview(mm: MemoryManager, viewer: Viewer) -> list[dict[str, Any]]:
     names = visible_namespaces(mm, viewer)[:OVERVIEW_LIMIT]  # the rest: the picker
     rec = mm.stores.records
-    pending = Counter(e.namespace for e in rec.pending_outbox(limit=100_000))
+    pending = Counter(e.namespace for e in rec.outbox.pending_outbox(limit=100_000))
     rows = []
     for ns in names:
         stats = mm.stats(ns)
         rows.append({
             "namespace": ns, "by_type": stats["by_type"], "total": stats["total"],
             "forgotten": stats["forgotten"], "graph": stats["graph"],
-            "documents": rec.document_stats(ns),
+            "documents": rec.documents.document_stats(ns),
             "outbox": pending.get(ns, 0),
-            "rag_outbox": len(rec.pending_rag_outbox(limit=100_000, namespace=ns)),
-            "jobs": _job_runs(rec.list_audit(ns, limit=200)),
+            "rag_outbox": len(rec.outbox.pending_rag_outbox(limit=100_000, namespace=ns)),
+            "jobs": _job_runs(rec.audit.list(ns, limit=200)),
         })
     return rows
 
@@ -201,7 +201,7 @@ def memory_page(mm: MemoryManager, ns: str, memory_id: str) -> dict[str, Any]:
                   for ids in [_ids_in(v)] if ids}
     entities, relations = _entities(mm, item)
     newer, older = _versions(mm, ns, item)
-    audit = [row for row in mm.stores.records.list_audit(ns, limit=500)
+    audit = [row for row in mm.stores.records.audit.list(ns, limit=500)
              if memory_id in json.dumps(row.get("details"), default=str)]
     return {"item": item, "fields": fields, "links": links, "meta_links": meta_links,
             "metadata": pretty(item.metadata), "entities": entities,
@@ -221,13 +221,13 @@ def _versions(mm: MemoryManager, ns: str, item: MemoryItem
     current = item
     while current.superseded_by and current.superseded_by not in seen and len(newer) < 20:
         try:
-            current = rec.get_item(ns, current.superseded_by)
+            current = rec.memories.get_item(ns, current.superseded_by)
         except NotFoundError:
             break
         seen.add(current.id)
         newer.append(current)
-    older = [i for i in rec.list_items(ns, ItemFilter(status=None), order="-event_time",
-                                       limit=VERSION_SCAN) if i.superseded_by == item.id]
+    older = [i for i in rec.memories.list_items(ns, ItemFilter(status=None), order="-event_time",
+                                                limit=VERSION_SCAN) if i.superseded_by == item.id]
     return newer, older
 
 
@@ -282,8 +282,9 @@ def _bucket(moment: datetime, zoom: str) -> tuple[str, str]:
 def timeline(mm: MemoryManager, ns: str, zoom: str, session: str | None) -> dict[str, Any]:
     """Active memories by event time, newest first, grouped by day, week or month."""
     # superseded memories stay on the timeline (marked): they were true then
-    stored = mm.stores.records.list_items(ns, ItemFilter(session_id=session, current=False),
-                                          order="-event_time", limit=TIMELINE_LIMIT)
+    stored = mm.stores.records.memories.list_items(
+        ns, ItemFilter(session_id=session, current=False), order="-event_time",
+        limit=TIMELINE_LIMIT)
     working = [i for i in mm.working.list(ns) if session is None or i.session_id == session]
     items = sorted([*stored, *working], key=lambda i: i.event_time, reverse=True)
     buckets: dict[str, dict[str, Any]] = {}
@@ -310,7 +311,7 @@ def graph(mm: MemoryManager, ns: str, entity: str | None,
         if not start:
             raise NotFoundError(f"no entity {entity!r} in the graph of namespace {ns!r}")
     else:
-        recent = mm.stores.records.list_items(
+        recent = mm.stores.records.memories.list_items(
             ns, ItemFilter(memory_types=(MemoryType.SEMANTIC,)), order="-event_time",
             limit=30)
         names: list[str] = []
@@ -333,7 +334,7 @@ def graph(mm: MemoryManager, ns: str, entity: str | None,
     memories: list[MemoryItem] = []
     if entity:
         ids = sorted({m for h in hits if h.entity_id in start_ids for m in h.memory_ids})
-        memories = mm.stores.records.get_items(ns, ids[:100])
+        memories = mm.stores.records.memories.get_items(ns, ids[:100])
     cy = {"nodes": [{"data": {"id": n["id"], "label": n["name"], "type": n["type"],
                               "hops": n["hops"], "mentions": n["mentions"],
                               "start": n["start"], "href": n["href"]}} for n in nodes],
@@ -350,20 +351,20 @@ def _doc_name(source_path: str) -> str:
 
 def documents(mm: MemoryManager, ns: str) -> dict[str, Any]:
     rec = mm.stores.records
-    docs = rec.list_documents(ns)
+    docs = rec.documents.list_documents(ns)
     return {"documents": [{"id": d.id, "name": d.metadata.get("original_name")
                            or _doc_name(d.source_path), "source": d.source_path,
                            "title": d.title, "ingested": d.ingested_at,
                            "language": d.language} for d in docs],
-            "stats": rec.document_stats(ns)}
+            "stats": rec.documents.document_stats(ns)}
 
 
 def document(mm: MemoryManager, ns: str, document_id: str) -> dict[str, Any]:
     rec = mm.stores.records
-    doc = rec.find_document(ns, document_id)
+    doc = rec.documents.find_document(ns, document_id)
     if doc is None:
         raise NotFoundError(f"no document {document_id!r} in namespace {ns!r}")
-    chunks = rec.document_chunks(ns, doc.id)
+    chunks = rec.documents.document_chunks(ns, doc.id)
     return {"id": doc.id, "name": doc.metadata.get("original_name") or _doc_name(
                 doc.source_path), "source": doc.source_path, "title": doc.title,
             "ingested": doc.ingested_at, "language": doc.language,

@@ -32,7 +32,7 @@ async def test_block_context_and_flush(manager: MemoryManager) -> None:
     text = system.content or ""
     assert "<hello_memory>" in text and "allergic to peanuts" in text
     # the flushed turns are episodic memories of the namespace, with their session
-    stored = manager.stores.records.list_items("alice", ItemFilter(session_id="s1"))
+    stored = manager.stores.records.memories.list_items("alice", ItemFilter(session_id="s1"))
     assert any("Porto" in i.content for i in stored)
     assert {i.metadata["role"] for i in stored} <= {"user", "assistant"}
     assert all(i.memory_type.value == "episodic" for i in stored)

@@ -132,7 +132,7 @@ def test_a_superseded_fact_said_again_about_its_own_time_is_a_duplicate(
         old = mm.add("Tom lives in Oslo.", namespace="tom", event_time=old_time)
         new = mm.add("Tom moved from Oslo to Bergen.", namespace="tom", event_time=new_time)
     assert old.duplicate_of is not None and new.duplicate_of is not None
-    rows = mm.stores.records.list_items("tom", ItemFilter(status=None))
+    rows = mm.stores.records.memories.list_items("tom", ItemFilter(status=None))
     assert sorted(r.content for r in rows) == ["Tom lives in Oslo.",
                                                "Tom moved from Oslo to Bergen."]
     # Said about a time after it stopped being true, it is news: stored again.
@@ -171,7 +171,7 @@ def test_consolidate_merges_near_duplicates_within_a_type(mm: MemoryManager) -> 
     assert dry.merged == {} and count(mm, ns) == 4
     report = mm.consolidate("semantic", "semantic", namespace=ns)
     assert set(report.removed_sources) == {b.id, copy.id}
-    left = {i.id: i for i in mm.stores.records.list_items(ns)}
+    left = {i.id: i for i in mm.stores.records.memories.list_items(ns)}
     assert set(left) == {a.id, other.id}
     assert left[a.id].importance == 0.8
     assert set(left[a.id].metadata["merged_from"]) == {b.id, copy.id}
@@ -187,7 +187,7 @@ def test_promotion_also_merges_duplicates_already_in_the_target(mm: MemoryManage
     report = mm.consolidate("episodic", "semantic", namespace=ns)  # no episodic source
     assert report.deduplicated == {s1.id: (s2.id,)} and report.merged == {}
     # the copy is merged; a near-duplicate is left to consolidate("semantic", "semantic")
-    assert [i.id for i in mm.stores.records.list_items(ns)] == [s1.id, near.id]
+    assert [i.id for i in mm.stores.records.memories.list_items(ns)] == [s1.id, near.id]
     assert s2.id in mm.get(s1.id, namespace=ns).metadata["merged_from"]
 
 

@@ -248,7 +248,7 @@ def test_export_import_round_trip(tmp_path: Path, embedder, mm: MemoryManager) -
     # second import of the same file is still a no-op.
     assert mm.import_jsonl(path, namespace="copy") == {"imported": 3, "skipped": 0, "duplicates": 0}
     assert mm.import_jsonl(path, namespace="copy") == {"imported": 0, "skipped": 3, "duplicates": 0}
-    copies = {i.id for i in mm.stores.records.list_items("copy")} | {
+    copies = {i.id for i in mm.stores.records.memories.list_items("copy")} | {
         i.id for i in mm.working.list("copy")}
     assert len(copies) == 3 and not copies & set(mine)
     assert mm.stats("x")["total"] == 3

@@ -103,7 +103,7 @@ def loader(mm: MemoryManager) -> ProgressiveLoader:
 
 
 def all_items(mm: MemoryManager) -> list[MemoryItem]:
-    return mm.stores.records.list_items(NS) + mm.working.list(NS)
+    return mm.stores.records.memories.list_items(NS) + mm.working.list(NS)
 
 
 def check_accounting(memories: list[dict[str, Any]], metrics: TokenMetrics) -> None:
@@ -351,7 +351,7 @@ def test_hit_relevance_reads_absolute_evidence() -> None:
 
 
 class CallLog:
-    """The record store with every call recorded (name, positional args, keywords)."""
+    """The memory repository with every call recorded (name, positional args, keywords)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner, self.calls = inner, []
@@ -372,8 +372,8 @@ def test_per_call_reads_are_bounded(mm: MemoryManager, monkeypatch: pytest.Monke
                                     query: str) -> None:
     """No read of the whole namespace: the search, one LIMIT query per topic, the
     standing facts with a LIMIT, and the stored token total."""
-    log = CallLog(mm.stores.records)
-    monkeypatch.setattr(mm.stores, "records", log)
+    log = CallLog(mm.stores.records.memories)
+    monkeypatch.setattr(mm.stores.records, "memories", log)
     loader = ProgressiveLoader(mm, standing_share=0.2)
     loader.load_relevant_context(query, namespace=NS)
     reads = [(name, kwargs) for name, _, kwargs in log.calls
@@ -397,8 +397,8 @@ def test_savings_baseline_is_the_stored_total(mm: MemoryManager) -> None:
 
 def check_totals(mm: MemoryManager, ns: str = NS) -> None:
     """The stored totals against a recount of the rows (every writer keeps them)."""
-    items = mm.stores.records.list_items(ns)
-    assert mm.stores.records.namespace_totals(ns) == (
+    items = mm.stores.records.memories.list_items(ns)
+    assert mm.stores.records.memories.namespace_totals(ns) == (
         len(items), sum(COUNT(i.content) for i in items))
 
 
@@ -425,12 +425,12 @@ def test_every_writer_keeps_the_totals(mm: MemoryManager, tmp_path: Path) -> Non
     mm.export_jsonl(export, namespace=NS)
     assert mm.import_jsonl(export, namespace="copy")["imported"] > 0
     check_totals(mm, "copy")
-    assert mm.stores.records.namespace_totals("copy")[1] == available_tokens(mm, NS) - sum(
+    assert mm.stores.records.memories.namespace_totals("copy")[1] == available_tokens(mm, NS) - sum(
         COUNT(i.content) for i in mm.working.list(NS))
     assert mm.remove(first.id, namespace=NS) in (True, False)  # consolidated away, or not
     check_totals(mm)
     mm.clear("copy", confirm=True)
-    assert mm.stores.records.namespace_totals("copy") == (0, 0)
+    assert mm.stores.records.memories.namespace_totals("copy") == (0, 0)
 
 
 STANDING = "Alice is allergic to peanuts and carries an epinephrine pen."

@@ -64,7 +64,7 @@ def dense(stores: Stores, ns: str, query: str, limit: int) -> list[tuple[str, fl
     qv = stores.embedder.embed_query(query)
     hits = stores.vectors.nearest(MEMORY_COLLECTION, qv.tolist(), namespace=ns, using=DENSE,
                                  limit=limit)
-    items = {i.id: i for i in stores.records.get_items(ns, [h.id for h in hits])}
+    items = {i.id: i for i in stores.records.memories.get_items(ns, [h.id for h in hits])}
     return [(items[h.id].content, h.score) for h in hits if h.id in items]
 
 
@@ -88,7 +88,7 @@ def test_bad_item_in_batch_writes_nothing_anywhere(stores: Stores) -> None:
     with pytest.raises(EmptyContentError):
         stores.add([MemoryItem(content="fine", namespace="u1"),
                     MemoryItem(content="  ", namespace="u1")])
-    assert stores.records.count_items("u1") == 0
+    assert stores.records.memories.count_items("u1") == 0
     assert stores.vectors.count(MEMORY_COLLECTION, namespace="u1") == 0
     assert stores.graph.stats("u1").entities == 0
 
@@ -100,7 +100,7 @@ def test_graph_is_fed_and_cleaned_through_outbox(stores: Stores) -> None:
     alice = stores.graph.find_entities("g", ["alice"])
     reached = stores.graph.neighbors("g", [alice[0].id], max_hops=2)
     assert {h.name for h in reached} == {"Alice", "Bob", "Berlin"}
-    assert stores.records.delete_items("g", [item.id]) == 1
+    assert stores.records.memories.delete_items("g", [item.id]) == 1
     assert stores.apply_outbox() == 1
     assert stores.graph.stats("g").entities == 0
     assert stores.vectors.count(MEMORY_COLLECTION, namespace="g") == 0
@@ -111,7 +111,7 @@ def test_everything_survives_a_restart(tmp_path: Path, embedder, records_url: st
     with open_stores(settings, embedder=embedder, extractor=capitalised_words) as s:
         s.add([MemoryItem(content=c, namespace="p") for c in FACTS])
     with open_stores(settings, embedder=embedder) as s:
-        assert s.records.count_items("p") == 3
+        assert s.records.memories.count_items("p") == 3
         assert s.vectors.count(MEMORY_COLLECTION, namespace="p") == 3
         assert s.graph.stats("p").entities > 0
         assert dense(s, "p", "peanut allergy", 1)[0][0] == FACTS[1]
@@ -122,10 +122,10 @@ def test_pending_outbox_is_replayed_on_open(tmp_path: Path, embedder, records_ur
     open makes the memory searchable."""
     settings = settings_for(tmp_path, records={"url": records_url})
     with open_stores(settings, embedder=embedder) as s:
-        s.records.add_items([MemoryItem(content=FACTS[2], namespace="crash")])
+        s.records.memories.add_items([MemoryItem(content=FACTS[2], namespace="crash")])
         assert s.vectors.count(MEMORY_COLLECTION, namespace="crash") == 0
     with open_stores(settings, embedder=embedder, extractor=capitalised_words) as s:
-        assert s.records.pending_outbox() == []
+        assert s.records.outbox.pending_outbox() == []
         assert dense(s, "crash", "tax deadline", 1)[0][0] == FACTS[2]
 
 
@@ -134,12 +134,12 @@ def test_replay_without_an_extractor_waits_for_first_use(tmp_path: Path, embedde
     bundle keeps the replay for install_extractor() or the first write."""
     settings = settings_for(tmp_path)
     with open_stores(settings, embedder=embedder) as s:
-        s.records.add_items([MemoryItem(content=FACTS[2], namespace="crash")])
+        s.records.memories.add_items([MemoryItem(content=FACTS[2], namespace="crash")])
     with open_stores(settings, embedder=embedder) as s:
-        assert len(s.records.pending_outbox()) == 1
+        assert len(s.records.outbox.pending_outbox()) == 1
         assert dense(s, "crash", "tax deadline", 1) == []  # not indexed yet
         s.add([MemoryItem(content=FACTS[0], namespace="crash")])
-        assert s.records.pending_outbox() == []
+        assert s.records.outbox.pending_outbox() == []
         assert dense(s, "crash", "tax deadline", 1)[0][0] == FACTS[2]
 
 
@@ -171,7 +171,7 @@ def test_cli_demo_persists_across_runs(tmp_path: Path, monkeypatch: pytest.Monke
     assert "Found 8 memories stored by an earlier run" in second.output
     assert (tmp_path / ".hello_memory" / "records.db").exists()
     with open_stores(load_settings(environ={})) as s:
-        assert s.records.count_items("demo", ItemFilter(status=None)) == 8
+        assert s.records.memories.count_items("demo", ItemFilter(status=None)) == 8
 
 
 def bm25(stores: Stores, ns: str, query: str, limit: int = 10) -> list[str]:
@@ -181,7 +181,7 @@ def bm25(stores: Stores, ns: str, query: str, limit: int = 10) -> list[str]:
         return []
     hits = stores.vectors.nearest(MEMORY_COLLECTION, sparse, namespace=ns, using=BM25_VECTOR,
                                  limit=limit)
-    items = {i.id: i for i in stores.records.get_items(ns, [h.id for h in hits])}
+    items = {i.id: i for i in stores.records.memories.get_items(ns, [h.id for h in hits])}
     return [items[h.id].content for h in hits if h.id in items]
 
 

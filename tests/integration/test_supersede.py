@@ -140,7 +140,7 @@ def test_a_move_supersedes_the_old_home_and_as_of_finds_it(mm: MemoryManager,
         assert again.valid_to == T1 and again.superseded_by == new.id
         assert "Tom lives in Oslo." not in contents(copy.search("Where does Tom live?",
                                                                 namespace=NS))
-    audit = mm.stores.records.list_audit(NS)
+    audit = mm.stores.records.audit.list(NS)
     assert any(a["action"] == "supersede" and a["details"]["superseded"] == [old.id]
                for a in audit)
 
@@ -152,7 +152,7 @@ def test_context_blocks_leave_superseded_memories_out(mm: MemoryManager) -> None
     add(mm, "Tom moved from Oslo to Bergen.", T1, session_id="chat-1")
     block = MemoryTool(mm, namespace=NS).get_context_for_query("Where does Tom live?")
     assert "Tom moved from Oslo to Bergen." in block and "Tom lives in Oslo." not in block
-    newest = mm.stores.records.recent_by_topic(NS, ["chat-1"], 5)["chat-1"]
+    newest = mm.stores.records.memories.recent_by_topic(NS, ["chat-1"], 5)["chat-1"]
     assert [i.content for i in newest] == ["Tom moved from Oslo to Bergen."]
 
 
@@ -193,7 +193,7 @@ def test_first_person_is_the_speakers(mm: MemoryManager) -> None:
     assert mm.get(other.id, namespace=NS).valid_to is None
     assert mm.get(tom.id, namespace=NS).superseded_by == moved.id
     assert mm.get(bot.id, namespace=NS).valid_to is None
-    assert mm.stores.records.same_fact(NS, "anna|residence")[0].id == anna.id
+    assert mm.stores.records.memories.same_fact(NS, "anna|residence")[0].id == anna.id
 
 
 def test_an_older_fact_added_later_ends_its_own_validity(mm: MemoryManager) -> None:
@@ -261,7 +261,7 @@ def test_migration_v4_to_v5_keeps_data_and_backfills(tmp_path: Path) -> None:
     a = MemoryItem(content="Tom lives in Oslo.", namespace=NS, event_time=T0)
     b = MemoryItem(content="我跳槽到了腾讯。", namespace=NS, event_time=T1,
                    metadata={"k": 1}, importance=0.8)
-    store.add_items([a, b])
+    store.memories.add_items([a, b])
     store.close()
     # back to v4: none of v5's columns, indexes or tables
     conn = sqlite3.connect(db)
@@ -282,13 +282,13 @@ def test_migration_v4_to_v5_keeps_data_and_backfills(tmp_path: Path) -> None:
     store.open()
     try:
         assert (tmp_path / "records.db.v4.bak").exists()
-        got = {i.id: i for i in store.get_items(NS, [a.id, b.id])}
+        got = {i.id: i for i in store.memories.get_items(NS, [a.id, b.id])}
         assert got[a.id].content == a.content and got[b.id].metadata == {"k": 1}
         assert got[b.id].importance == 0.8
         assert got[a.id].valid_from == T0 and got[b.id].valid_from == T1
         assert all(i.valid_to is None and i.superseded_by is None for i in got.values())
-        assert [i.id for i in store.same_fact(NS, f"{SELF_ENTITY}|employer")] == [b.id]
-        assert [i.id for i in store.same_fact(NS, "tom|residence")] == [a.id]
+        assert [i.id for i in store.memories.same_fact(NS, f"{SELF_ENTITY}|employer")] == [b.id]
+        assert [i.id for i in store.memories.same_fact(NS, "tom|residence")] == [a.id]
     finally:
         store.close()
     version = sqlite3.connect(db).execute(

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # the real embedding model
 
 
 def turns(manager: MemoryManager, ns: str) -> list[Any]:
-    return manager.stores.records.list_items(ns, ItemFilter())
+    return manager.stores.records.memories.list_items(ns, ItemFilter())
 
 
 def test_chatgpt_export(manager: MemoryManager) -> None:

@@ -48,14 +48,14 @@ def test_forget_job_is_soft_audited_and_idempotent(manager: MemoryManager) -> No
 
     first = run_job(manager, "forget", namespace="n", settings=cfg)
     assert first.changed and first.details["ids"] == [low.id]
-    assert manager.stores.records.get_item("n", low.id).status is MemoryStatus.FORGOTTEN
+    assert manager.stores.records.memories.get_item("n", low.id).status is MemoryStatus.FORGOTTEN
     assert manager.get(high.id, namespace="n").status is MemoryStatus.ACTIVE
     assert manager.get(other.id, namespace="other").status is MemoryStatus.ACTIVE
 
     second = run_job(manager, "forget", namespace="n", settings=cfg)
     assert second.counts == {"forgotten": 0} and not second.changed
 
-    audit = [a for a in manager.stores.records.list_audit("n") if a["action"] == "job:forget"]
+    audit = [a for a in manager.stores.records.audit.list("n") if a["action"] == "job:forget"]
     assert len(audit) == 3  # every run leaves a record, dry runs included
     newest = audit[0]["details"]
     assert newest["counts"] == {"forgotten": 0} and newest["dry_run"] is False
@@ -97,9 +97,9 @@ def test_reconcile_job_and_scope(manager: MemoryManager) -> None:
         run_job(manager, "reconcile", namespace="")
     run = run_job(manager, "reconcile", namespace="a")
     assert not run.changed and run.namespace == "a"
-    assert any(a["action"] == "job:reconcile" for a in manager.stores.records.list_audit("a"))
+    assert any(a["action"] == "job:reconcile" for a in manager.stores.records.audit.list("a"))
     assert not any(a["action"] == "job:reconcile"
-                   for a in manager.stores.records.list_audit("b"))
+                   for a in manager.stores.records.audit.list("b"))
     with pytest.raises(InvalidInputError, match="takes no option"):
         run_job(manager, "reconcile", namespace="a", threshold=0.3)
     with pytest.raises(InvalidInputError, match="unknown job"):

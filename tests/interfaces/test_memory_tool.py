@@ -104,14 +104,14 @@ def test_summary_forget_restore_consolidate(manager: MemoryManager) -> None:
     assert summary["total"] == 2 and summary["memories"]["semantic"][0]["id"] == keep
     forgot = tool.run({"action": "forget", "strategy": "importance", "threshold": 0.1})
     assert forgot["ids"] == [drop]
-    assert manager.stores.records.get_item("n", drop).status is MemoryStatus.FORGOTTEN
+    assert manager.stores.records.memories.get_item("n", drop).status is MemoryStatus.FORGOTTEN
     assert manager.restore([drop], namespace="n") == 1
     would = tool.run({"action": "forget", "memory_ids": [drop], "dry_run": True})
     assert would["ids"] == [drop]
-    assert manager.stores.records.get_item("n", drop).status is MemoryStatus.ACTIVE
+    assert manager.stores.records.memories.get_item("n", drop).status is MemoryStatus.ACTIVE
     missing = tool.run({"action": "forget", "memory_ids": [drop, "no-such-id"]})
     assert missing["error"]["type"] == "NotFoundError"
-    assert manager.stores.records.get_item("n", drop).status is MemoryStatus.ACTIVE
+    assert manager.stores.records.memories.get_item("n", drop).status is MemoryStatus.ACTIVE
     by_id = tool.run({"action": "forget", "memory_ids": [drop]})
     assert by_id["ids"] == [drop]
     tool.record_turn("user", "Remember that my train leaves at 7:40 tomorrow!",

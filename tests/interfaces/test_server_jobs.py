@@ -101,7 +101,7 @@ def test_scheduled_consolidate_and_forget_run_and_are_audited(served: Any) -> No
     for name in ("consolidate", "forget"):
         assert jobs[name]["last_run"]["trigger"] == "schedule"
         assert jobs[name]["last_run"]["finished"] and jobs[name]["next_run"]
-    audit = wait_for(lambda: [a for a in mm.stores.records.list_audit("alice", limit=1000)
+    audit = wait_for(lambda: [a for a in mm.stores.records.audit.list("alice", limit=1000)
                               if a["action"] in ("job:consolidate", "job:forget")])
     actions = {a["action"] for a in audit}
     assert actions == {"job:consolidate", "job:forget"}
@@ -126,7 +126,7 @@ def test_run_now_not_found_busy_and_admin_only(served: Any) -> None:
     assert report["job"] == "reconcile" and [x["namespace"] for x in report["runs"]] == [
         "alice"]
     assert {"counts", "details", "started", "finished"} <= set(report["runs"][0])
-    assert any(a["action"] == "job:reconcile" for a in mm.stores.records.list_audit("alice"))
+    assert any(a["action"] == "job:reconcile" for a in mm.stores.records.audit.list("alice"))
     listed = jobs_by_name(client)["reconcile"]
     assert listed["last_run"]["trigger"] == "request"
     assert listed["last_result"]["status"] == "ok"
@@ -172,7 +172,7 @@ def test_run_now_not_found_busy_and_admin_only(served: Any) -> None:
     r = client.post("/v1/jobs/optimize", headers=ADMIN)
     assert r.status_code == 200, r.text
     assert r.json()["runs"][0]["namespace"] == "*"
-    assert any(a["action"] == "job:optimize" for a in mm.stores.records.list_audit("*"))
+    assert any(a["action"] == "job:optimize" for a in mm.stores.records.audit.list("*"))
 
 
 @pytest.mark.slow
@@ -196,7 +196,7 @@ def test_a_failing_job_is_reported_and_the_scheduler_goes_on(served: Any) -> Non
     ok = wait_for(lambda: last("ok"))
     assert ok["last_run"]["started"] > failed["last_run"]["started"]
     assert client.get("/v1/jobs", headers=ADMIN).json()["scheduler_running"] is True
-    assert any(a["action"] == "job:reconcile" for a in mm.stores.records.list_audit("alice"))
+    assert any(a["action"] == "job:reconcile" for a in mm.stores.records.audit.list("alice"))
 
 
 @pytest.mark.slow

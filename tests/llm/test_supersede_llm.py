@@ -80,7 +80,7 @@ def test_the_llm_decides_supersede_against_the_nearest(mm: MemoryManager,
     assert "Tom lives in Oslo." not in hits
     assert "Tom lives in Oslo." in [h.item.content for h in mm.search(
         "Where does Tom live?", namespace=NS, as_of=T0)]
-    audit = mm.stores.records.list_audit(NS)
+    audit = mm.stores.records.audit.list(NS)
     assert any(a["action"] == "supersede" and a["details"]["by"] == "llm" for a in audit)
 
 

@@ -117,8 +117,8 @@ def test_media_source_cannot_be_repointed(tmp_path: Path, clip_checkpoint: Path,
         assert kept.status_code == 200 and kept.json()["metadata"]["source"] == source
         assert call("GET", f"/v1/media/{mid}/thumbnail", params=NS).status_code == 200
 
-        item = mm.stores.records.get_item("u", mid)
-        mm.stores.records.update_item("u", mid, metadata={**item.metadata,
-                                                          "source": str(secret)})
+        item = mm.stores.records.memories.get_item("u", mid)
+        mm.stores.records.memories.update_item("u", mid, metadata={**item.metadata,
+                                                                   "source": str(secret)})
         refused = call("GET", f"/v1/media/{mid}/thumbnail", params=NS)
         assert refused.status_code == 400 and "outside" in refused.json()["detail"]

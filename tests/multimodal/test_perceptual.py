@@ -38,7 +38,8 @@ def _unit_rows(arr: np.ndarray, n: int, d: int) -> None:
 
 
 def _counts(mem: PerceptualMemory, ns: str = NS) -> tuple[int, ...]:
-    records = mem.records.count_items(ns, ItemFilter(memory_types=(MemoryType.PERCEPTUAL,)))
+    only = ItemFilter(memory_types=(MemoryType.PERCEPTUAL,))
+    records = mem.records.memories.count_items(ns, only)
     return (records, *(mem.vectors.count(COLLECTIONS[m], namespace=ns) for m in Modality))
 
 
@@ -213,12 +214,12 @@ def test_records_and_payloads(memory: PerceptualMemory, media: dict[str, Path]) 
     assert raw.content.startswith("audio sha256:")
     named = memory.add(NS, modality="image", source=media["stripes"])
     assert named.content == "stripes.png"
-    stored = memory.records.get_item(NS, img.id)
+    stored = memory.records.memories.get_item(NS, img.id)
     assert stored.metadata == img.metadata and stored.modality is Modality.IMAGE
     point = memory.vectors.retrieve(COLLECTIONS[Modality.IMAGE], [img.id], namespace=NS)[0]
     assert point.payload["source"] == img.metadata["source"]
     assert point.payload["memory_type"] == "perceptual" and point.payload["user_id"] == "u1"
-    assert memory.records.pending_outbox() == []
+    assert memory.records.outbox.pending_outbox() == []
     assert memory.retrieve(NS, media["red"], query_modality="image", user_id="u2") == []
     assert memory.retrieve(NS, media["red"], query_modality="image",
                            min_importance=0.95) == []
@@ -245,7 +246,7 @@ def test_invalid_input_writes_nothing(memory: PerceptualMemory, media: dict[str,
         with pytest.raises(InvalidInputError):
             memory.add(NS, **kwargs)  # type: ignore[arg-type]
     assert _counts(memory) == before
-    assert memory.records.pending_outbox() == []
+    assert memory.records.outbox.pending_outbox() == []
 
 
 def test_unsupported_query_combinations(memory: PerceptualMemory, media: dict[str, Path]) -> None:
@@ -290,13 +291,13 @@ def test_remove_and_clear(memory: PerceptualMemory, media: dict[str, Path]) -> N
     assert memory.remove(NS, img.id) is True
     assert memory.remove(NS, img.id) is False
     assert _counts(memory) == (2, 1, 0, 1)
-    assert memory.records.pending_outbox() == []
+    assert memory.records.outbox.pending_outbox() == []
     assert memory.retrieve(NS, media["red"], query_modality="image") == []
     assert memory.clear(NS) == 2
     assert _counts(memory) == (0, 0, 0, 0)
-    assert memory.records.pending_outbox() == []
+    assert memory.records.outbox.pending_outbox() == []
     assert memory.retrieve(NS, media["a440"], query_modality="audio") == []
-    assert snd.id not in memory.records.all_ids(NS)
+    assert snd.id not in memory.records.memories.all_ids(NS)
 
 
 def test_persistence_across_reopen(tmp_path: Path, text_embedder: object, media: dict[str, Path],

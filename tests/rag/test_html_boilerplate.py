@@ -59,7 +59,7 @@ def test_chunks_of_a_page_hold_only_its_content(rag: RAGPipeline, tmp_path: Path
     (tmp_path / "orchids.html").write_text(page(False), encoding="utf-8")
     assert rag.ingest([tmp_path / "orchids.html"], namespace="kb").files == 1
     [doc] = rag.documents("kb")
-    chunks = rag.index.records.document_chunks("kb", doc.id)
+    chunks = rag.index.records.documents.document_chunks("kb", doc.id)
     assert [c.heading_path for c in chunks] == [
         "Repotting orchids", "Repotting orchids > Choosing a pot"]
     text = " ".join(c.content for c in chunks)

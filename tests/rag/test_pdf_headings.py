@@ -80,7 +80,7 @@ def test_pdf_with_headings_becomes_chunks_with_heading_paths(rag: RAGPipeline,
     report = rag.ingest([path], namespace="kb")
     assert report.files == 1 and report.failed == []
     [doc] = rag.documents("kb")
-    chunks = rag.index.records.document_chunks("kb", doc.id)
+    chunks = rag.index.records.documents.document_chunks("kb", doc.id)
     assert [c.heading_path for c in chunks] == [
         "Employee Handbook", "Employee Handbook > Annual leave",
         "Employee Handbook > Annual leave > Carrying over",

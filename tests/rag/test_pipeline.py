@@ -12,7 +12,7 @@ from hello_memory.errors import InvalidInputError, NamespaceRequiredError
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.rag import RAGPipeline, RAGTool
 from hello_memory.rag.indexing import CHUNK_COLLECTION
-from hello_memory.stores.records.store import ChunkRecord, DocumentRecord
+from hello_memory.stores.records.documents import ChunkRecord, DocumentRecord
 from hello_memory.types import new_id, utcnow
 
 from .corpus import FACTS, write_corpus, write_pdf
@@ -62,12 +62,12 @@ def test_reingest_unchanged_does_nothing_and_changed_replaces(rag: RAGPipeline,
     write_corpus(folder)
     rag.ingest([folder], namespace="kb")
     before = counts(rag, "kb")
-    ids_before = rag.index.records.all_chunk_ids("kb")
+    ids_before = rag.index.records.documents.all_chunk_ids("kb")
 
     again = rag.ingest([folder], namespace="kb")
     assert again.files == 0 and again.chunks == 0 and len(again.skipped) == 9
     assert {r for _, r in again.skipped} == {"unchanged"}
-    assert rag.index.records.all_chunk_ids("kb") == ids_before
+    assert rag.index.records.documents.all_chunk_ids("kb") == ids_before
 
     write_pdf(folder / "warranty.pdf", "The warranty on the espresso machine lasts five "
                                        "years since the 2025 update.")
@@ -80,7 +80,7 @@ def test_reingest_unchanged_does_nothing_and_changed_replaces(rag: RAGPipeline,
     assert not any("two years" in h.content for h in hits), "the old chunk is gone everywhere"
     # Its vectors too: the collection holds exactly the records' chunks.
     assert rag.index.vectors.ids(CHUNK_COLLECTION, namespace="kb") == \
-        rag.index.records.all_chunk_ids("kb")
+        rag.index.records.documents.all_chunk_ids("kb")
 
 
 def test_delete_document_removes_records_vectors_and_bm25_terms(rag: RAGPipeline,
@@ -127,7 +127,7 @@ def test_huge_single_line_is_indexed_when_the_limit_allows(manager: MemoryManage
     path.write_text(" ".join(f"token{i}" for i in range(3000)), encoding="utf-8")
     report = rag.ingest([path], namespace="kb")
     assert report.failed == [] and report.chunks > 5
-    chunks = rag.index.records.document_chunks("kb", report.documents[0])
+    chunks = rag.index.records.documents.document_chunks("kb", report.documents[0])
     assert all(c.token_count <= 200 for c in chunks)
 
 
@@ -204,7 +204,7 @@ def test_crash_after_commit_is_replayed_on_open(open_manager: Callable[[Path], M
                         content="Flamingos stand on one leg to save heat.",
                         content_hash="1" * 64, heading_path="", start=0, end=40,
                         token_count=9)
-    rag.index.records.replace_document(doc, [chunk])  # the commit, then "crash"
+    rag.index.records.documents.replace_document(doc, [chunk])  # the commit, then "crash"
     assert rag.search("flamingos", namespace="kb") == []  # no vector yet: nothing found
     mm.close()
     rag2 = RAGPipeline.from_manager(open_manager(data))
@@ -212,8 +212,9 @@ def test_crash_after_commit_is_replayed_on_open(open_manager: Callable[[Path], M
     [hit] = rag2.search("why do flamingos stand on one leg?", namespace="kb", top_k=1)
     assert hit.chunk_id == chunk.id
     # An orphan vector (its record gone behind the pipeline's back) is removed by reconcile.
-    rag2.index.records.delete_documents("kb", [doc.id])
-    rag2.index.records.mark_rag_applied([e.seq for e in rag2.index.records.pending_rag_outbox()])
+    rag2.index.records.documents.delete_documents("kb", [doc.id])
+    outbox = rag2.index.records.outbox
+    outbox.mark_rag_applied([e.seq for e in outbox.pending_rag_outbox()])
     assert rag2.reconcile("kb") == {"orphan_vectors_deleted": 1, "chunks_indexed": 0}
     assert rag2.stats("kb")["vectors"] == 0
 
@@ -284,7 +285,7 @@ def test_chinese_documents_chunk_search_and_filter_by_language(rag: RAGPipeline,
     en.write_text("# Deploy\n\nRun the database migrations, then restart the API workers.\n",
                   encoding="utf-8")
     report = rag.ingest([zh, en], namespace="kb")
-    chunks = rag.index.records.document_chunks("kb", report.documents[0])
+    chunks = rag.index.records.documents.document_chunks("kb", report.documents[0])
     assert len(chunks) > 2 and all(c.token_count <= 120 for c in chunks)
     assert {c.language for c in chunks} == {"zh"}
     [top] = rag.search("部署的时候先做什么？", namespace="kb", top_k=1)

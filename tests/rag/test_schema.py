@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from hello_memory.stores.records import SCHEMA_VERSION, RecordStore
-from hello_memory.stores.records.store import ChunkRecord, DocumentRecord
+from hello_memory.stores.records.documents import ChunkRecord, DocumentRecord
 
 NOW = datetime(2024, 1, 1, tzinfo=timezone.utc)
 V5_UNDO = """
@@ -39,7 +39,7 @@ def test_upgrade_from_v2_adds_the_chunk_outbox_and_keeps_documents(tmp_path: Pat
     store = RecordStore(f"sqlite:///{db}")
     store.open()
     doc, chunks = _doc()
-    store.replace_document(doc, chunks)
+    store.documents.replace_document(doc, chunks)
     store.close()
     # Turn it back into a v2 database: no hm_rag_outbox, version row 2 (and none of
     # v4's columns, indexes and totals table).
@@ -55,10 +55,10 @@ def test_upgrade_from_v2_adds_the_chunk_outbox_and_keeps_documents(tmp_path: Pat
     try:
         assert SCHEMA_VERSION >= 3
         assert (tmp_path / "records.db.v2.bak").exists()
-        assert [c.content for c in store.document_chunks("kb", doc.id)] == ["alpha"]
-        assert store.pending_rag_outbox() == []  # the new table is there, and empty
-        store.replace_document(doc, [])
-        assert [e.op for e in store.pending_rag_outbox()] == ["delete"]
+        assert [c.content for c in store.documents.document_chunks("kb", doc.id)] == ["alpha"]
+        assert store.outbox.pending_rag_outbox() == []  # the new table is there, and empty
+        store.documents.replace_document(doc, [])
+        assert [e.op for e in store.outbox.pending_rag_outbox()] == ["delete"]
     finally:
         store.close()
     version = sqlite3.connect(db).execute(
@@ -71,22 +71,23 @@ def test_replace_document_is_one_transaction_scoped_to_its_namespace(records_url
     store.open()
     try:
         doc, chunks = _doc("kb")
-        seqs, old = store.replace_document(doc, chunks)
+        seqs, old = store.documents.replace_document(doc, chunks)
         assert len(seqs) == 1 and old == []
-        assert store.find_document("other", doc.id) is None
-        assert store.find_document("kb", "/docs/a.md") == store.find_document("kb", doc.id)
+        assert store.documents.find_document("other", doc.id) is None
+        by_path = store.documents.find_document("kb", "/docs/a.md")
+        assert by_path == store.documents.find_document("kb", doc.id)
         # A chunk of another document in the batch: refused, nothing written.
         bad = ChunkRecord(**{**chunks[0].__dict__, "id": "33333333-3333-3333-3333-333333333333",
                              "document_id": "44444444-4444-4444-4444-444444444444"})
         try:
-            store.replace_document(doc, [bad])
+            store.documents.replace_document(doc, [bad])
         except ValueError:
             pass
         else:
             raise AssertionError("expected InvalidInputError")
-        assert [c.id for c in store.document_chunks("kb", doc.id)] == [chunks[0].id]
-        assert store.delete_documents("other", [doc.id]) == (0, 0)
-        assert store.delete_documents("kb", [doc.id]) == (1, 1)
-        assert store.document_stats("kb") == {"documents": 0, "chunks": 0, "tokens": 0}
+        assert [c.id for c in store.documents.document_chunks("kb", doc.id)] == [chunks[0].id]
+        assert store.documents.delete_documents("other", [doc.id]) == (0, 0)
+        assert store.documents.delete_documents("kb", [doc.id]) == (1, 1)
+        assert store.documents.document_stats("kb") == {"documents": 0, "chunks": 0, "tokens": 0}
     finally:
         store.close()

@@ -32,7 +32,7 @@ def make_manager(data_dir: Path, embedder: Any, *, clock: Any = None,
 
 
 def all_items(mm: MemoryManager, namespace: str) -> list[MemoryItem]:
-    return mm.stores.records.list_items(namespace, ItemFilter(status=None))
+    return mm.stores.records.memories.list_items(namespace, ItemFilter(status=None))
 
 
 def _item_key(i: MemoryItem) -> list[Any]:
@@ -44,9 +44,9 @@ def _item_key(i: MemoryItem) -> list[Any]:
 def fingerprint(mm: MemoryManager, namespaces: list[str]) -> dict[str, Any]:
     """Counts and a content hash of every store, for "nothing changed" assertions."""
     st = mm.stores
-    nss = sorted(set(namespaces) | set(st.records.namespaces()))
+    nss = sorted(set(namespaces) | set(st.records.memories.namespaces()))
     digest = hashlib.sha256()
-    out: dict[str, Any] = {"pending_outbox": len(st.records.pending_outbox())}
+    out: dict[str, Any] = {"pending_outbox": len(st.records.outbox.pending_outbox())}
     for ns in nss:
         items = all_items(mm, ns)
         for item in sorted(items, key=lambda i: i.id):
@@ -67,7 +67,7 @@ def assert_consistent(mm: MemoryManager, namespace: str) -> None:
     exactly one vector whose payload matches it; no vector and no graph link lacks its
     record; the outbox is empty."""
     st = mm.stores
-    assert st.records.pending_outbox() == []
+    assert st.records.outbox.pending_outbox() == []
     items = [i for i in all_items(mm, namespace) if i.memory_type != MemoryType.PERCEPTUAL]
     ids = {i.id for i in items}
     vector_ids = st.vectors.ids(MEMORY_COLLECTION, namespace=namespace)

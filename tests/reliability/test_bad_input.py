@@ -250,7 +250,7 @@ ROWS: list[Row] = [
         MEMORY_COLLECTION, [0.0] * 384, namespace=""), NamespaceRequiredError, "namespace"),
     ("graph read without namespace", lambda c: c.mm.stores.graph.find_entities("", ["Ann"]),
      NamespaceRequiredError, "namespace"),
-    ("record read without namespace", lambda c: c.mm.stores.records.list_items(""),
+    ("record read without namespace", lambda c: c.mm.stores.records.memories.list_items(""),
      NamespaceRequiredError, "namespace"),
     # LLM
     ("LLM answers garbage", _llm_garbage, LLMError, "Person"),

@@ -56,7 +56,7 @@ def test_threads_adding_and_searching_lose_no_write(tmp_path: Path, embedder,
     st = mm.stats("t")
     assert st["by_type"]["episodic"] + st["by_type"]["semantic"] == 60
     assert mm.stores.vectors.count(MEMORY_COLLECTION, namespace="t") == 60
-    assert mm.stores.records.pending_outbox() == []
+    assert mm.stores.records.outbox.pending_outbox() == []
     mm.close()
 
 
@@ -133,7 +133,7 @@ def test_two_managers_on_one_postgresql_database_lose_and_duplicate_nothing(
                 with lock:
                     kept[item.id] = item.content
             edited = mm.update(mine[0], namespace="s", content=f"note {tag}-0, edited")
-            gone = mm.stores.records.get_item("s", mine[1])
+            gone = mm.stores.records.memories.get_item("s", mine[1])
             assert mm.remove(gone.id, namespace="s") is True
             with lock:
                 kept[edited.id] = edited.content
@@ -151,14 +151,14 @@ def test_two_managers_on_one_postgresql_database_lose_and_duplicate_nothing(
     try:
         assert errors == []
         records = managers["a"].stores.records
-        rows = records.list_items("s", ItemFilter(status=None))
+        rows = records.memories.list_items("s", ItemFilter(status=None))
         assert len(rows) == len({r.id for r in rows}) == len(kept) == 4 * 7
         assert {r.id: r.content for r in rows} == kept
         assert not forgotten & {r.id for r in rows}
-        assert records.namespace_totals("s") == records.recount_totals("s")["s"]
+        assert records.memories.namespace_totals("s") == records.memories.recount_totals("s")["s"]
         for mm in managers.values():  # each applies what the other left pending
             mm.reconcile()
-        assert records.pending_outbox() == []
+        assert records.outbox.pending_outbox() == []
         semantic = {r.id for r in rows if r.memory_type.value == "semantic"}
         graph = managers["b"].stores.graph
         assert graph.memory_ids("s") == semantic

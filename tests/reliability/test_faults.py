@@ -85,7 +85,7 @@ def test_bolt_server_dies_and_comes_back(tmp_path: Path, embedder: Any,
         assert "unavailable" in str(info.value) or "failed" in str(info.value)
         # The failed write is durable and queued, never half-visible: its record is
         # committed with a pending outbox row that reconcile (or the next open) applies.
-        pending = mm.stores.records.pending_outbox()
+        pending = mm.stores.records.outbox.pending_outbox()
         late = [i for i in all_items(mm, "f") if i.content.startswith("Dave")]
         assert len(late) == 1 and {e.memory_id for e in pending} == {late[0].id}
         with pytest.raises(StoreError):  # graph-only calls fail with a typed error too
@@ -119,5 +119,6 @@ def test_a_poisoned_outbox_row_does_not_block_other_namespaces(
         mm.update(other.id, namespace="b", importance=0.9)
         assert mm.get(other.id, namespace="b").importance == 0.9
     finally:
-        mm.stores.records.mark_applied([e.seq for e in mm.stores.records.pending_outbox()])
+        outbox = mm.stores.records.outbox
+        outbox.mark_applied([e.seq for e in outbox.pending_outbox()])
         mm.close()

@@ -75,7 +75,7 @@ def _open(tmp: pytest.TempPathFactory, embedder: Any, overrides: dict[str, Any]
 
 def _tidy(m: MemoryManager, bolt: bool) -> None:
     if bolt:  # the Bolt server is shared by the session
-        for ns in m.stores.records.namespaces():
+        for ns in m.stores.records.memories.namespaces():
             # an expected failure (FalkorDB bugs above) may also refuse the clean-up
             with contextlib.suppress(HelloMemoryError):
                 m.stores.graph.clear(ns)

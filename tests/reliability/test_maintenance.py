@@ -71,7 +71,7 @@ def test_reconcile_on_consistent_stores_changes_nothing(mm: MemoryManager) -> No
 
 def test_reconcile_repairs_every_kind_of_drift(mm: MemoryManager, embedder: Any) -> None:
     st = mm.stores
-    items = {i.content: i for i in st.records.list_items("ns")}
+    items = {i.content: i for i in st.records.memories.list_items("ns")}
     lost = items[CORPUS[1][0]]          # semantic: vector and graph links lost
     stale = items[CORPUS[3][0]]         # payload disagrees with the record
     unlinked = items[CORPUS[0][0]]      # graph links lost, vector kept
@@ -111,7 +111,7 @@ def test_reconcile_replays_pending_outbox(mm: MemoryManager) -> None:
     # A crash after the record commit: the record and its outbox row exist, no vector.
     item = MemoryItem(content="Judy collects vintage maps", namespace="ns",
                       memory_type=MemoryType.SEMANTIC, event_time=NOW)
-    mm.stores.records.add_items([item])
+    mm.stores.records.memories.add_items([item])
     report = mm.reconcile()
     assert report.outbox_replayed == 1
     assert_consistent(mm, "ns")
@@ -119,8 +119,8 @@ def test_reconcile_replays_pending_outbox(mm: MemoryManager) -> None:
 
 
 def test_reconcile_finds_orphans_of_a_namespace_without_records(mm: MemoryManager) -> None:
-    ids = [i.id for i in mm.stores.records.list_items("other")]
-    mm.stores.records.delete_items("other", ids)  # crash before the outbox is applied
+    ids = [i.id for i in mm.stores.records.memories.list_items("other")]
+    mm.stores.records.memories.delete_items("other", ids)  # crash before the outbox is applied
     assert mm.stores.vectors.ids(MEMORY_COLLECTION, namespace="other") == set(ids)
     report = mm.reconcile()
     assert "other" in report.namespaces
@@ -167,11 +167,11 @@ def test_replay_at_open_links_the_graph(tmp_path: Path, embedder: Any) -> None:
     mm = make_manager(tmp_path / "d", embedder)
     item = MemoryItem(content="Judy collects vintage maps in Vienna", namespace="ns",
                       memory_type=MemoryType.SEMANTIC, event_time=NOW)
-    mm.stores.records.add_items([item])  # a crash right after the commit
+    mm.stores.records.memories.add_items([item])  # a crash right after the commit
     mm.close()
     mm = make_manager(tmp_path / "d", embedder)  # opening replays the outbox
     try:
-        assert mm.stores.records.pending_outbox() == []
+        assert mm.stores.records.outbox.pending_outbox() == []
         assert item.id in mm.stores.vectors.ids(MEMORY_COLLECTION, namespace="ns")
         assert item.id in mm.stores.graph.memory_ids("ns")
     finally:
@@ -182,7 +182,7 @@ def test_reconcile_links_what_the_replay_at_open_missed(tmp_path: Path, embedder
     mm = make_manager(tmp_path / "d", embedder)
     item = MemoryItem(content="Judy collects vintage maps in Vienna", namespace="ns",
                       memory_type=MemoryType.SEMANTIC, event_time=NOW)
-    mm.stores.records.add_items([item])  # a crash right after the commit
+    mm.stores.records.memories.add_items([item])  # a crash right after the commit
     mm.close()
     mm = make_manager(tmp_path / "d", embedder)
     try:

@@ -125,11 +125,11 @@ def test_a_question_about_the_date_finds_what_was_said_about_it(mm: MemoryManage
     assert _found_by_symbolic(mm, "2026年12月18日我签了什么？", ns, zh.id)
     # the rows the view reads: what was said about that day, whenever it was said
     day = (datetime(2026, 12, 18, tzinfo=UTC), datetime(2026, 12, 19, tzinfo=UTC))
-    assert set(mm.stores.records.mentioning(ns, *day)) == {lease.id, dated.id, zh.id}
+    assert set(mm.stores.records.memories.mentioning(ns, *day)) == {lease.id, dated.id, zh.id}
     mm.forget_ids([dated.id], namespace=ns)  # forgotten: out of search, rows kept
-    assert set(mm.stores.records.mentioning(ns, *day)) == {lease.id, zh.id}
-    assert mm.stores.records.mentioning(ns, datetime(2026, 12, 20, tzinfo=UTC),
-                                        datetime(2026, 12, 21, tzinfo=UTC)) == []
+    assert set(mm.stores.records.memories.mentioning(ns, *day)) == {lease.id, zh.id}
+    assert mm.stores.records.memories.mentioning(ns, datetime(2026, 12, 20, tzinfo=UTC),
+                                                 datetime(2026, 12, 21, tzinfo=UTC)) == []
 
 
 def test_when_questions_prefer_memories_that_say_when(mm: MemoryManager) -> None:
@@ -184,16 +184,17 @@ def test_upgrade_from_v4_keeps_data_and_fills_times(tmp_path: Path) -> None:
     store.open()
     try:
         assert (tmp_path / "records.db.v4.bak").exists()
-        items = {i.id[:1]: i for i in store.list_items("old")}
+        items = {i.id[:1]: i for i in store.memories.list_items("old")}
         assert items["1"].content == "Lunch with  Ana yesterday."  # data kept as it was
         assert items["1"].content_hash == content_hash("Lunch with Ana yesterday.")
-        got = store.mentioned_times("old", items["1"].id)
+        got = store.memories.mentioned_times("old", items["1"].id)
         assert [(r.start.date().isoformat(), r.text) for r in got] == [("2023-05-09",
                                                                         "yesterday")]
-        got = store.mentioned_times("old", items["2"].id)
+        got = store.memories.mentioned_times("old", items["2"].id)
         assert [(r.start.date().isoformat(), r.text) for r in got] == [("2023-05-01", "上周")]
-        assert store.mentioned_times("old", items["3"].id) == []
-        assert store.find_by_hash("old", [content_hash("No time here.")])[0].id == items["3"].id
+        assert store.memories.mentioned_times("old", items["3"].id) == []
+        same = store.memories.find_by_hash("old", [content_hash("No time here.")])
+        assert same[0].id == items["3"].id
     finally:
         store.close()
     with create_engine(url).connect() as conn:

@@ -265,7 +265,7 @@ def test_timeline_graph_documents_jobs(tab: Tab, seeded: Seeded, browser: Any) -
     tab.submit("button:text-is('Delete document')")
     page.wait_for_url(re.compile(r"/ui/documents\?"))
     assert "Document deleted." in page.inner_text("main")
-    assert seeded.mm.stores.records.list_documents("alice") == []
+    assert seeded.mm.stores.records.documents.list_documents("alice") == []
 
     # jobs: schedules and last results; a dry run now
     tab.go("/jobs")

@@ -25,8 +25,8 @@ from hello_memory.errors import (
     SchemaVersionError,
 )
 from hello_memory.stores.records import SCHEMA_VERSION, ItemFilter, RecordStore
+from hello_memory.stores.records.memories import count_tokens
 from hello_memory.stores.records.migrations import MIGRATIONS
-from hello_memory.stores.records.store import count_tokens
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
 from hello_memory.validation import content_hash
 
@@ -107,11 +107,11 @@ def test_items_survive_reopen(records_url: str) -> None:
     s.open()
     it = item("I moved to Berlin in May", importance=0.8, session_id="s1",
               metadata={"tags": ["move"], "emoji": "🦊"}, event_time=T0)
-    s.add_items([it])
+    s.memories.add_items([it])
     s.close()
     s2 = RecordStore(records_url)
     s2.open()
-    got = s2.get_item("ns1", it.id)
+    got = s2.memories.get_item("ns1", it.id)
     s2.close()
     assert got.content == it.content
     assert got.importance == 0.8
@@ -163,7 +163,7 @@ def test_upgrade_from_v1_keeps_data_and_backfills(records_url: str, tmp_path: Pa
     rows = _make_v1(records_url)
     s = RecordStore(records_url)
     s.open()
-    items = s.get_items("old", [r[0] for r in rows])
+    items = s.memories.get_items("old", [r[0] for r in rows])
     s.close()
     assert [i.content for i in items] == [r[1] for r in rows]
     assert all(i.content_hash == content_hash(i.content) for i in items)
@@ -175,9 +175,9 @@ def test_upgrade_from_v1_keeps_data_and_backfills(records_url: str, tmp_path: Pa
     # A second open is a no-op upgrade.
     s = RecordStore(records_url)
     s.open()
-    assert s.count_items("old") == 2
-    s.add_items([item("written after the upgrade", ns="old")])  # every column accepts
-    assert s.count_items("old") == 3 and s.namespace_totals("old")[0] == 3
+    assert s.memories.count_items("old") == 2
+    s.memories.add_items([item("written after the upgrade", ns="old")])  # every column accepts
+    assert s.memories.count_items("old") == 3 and s.memories.namespace_totals("old")[0] == 3
     s.close()
     assert _version(records_url) == SCHEMA_VERSION
 
@@ -219,7 +219,7 @@ def test_upgraded_schema_matches_a_fresh_one(records_url: str, tmp_path: Path,
 def test_newer_schema_is_refused_untouched(records_url: str, tmp_path: Path) -> None:
     s = RecordStore(records_url)
     s.open()
-    s.add_items([item()])
+    s.memories.add_items([item()])
     s.close()
     engine = _engine(records_url)
     with engine.begin() as conn:
@@ -248,28 +248,28 @@ def test_tables_without_version_row_are_refused(records_url: str) -> None:
 def test_batch_is_atomic_on_bad_item(store: RecordStore) -> None:
     good = item("fine")
     with pytest.raises(InvalidImportanceError):
-        store.add_items([good, item("bad", importance=1.5)])
+        store.memories.add_items([good, item("bad", importance=1.5)])
     with pytest.raises(EmptyContentError):
-        store.add_items([good, item("   ")])
+        store.memories.add_items([good, item("   ")])
     with pytest.raises(InvalidImportanceError):
-        store.add_items([good, item("nan", importance=float("nan"))])
+        store.memories.add_items([good, item("nan", importance=float("nan"))])
     with pytest.raises(InvalidInputError, match="naive"):
-        store.add_items([good, item("naive", event_time=datetime(2024, 1, 1))])
-    assert store.count_items("ns1") == 0
-    assert store.pending_outbox() == []
+        store.memories.add_items([good, item("naive", event_time=datetime(2024, 1, 1))])
+    assert store.memories.count_items("ns1") == 0
+    assert store.outbox.pending_outbox() == []
 
 
 def test_duplicate_id_rejected_and_nothing_written(store: RecordStore) -> None:
     first = item("one")
-    store.add_items([first])
+    store.memories.add_items([first])
     with pytest.raises(InvalidInputError, match="already exists"):
-        store.add_items([item("two"), item("three", id=first.id)])
-    assert store.count_items("ns1") == 1
-    assert len(store.pending_outbox()) == 1
+        store.memories.add_items([item("two"), item("three", id=first.id)])
+    assert store.memories.count_items("ns1") == 1
+    assert len(store.outbox.pending_outbox()) == 1
 
 
 def test_filters(store: RecordStore) -> None:
-    store.add_items([
+    store.memories.add_items([
         item("a", event_time=T0, session_id="s1", user_id="u1", importance=0.9),
         item("b", event_time=T0 + timedelta(days=3), session_id="s2", user_id="u1",
              importance=0.2, memory_type=MemoryType.SEMANTIC),
@@ -277,7 +277,7 @@ def test_filters(store: RecordStore) -> None:
              importance=0.5, status=MemoryStatus.FORGOTTEN),
     ])
     def contents(flt: ItemFilter) -> list[str]:
-        return [i.content for i in store.list_items("ns1", flt)]
+        return [i.content for i in store.memories.list_items("ns1", flt)]
     assert contents(ItemFilter()) == ["a", "b"]  # forgotten excluded by default
     assert contents(ItemFilter(status=None)) == ["a", "b", "c"]
     assert contents(ItemFilter(session_id="s1")) == ["a"]
@@ -285,7 +285,7 @@ def test_filters(store: RecordStore) -> None:
     assert contents(ItemFilter(since=T0 + timedelta(days=1), status=None)) == ["b", "c"]
     assert contents(ItemFilter(until=T0 + timedelta(days=1))) == ["a"]
     assert contents(ItemFilter(memory_types=(MemoryType.SEMANTIC,))) == ["b"]
-    assert store.count_items("ns1", ItemFilter(status=None)) == 3
+    assert store.memories.count_items("ns1", ItemFilter(status=None)) == 3
 
 
 def test_session_orders(store: RecordStore) -> None:
@@ -295,71 +295,72 @@ def test_session_orders(store: RecordStore) -> None:
                 status=MemoryStatus.FORGOTTEN)
     other = item("other", event_time=T0, session_id="s2")
     elsewhere = item("elsewhere", ns="ns2", event_time=T0, session_id="s1")
-    store.add_items([late, early, gone, other, elsewhere])
-    orders = store.session_orders("ns1", ["s1", "s2", "s1", "empty"])
+    store.memories.add_items([late, early, gone, other, elsewhere])
+    orders = store.memories.session_orders("ns1", ["s1", "s2", "s1", "empty"])
     # event-time order, active only, this namespace only, every asked session present
     assert orders == {"s1": (early.id, late.id), "s2": (other.id,), "empty": ()}
-    assert store.session_orders("ns1", []) == {}
+    assert store.memories.session_orders("ns1", []) == {}
     # a tie on event time falls back to the recorded time
     tie = item("tie", event_time=T0, session_id="s2",
                recorded_time=other.recorded_time + timedelta(seconds=1))
-    store.add_items([tie])
-    assert store.session_orders("ns1", ["s2"])["s2"] == (other.id, tie.id)
+    store.memories.add_items([tie])
+    assert store.memories.session_orders("ns1", ["s2"])["s2"] == (other.id, tie.id)
     with pytest.raises(NamespaceRequiredError):
-        store.session_orders(" ", ["s1"])
+        store.memories.session_orders(" ", ["s1"])
 
 
 def test_namespace_isolation(store: RecordStore) -> None:
     a, b = item("mine", ns="alice"), item("theirs", ns="bob")
-    store.add_items([a, b])
-    assert store.get_items("alice", [a.id, b.id]) == [store.get_item("alice", a.id)]
+    store.memories.add_items([a, b])
+    alone = store.memories.get_item("alice", a.id)
+    assert store.memories.get_items("alice", [a.id, b.id]) == [alone]
     with pytest.raises(NotFoundError):
-        store.get_item("alice", b.id)
-    assert store.delete_items("alice", [b.id]) == 0
+        store.memories.get_item("alice", b.id)
+    assert store.memories.delete_items("alice", [b.id]) == 0
     with pytest.raises(NotFoundError):
-        store.update_item("alice", b.id, importance=0.1)
-    assert store.get_item("bob", b.id).importance == 0.5
+        store.memories.update_item("alice", b.id, importance=0.1)
+    assert store.memories.get_item("bob", b.id).importance == 0.5
     for bad in ("", "   ", None):
         with pytest.raises(NamespaceRequiredError):
-            store.count_items(bad)  # type: ignore[arg-type]
-    assert store.namespaces() == ["alice", "bob"]
+            store.memories.count_items(bad)  # type: ignore[arg-type]
+    assert store.memories.namespaces() == ["alice", "bob"]
 
 
 def test_update_and_delete_queue_outbox(store: RecordStore) -> None:
     it = item("old text")
-    [seq] = store.add_items([it])
-    store.mark_applied([seq])
-    assert store.pending_outbox() == []
-    new = store.update_item("ns1", it.id, content="new text", importance=0.9)
+    [seq] = store.memories.add_items([it])
+    store.outbox.mark_applied([seq])
+    assert store.outbox.pending_outbox() == []
+    new = store.memories.update_item("ns1", it.id, content="new text", importance=0.9)
     assert new.content_hash == content_hash("new text")
-    assert store.get_item("ns1", it.id).content == "new text"
+    assert store.memories.get_item("ns1", it.id).content == "new text"
     with pytest.raises(InvalidInputError, match="id"):
-        store.update_item("ns1", it.id, id="x")
+        store.memories.update_item("ns1", it.id, id="x")
     with pytest.raises(InvalidImportanceError):
-        store.update_item("ns1", it.id, importance=-1)
-    assert store.get_item("ns1", it.id).importance == 0.9
-    assert store.delete_items("ns1", [it.id, "no-such-id"]) == 1
-    assert [(e.op, e.memory_id) for e in store.pending_outbox()] == [
+        store.memories.update_item("ns1", it.id, importance=-1)
+    assert store.memories.get_item("ns1", it.id).importance == 0.9
+    assert store.memories.delete_items("ns1", [it.id, "no-such-id"]) == 1
+    assert [(e.op, e.memory_id) for e in store.outbox.pending_outbox()] == [
         ("upsert", it.id), ("delete", it.id)]
 
 
 def test_record_access_and_audit(store: RecordStore) -> None:
     it = item("x")
-    store.add_items([it])
-    store.record_access("ns1", [it.id])
-    store.record_access("ns1", [it.id])
-    got = store.get_item("ns1", it.id)
+    store.memories.add_items([it])
+    store.memories.record_access("ns1", [it.id])
+    store.memories.record_access("ns1", [it.id])
+    got = store.memories.get_item("ns1", it.id)
     assert got.access_count == 2 and got.last_access is not None
-    store.add_audit("ns1", "forget", {"forgot": 3})
-    assert store.list_audit("ns1")[0]["details"] == {"forgot": 3}
-    assert store.list_audit("ns2") == []
+    store.audit.add("ns1", "forget", {"forgot": 3})
+    assert store.audit.list("ns1")[0]["details"] == {"forgot": 3}
+    assert store.audit.list("ns2") == []
 
 
 def test_any_sqlalchemy_url_and_unopenable_paths(tmp_path: Path) -> None:
     mem = RecordStore("sqlite://")
     mem.open()
-    mem.add_items([item("in memory")])
-    assert mem.count_items("ns1") == 1
+    mem.memories.add_items([item("in memory")])
+    assert mem.memories.count_items("ns1") == 1
     mem.close()
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
@@ -380,7 +381,7 @@ def test_unreachable_postgresql_is_backend_unavailable() -> None:
 # --- schema v4: stored topics and token counts, namespace totals, bounded reads -----
 def _active_totals(store: RecordStore, ns: str) -> tuple[int, int]:
     """The totals recomputed from the rows, independently of the store's bookkeeping."""
-    items = store.list_items(ns)
+    items = store.memories.list_items(ns)
     return len(items), sum(count_tokens(i.content) for i in items)
 
 
@@ -417,9 +418,10 @@ def test_upgrade_from_v3_fills_topics_tokens_and_totals(records_url: str, tmp_pa
         assert rows["11111111-1111-4111-8111-111111111111"] == (
             "11111111-1111-4111-8111-111111111111")  # no topic, no session: its own id
         for ns in ("old", "v3"):
-            assert s.namespace_totals(ns) == _active_totals(s, ns)
-        assert s.namespace_totals("v3")[0] == 2  # the forgotten row is not counted
-        assert [i.content for i in s.recent_by_topic("v3", ["s9"], 5)["s9"]] == ["in a session"]
+            assert s.memories.namespace_totals(ns) == _active_totals(s, ns)
+        assert s.memories.namespace_totals("v3")[0] == 2  # the forgotten row is not counted
+        recent = s.memories.recent_by_topic("v3", ["s9"], 5)["s9"]
+        assert [i.content for i in recent] == ["in a session"]
         indexes = {i["name"] for i in inspect(engine).get_indexes("hm_memory_items")}
         assert {"ix_items_ns_topic", "ix_items_ns_type_importance"} <= indexes
     finally:
@@ -433,32 +435,34 @@ def test_totals_follow_every_write(store: RecordStore) -> None:
     b = item("second", session_id="s1")
     gone = item("stored forgotten", status=MemoryStatus.FORGOTTEN)
     other = item("another namespace entirely", ns="ns2")
-    store.add_items([a, b, gone, other])
-    checks = [lambda: store.update_item("ns1", a.id, content="now a much longer text than it "
-                                                             "was before, with more tokens"),
-              lambda: store.update_item("ns1", b.id, status=MemoryStatus.FORGOTTEN),
-              lambda: store.update_item("ns1", b.id, content="edited while forgotten"),
-              lambda: store.update_item("ns1", b.id, status=MemoryStatus.ACTIVE),
-              lambda: store.update_item("ns1", gone.id, importance=0.2),
-              lambda: store.delete_items("ns1", [gone.id]),
-              lambda: store.delete_items("ns1", [a.id, "no-such-id"])]
-    assert store.namespace_totals("ns1") == _active_totals(store, "ns1") == (
+    store.memories.add_items([a, b, gone, other])
+    longer = "now a much longer text than it was before, with more tokens"
+    checks = [lambda: store.memories.update_item("ns1", a.id, content=longer),
+              lambda: store.memories.update_item("ns1", b.id, status=MemoryStatus.FORGOTTEN),
+              lambda: store.memories.update_item("ns1", b.id, content="edited while forgotten"),
+              lambda: store.memories.update_item("ns1", b.id, status=MemoryStatus.ACTIVE),
+              lambda: store.memories.update_item("ns1", gone.id, importance=0.2),
+              lambda: store.memories.delete_items("ns1", [gone.id]),
+              lambda: store.memories.delete_items("ns1", [a.id, "no-such-id"])]
+    assert store.memories.namespace_totals("ns1") == _active_totals(store, "ns1") == (
         2, count_tokens(a.content) + count_tokens(b.content))
     for change in checks:
         change()
-        assert store.namespace_totals("ns1") == _active_totals(store, "ns1")
-        assert store.namespace_totals("ns2") == _active_totals(store, "ns2") == (
+        assert store.memories.namespace_totals("ns1") == _active_totals(store, "ns1")
+        assert store.memories.namespace_totals("ns2") == _active_totals(store, "ns2") == (
             1, count_tokens(other.content))
     # A failed write changes nothing, the totals included.
     with pytest.raises(InvalidInputError):
-        store.add_items([item("new one"), item("dup", id=b.id)])
-    assert store.namespace_totals("ns1") == _active_totals(store, "ns1")
-    assert store.delete_items("ns1", [b.id]) == 1
-    assert store.namespace_totals("ns1") == (0, 0) and store.namespace_totals("nobody") == (0, 0)
+        store.memories.add_items([item("new one"), item("dup", id=b.id)])
+    assert store.memories.namespace_totals("ns1") == _active_totals(store, "ns1")
+    assert store.memories.delete_items("ns1", [b.id]) == 1
+    assert store.memories.namespace_totals("ns1") == (0, 0)
+    assert store.memories.namespace_totals("nobody") == (0, 0)
     with store.engine.begin() as conn:  # edited out of band ...
         conn.execute(text("UPDATE hm_namespace_totals SET tokens = 999"))
-    assert store.recount_totals() == {"ns2": (1, count_tokens(other.content))}  # ... repaired
-    assert store.namespace_totals("ns1") == (0, 0)
+    repaired = store.memories.recount_totals()  # ... repaired
+    assert repaired == {"ns2": (1, count_tokens(other.content))}
+    assert store.memories.namespace_totals("ns1") == (0, 0)
 
 
 def test_topics_and_importance_orders(store: RecordStore) -> None:
@@ -471,33 +475,34 @@ def test_topics_and_importance_orders(store: RecordStore) -> None:
     twin = item("twin", metadata={"topic": long_key + "y"}, event_time=T0)  # same prefix
     forgotten = item("forgotten", session_id="s1", status=MemoryStatus.FORGOTTEN,
                      event_time=T0 + timedelta(days=2))
-    store.add_items([old, new, tagged, longer, twin, forgotten])
-    got = store.recent_by_topic("ns1", ["s1", "t", long_key, "none"], 5)
+    store.memories.add_items([old, new, tagged, longer, twin, forgotten])
+    got = store.memories.recent_by_topic("ns1", ["s1", "t", long_key, "none"], 5)
     assert {k: [i.content for i in v] for k, v in got.items()} == {
         "s1": ["new", "old"], "t": ["tagged"], long_key: ["long"], "none": []}
-    assert [i.content for i in store.recent_by_topic("ns1", ["s1"], 1)["s1"]] == ["new"]
-    store.update_item("ns1", old.id, metadata={"topic": "t"})  # a new topic on update
-    assert [i.content for i in store.recent_by_topic("ns1", ["t"], 5)["t"]] == ["tagged", "old"]
+    assert [i.content for i in store.memories.recent_by_topic("ns1", ["s1"], 1)["s1"]] == ["new"]
+    store.memories.update_item("ns1", old.id, metadata={"topic": "t"})  # a new topic on update
+    recent = store.memories.recent_by_topic("ns1", ["t"], 5)["t"]
+    assert [i.content for i in recent] == ["tagged", "old"]
     facts = [item(f"fact {n}", memory_type=MemoryType.SEMANTIC, importance=imp,
                   event_time=T0 + timedelta(days=n))
              for n, imp in enumerate((0.9, 0.3, 0.9, 0.6))]
-    store.add_items(facts)
-    top = store.list_items("ns1", ItemFilter(memory_types=(MemoryType.SEMANTIC,)),
-                           order="-importance", limit=3)
+    store.memories.add_items(facts)
+    top = store.memories.list_items("ns1", ItemFilter(memory_types=(MemoryType.SEMANTIC,)),
+                                    order="-importance", limit=3)
     assert [i.content for i in top] == ["fact 2", "fact 0", "fact 3"]
-    newest = store.list_items("ns1", order="-event_time", limit=2)
+    newest = store.memories.list_items("ns1", order="-event_time", limit=2)
     assert [i.content for i in newest] == ["fact 3", "fact 2"]
     with pytest.raises(InvalidInputError):
-        store.list_items("ns1", order="size")  # type: ignore[arg-type]
+        store.memories.list_items("ns1", order="size")  # type: ignore[arg-type]
 
 
 def test_per_call_reads_run_on_indexes(sqlite_store: RecordStore) -> None:
     """The loader's per-call reads are index searches with LIMIT: no scan of the
     namespace's rows and no sort of them (SQLite's query plan)."""
     store = sqlite_store
-    store.add_items([item(f"memory {n}", session_id=f"s{n % 7}", importance=(n % 10) / 10,
-                          memory_type=(MemoryType.SEMANTIC, MemoryType.EPISODIC)[n % 2],
-                          event_time=T0 + timedelta(minutes=n)) for n in range(300)])
+    store.memories.add_items([item(f"memory {n}", session_id=f"s{n % 7}", importance=(n % 10) / 10,
+                                   memory_type=(MemoryType.SEMANTIC, MemoryType.EPISODIC)[n % 2],
+                                   event_time=T0 + timedelta(minutes=n)) for n in range(300)])
     seen: list[tuple[str, Any]] = []
 
     def capture(conn: Any, cursor: Any, statement: str, params: Any, context: Any,
@@ -507,10 +512,10 @@ def test_per_call_reads_run_on_indexes(sqlite_store: RecordStore) -> None:
 
     event.listen(store.engine, "before_cursor_execute", capture)
     try:
-        store.recent_by_topic("ns1", ["s3", "s4"], 3)
-        store.list_items("ns1", ItemFilter(memory_types=(MemoryType.SEMANTIC,),
-                                           min_importance=0.6), order="-importance", limit=3)
-        store.namespace_totals("ns1")
+        store.memories.recent_by_topic("ns1", ["s3", "s4"], 3)
+        facts = ItemFilter(memory_types=(MemoryType.SEMANTIC,), min_importance=0.6)
+        store.memories.list_items("ns1", facts, order="-importance", limit=3)
+        store.memories.namespace_totals("ns1")
     finally:
         event.remove(store.engine, "before_cursor_execute", capture)
     # The topics' ids (one compound statement), their rows by key, the list; the totals
@@ -541,20 +546,20 @@ def test_aware_times_come_back_as_the_same_instant_in_utc(store: RecordStore,
                                                           when: datetime) -> None:
     """Whatever the server's time zone (the test server's is America/Los_Angeles)."""
     it = item("at an unusual time", event_time=when, last_access=when)
-    store.add_items([it])
-    got = store.get_item("ns1", it.id)
+    store.memories.add_items([it])
+    got = store.memories.get_item("ns1", it.id)
     assert got.event_time == when and got.last_access == when
     assert got.event_time.utcoffset() == timedelta(0)
-    found = store.list_items("ns1", ItemFilter(since=when, until=when))
+    found = store.memories.list_items("ns1", ItemFilter(since=when, until=when))
     assert [i.id for i in found] == [it.id]
 
 
 def test_counters_and_sequence_keys_pass_32_bits(store: RecordStore) -> None:
     it = item("counted")
-    store.add_items([it])
-    store.update_item("ns1", it.id, access_count=2**40)
-    store.record_access("ns1", [it.id])
-    assert store.get_item("ns1", it.id).access_count == 2**40 + 1
+    store.memories.add_items([it])
+    store.memories.update_item("ns1", it.id, access_count=2**40)
+    store.memories.record_access("ns1", [it.id])
+    assert store.memories.get_item("ns1", it.id).access_count == 2**40 + 1
     big = 2**31 + 5  # a long-lived store writes that many outbox and audit rows
     with store.engine.begin() as conn:
         conn.execute(text("UPDATE hm_namespace_totals SET tokens = :t"), {"t": 2**31 - 1})
@@ -569,11 +574,11 @@ def test_counters_and_sequence_keys_pass_32_bits(store: RecordStore) -> None:
                 conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
                                   ":k)"), {"k": big})
     added = item("after many writes")
-    [seq] = store.add_items([added])
+    [seq] = store.memories.add_items([added])
     assert seq > big
-    assert store.namespace_totals("ns1") == (2, 2**31 - 1 + count_tokens(added.content))
-    store.add_audit("ns1", "forget", {"n": 1})
-    assert store.list_audit("ns1", limit=1)[0]["details"] == {"n": 1}
+    assert store.memories.namespace_totals("ns1") == (2, 2**31 - 1 + count_tokens(added.content))
+    store.audit.add("ns1", "forget", {"n": 1})
+    assert store.audit.list("ns1", limit=1)[0]["details"] == {"n": 1}
 
 
 @pytest.mark.parametrize("bad", [
@@ -588,37 +593,38 @@ def test_a_value_the_database_cannot_hold_is_a_typed_error(store: RecordStore,
     (a 400 from the REST API, not a 500) and nothing is written."""
     it = item(**bad)
     try:
-        store.add_items([it])
+        store.memories.add_items([it])
     except InvalidInputError as exc:
         assert "cannot hold" in str(exc)
         assert not (_is_sqlite(store) and "access_count" not in bad)
-        assert store.count_items(it.namespace, ItemFilter(status=None)) == 0
-        assert store.pending_outbox() == [] and store.namespace_totals(it.namespace) == (0, 0)
+        assert store.memories.count_items(it.namespace, ItemFilter(status=None)) == 0
+        assert store.outbox.pending_outbox() == []
+        assert store.memories.namespace_totals(it.namespace) == (0, 0)
     else:
         assert _is_sqlite(store) and "access_count" not in bad
-        assert store.get_item(it.namespace, it.id).content == it.content
+        assert store.memories.get_item(it.namespace, it.id).content == it.content
 
 
 def test_namespaces_and_ids_compare_exactly(store: RecordStore) -> None:
     """No case folding or accent folding anywhere (PostgreSQL's and SQLite's ``=``)."""
     lower, upper, accent = item("lower", ns="team"), item("upper", ns="Team"), item(
         "accent", ns="téam")
-    store.add_items([lower, upper, accent])
+    store.memories.add_items([lower, upper, accent])
     for it in (lower, upper, accent):
-        assert [i.content for i in store.list_items(it.namespace)] == [it.content]
-    assert store.get_items("team", [lower.id.upper(), lower.id]) == [store.get_item(
-        "team", lower.id)]
-    assert store.namespaces() == sorted(["team", "Team", "téam"])
+        assert [i.content for i in store.memories.list_items(it.namespace)] == [it.content]
+    assert store.memories.get_items("team", [lower.id.upper(), lower.id]) == [
+        store.memories.get_item("team", lower.id)]
+    assert store.memories.namespaces() == sorted(["team", "Team", "téam"])
 
 
 def test_documents_list_in_code_point_order(store: RecordStore) -> None:
     """The same order on every database, whatever its collation (ignoring punctuation,
     as en_US.UTF-8 does, would put "a-b.md" after "ab.md")."""
-    from hello_memory.stores.records.store import DocumentRecord
+    from hello_memory.stores.records.documents import DocumentRecord
 
     paths = ["/d/ab.md", "/d/a-b.md", "/d/B.md", "/d/a b.md", "/d/a_b.md"]
     for n, path in enumerate(paths):
-        store.replace_document(DocumentRecord(
+        store.documents.replace_document(DocumentRecord(
             id=f"00000000-0000-4000-8000-{n:012d}", namespace="kb", source_path=path,
             content_hash="h" * 64, ingested_at=T0), [])
-    assert [d.source_path for d in store.list_documents("kb")] == sorted(paths)
+    assert [d.source_path for d in store.documents.list_documents("kb")] == sorted(paths)
