@@ -34,6 +34,7 @@ __all__ = [
     "validate_metadata",
     "validate_query",
     "validate_time",
+    "validate_time_range",
     "validate_top_k",
 ]
 
@@ -196,6 +197,25 @@ def _aware(name: str, value: Any) -> None:
         raise InvalidInputError(
             f"{name} is a naive datetime; pass a timezone-aware one (e.g. tzinfo=timezone.utc)"
         )
+
+
+def validate_time_range(time_range: object) -> tuple[datetime | None, datetime | None]:
+    """A search's ``time_range`` as ``(start, end)``: None is no bound at all, a bound
+    of None an open end; both bounds timezone-aware, start not after end. The one check
+    of the memory search, working memory and every interface that passes a range on."""
+    if time_range is None:
+        return None, None
+    if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
+        raise InvalidInputError("time_range must be a (start, end) tuple; None = open end")
+    start, end = _bound("start", time_range[0]), _bound("end", time_range[1])
+    if start is not None and end is not None and start > end:
+        raise InvalidInputError("time_range start is after its end")
+    return start, end
+
+
+def _bound(which: str, value: object) -> datetime | None:
+    _aware(f"time_range {which}", value)
+    return value if isinstance(value, datetime) else None
 
 
 def validate_top_k(top_k: object) -> int:

@@ -18,13 +18,18 @@ query terms found in the memory. Presets are frozen; derive variants with
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hello_memory.rrf import ViewHit  # the fusion's per-view hit (hello_memory/rrf.py)
 from hello_memory.types import MemoryItem, MemoryType
+
+if TYPE_CHECKING:
+    from hello_memory.stores.graph.base import GraphStore
 
 __all__ = [
     "EPISODIC",
@@ -36,6 +41,7 @@ __all__ = [
     "SearchHit",
     "ViewHit",
     "clip_similarity",
+    "graph_proximity",
     "importance_factor",
     "recency",
 ]
@@ -98,14 +104,6 @@ class ScoreBreakdown:
 
 
 @dataclass(frozen=True)
-class ViewHit:
-    """Where one retrieval view put a memory: 1-based rank and the view's raw score."""
-
-    rank: int
-    score: float
-
-
-@dataclass(frozen=True)
 class SearchHit:
     """One search result, the same type for every caller (docs/RETRIEVAL.md).
 
@@ -137,6 +135,27 @@ class SearchHit:
     @property
     def id(self) -> str:
         return self.item.id
+
+
+# The most entities one graph walk reaches (GraphStore.neighbors' limit).
+GRAPH_WALK_LIMIT = 500
+
+
+def graph_proximity(graph: GraphStore, namespace: str, seed_ids: Sequence[str], *,
+                    max_hops: int, combine: Callable[[float, float], float] = max
+                    ) -> dict[str, float]:
+    """Memory id -> how near a walk from ``seed_ids`` came to it, the one graph score
+    of the project: every entity reached ``hops`` edges away (the seeds at 0, at most
+    ``max_hops``) gives each memory linked to it ``1 / (1 + hops)``; a memory reached
+    through several entities keeps ``combine`` of those (``max``: its nearest link, as
+    the graph view scores one name; ``operator.add``: all of them, as semantic memory's
+    own retrieval scores the question). Read-only."""
+    out: dict[str, float] = {}
+    for hit in graph.neighbors(namespace, seed_ids, max_hops=max_hops, limit=GRAPH_WALK_LIMIT):
+        value = 1.0 / (1 + hit.hops)
+        for memory_id in hit.memory_ids:
+            out[memory_id] = combine(out[memory_id], value) if memory_id in out else value
+    return out
 
 
 def score(

@@ -8,7 +8,9 @@ old one). Retrieval blends two views:
 - graph: the query's entities (extracted the same way, never written) are looked up,
   their neighbourhood within ``max_hops`` is walked, and each memory reached scores
   ``graph = min(1, Σ_e 1 / (1 + hops_e) / n_query_entities)`` over the entities ``e`` it
-  mentions — a direct mention of every query entity gives 1, a two-hop link 1/3;
+  mentions — a direct mention of every query entity gives 1, a two-hop link 1/3
+  (:func:`hello_memory.memory.scoring.graph_proximity`, summed; the graph view of the
+  hybrid search keeps each name's nearest link instead);
 
 final = (0.7·vector + 0.3·graph) × (0.8 + 0.4·importance)
 (:data:`hello_memory.memory.scoring.SEMANTIC`).
@@ -16,6 +18,7 @@ final = (0.7·vector + 0.3·graph) × (0.8 + 0.4·importance)
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -29,7 +32,14 @@ from hello_memory.memory.episodic import (
     dense_similarities,
     matches,
 )
-from hello_memory.memory.scoring import SEMANTIC, ScoringProfile, SearchHit, clip_similarity, score
+from hello_memory.memory.scoring import (
+    SEMANTIC,
+    ScoringProfile,
+    SearchHit,
+    clip_similarity,
+    graph_proximity,
+    score,
+)
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import EntityExtractor
@@ -60,14 +70,9 @@ class SemanticMemory:
         seeds = self.stores.graph.find_entities(namespace, names)
         if not seeds:
             return {}
-        n_query = len(names)
-        reached = self.stores.graph.neighbors(namespace, [e.id for e in seeds],
-                                              max_hops=self.max_hops, limit=500)
-        totals: dict[str, float] = {}
-        for hit in reached:
-            for memory_id in hit.memory_ids:
-                totals[memory_id] = totals.get(memory_id, 0.0) + 1.0 / (1 + hit.hops)
-        return {m: min(1.0, s / n_query) for m, s in totals.items()}
+        totals = graph_proximity(self.stores.graph, namespace, [e.id for e in seeds],
+                                 max_hops=self.max_hops, combine=operator.add)
+        return {m: min(1.0, s / len(names)) for m, s in totals.items()}
 
     def retrieve(
         self,
@@ -91,7 +96,7 @@ class SemanticMemory:
         if missing:  # graph-only candidates still need their true similarity
             vec.update(dense_similarities(self.stores, namespace, qv, scoped, len(missing),
                                           ids=missing))
-        items = self.stores.records.memories.get_items(namespace, list(vec))
+        items = self.stores.records.get_items(namespace, list(vec))
         now = self._clock()
         # No graph evidence for the query at all: similarity alone (one scale with the
         # other types, see scoring.score).

@@ -57,6 +57,7 @@ from hello_memory.validation import (
     validate_content,
     validate_importance,
     validate_item,
+    validate_time_range,
 )
 
 __all__ = ["WorkingMemory"]
@@ -93,22 +94,6 @@ def _positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInputError(f"{name} must be an integer >= 1, got {value!r}")
     return value
-
-
-def _time_bounds(
-    time_range: tuple[datetime | None, datetime | None] | None,
-) -> tuple[datetime | None, datetime | None]:
-    if time_range is None:
-        return None, None
-    if not isinstance(time_range, tuple) or len(time_range) != 2:
-        raise InvalidInputError("time_range must be a (start, end) tuple; None = open end")
-    for bound in time_range:
-        if bound is not None and (not isinstance(bound, datetime) or bound.utcoffset() is None):
-            raise InvalidInputError(f"time_range bounds must be aware datetimes, got {bound!r}")
-    start, end = time_range
-    if start is not None and end is not None and start > end:
-        raise InvalidInputError("time_range start is after its end")
-    return start, end
 
 
 class WorkingMemory:
@@ -380,7 +365,7 @@ class WorkingMemory:
         validate_content(query)
         _positive_int("top_k", top_k)
         floor = validate_importance(min_importance) if min_importance is not None else None
-        start, end = _time_bounds(time_range)
+        start, end = validate_time_range(time_range)
         terms = set(tokenize(query, remove_stopwords=True)) or set(tokenize(query))
         with self._op() as now:
             entries = self._entries(namespace)

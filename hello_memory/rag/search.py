@@ -21,6 +21,7 @@ from hello_memory.errors import ConfigError, InvalidInputError, ModelNotFoundErr
 from hello_memory.llm.base import LLMClient, Message, call_or_fallback
 from hello_memory.rag.indexing import CHUNK_COLLECTION, DENSE, ChunkIndex
 from hello_memory.rag.types import RAGHit
+from hello_memory.rrf import reciprocal_rank_fusion
 from hello_memory.text.bm25 import BM25_VECTOR
 
 __all__ = [
@@ -161,15 +162,14 @@ def vector_filters(filters: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def rrf_fuse(lists: Mapping[str, Sequence[str]], k: int) -> list[tuple[str, float, dict[str, int]]]:
     """Fuse ranked id lists: ``(id, Σ 1/(k + rank), {list: rank})``, best first (ties
-    broken by the best single rank, then by id, so the order is deterministic)."""
-    scores: dict[str, float] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    for name, ids in lists.items():
-        for rank, doc_id in enumerate(ids, 1):
-            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
-            ranks.setdefault(doc_id, {})[name] = rank
-    return sorted(((i, s, ranks[i]) for i, s in scores.items()),
-                  key=lambda t: (-t[1], min(t[2].values()), t[0]))
+    broken by the best single rank, then by id, so the order is deterministic). The
+    project's one fusion (:func:`hello_memory.rrf.reciprocal_rank_fusion`), every list
+    with weight 1."""
+    fused = reciprocal_rank_fusion({name: [(i, 0.0) for i in ids] for name, ids in lists.items()},
+                                   k=k)
+    out = [(i, s, {name: hit.rank for name, hit in hits.items()})
+           for i, (s, hits) in fused.items()]
+    return sorted(out, key=lambda t: (-t[1], min(t[2].values()), t[0]))
 
 
 def default_name(source: str) -> str:
@@ -183,7 +183,7 @@ def document_names(index: ChunkIndex, namespace: str, document_ids: Collection[s
     """The ``name`` of each document (stored with it on ingest), by id."""
     out: dict[str, str] = {}
     for doc_id in sorted(document_ids):
-        doc = index.records.documents.find_document(namespace, doc_id)
+        doc = index.records.find_document(namespace, doc_id)
         name = doc.metadata.get("name") if doc is not None else None
         if isinstance(name, str) and name:
             out[doc_id] = name
@@ -223,7 +223,7 @@ def search_chunks(
                                         using=BM25_VECTOR, limit=limit, filters=payload_filters)
             lists[f"{v.name}:bm25"] = [h.id for h in hits]
     fused = rrf_fuse(lists, rrf_k)[:limit]
-    chunks = {c.id: c for c in index.records.documents.get_chunks(namespace, [f[0] for f in fused])}
+    chunks = {c.id: c for c in index.records.get_chunks(namespace, [f[0] for f in fused])}
     names = document_names(index, namespace, {c.document_id for c in chunks.values()})
     hits_out = [
         RAGHit(chunk_id=c.id, document_id=c.document_id, source=c.source_path,

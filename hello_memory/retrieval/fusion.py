@@ -12,16 +12,15 @@ view, so :func:`explain` can show why it ranked where it did.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 
-from hello_memory.errors import InvalidInputError
-from hello_memory.memory.scoring import SearchHit, ViewHit
+from hello_memory.memory.scoring import SearchHit
+from hello_memory.rrf import RankedList, ViewHit, reciprocal_rank_fusion
 
 __all__ = ["ViewHit", "ViewResult", "explain", "weighted_rrf"]
 
 # One view's ranked output: memory id and the view's own score, best first.
-ViewResult = Sequence[tuple[str, float]]
+ViewResult = RankedList
 
 
 def weighted_rrf(
@@ -31,36 +30,12 @@ def weighted_rrf(
     k: float = 60.0,
     shared_ranks: Collection[str] = (),
 ) -> dict[str, tuple[float, dict[str, ViewHit]]]:
-    """Memory id -> (fused score, per-view hits). A view missing from ``weights``
-    counts with weight 1; a weight of 0 keeps the view's evidence but not its vote.
-    Duplicate ids inside one view keep their first (best) position. In the views named
-    by ``shared_ranks`` equal scores share a rank ("1, 2, 2, 4"): two memories with the
-    same evidence (a consolidated copy and its original) get the same vote, so the
-    order between them is left to their scoring profiles, not to the backend's order
-    of ties."""
-    if k <= 0:
-        raise InvalidInputError(f"rrf k must be positive, got {k!r}")
-    out: dict[str, tuple[float, dict[str, ViewHit]]] = {}
-    for view, ranked in results.items():
-        weight = float(weights.get(view, 1.0))
-        if weight < 0:
-            raise InvalidInputError(f"view weight of {view!r} must be >= 0, got {weight!r}")
-        share = view in shared_ranks
-        seen: set[str] = set()
-        rank = 0
-        previous: float | None = None
-        for memory_id, score in ranked:
-            if memory_id in seen:
-                continue
-            seen.add(memory_id)
-            if not (share and previous is not None and math.isclose(
-                    score, previous, rel_tol=1e-6, abs_tol=1e-9)):
-                rank = len(seen)
-            previous = float(score)
-            fused, hits = out.get(memory_id, (0.0, {}))
-            hits[view] = ViewHit(rank, float(score))
-            out[memory_id] = (fused + weight / (k + rank), hits)
-    return out
+    """Memory id -> (fused score, per-view hits): the project's one reciprocal-rank
+    fusion (:func:`hello_memory.rrf.reciprocal_rank_fusion`, which RAG uses too) over
+    the views. A view missing from ``weights`` counts with weight 1; a weight of 0 keeps
+    the view's evidence but not its vote; in the views named by ``shared_ranks`` equal
+    scores share a rank."""
+    return reciprocal_rank_fusion(results, weights, k=k, shared_ranks=shared_ranks)
 
 
 def explain(hit: SearchHit) -> str:

@@ -34,12 +34,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hello_memory.memory.scoring import graph_proximity
 from hello_memory.retrieval.fusion import ViewResult
-from hello_memory.text.bm25 import BM25_VECTOR, term_index
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.vector.base import Range
 from hello_memory.text import contains_cjk
+from hello_memory.text.bm25 import BM25_VECTOR, term_index
 from hello_memory.text.people import ROLE_WORDS, without_title
 from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
 
@@ -181,8 +182,8 @@ def symbolic_constraint_view(stores: Stores, req: ViewRequest) -> ViewResult:
                                     positive=False))
             else:
                 lists.append(lexical_query(stores, req, req.queries[0], filters, req.limit))
-        mentioned = stores.records.memories.mentioning(req.namespace, start, end,
-                                                       limit=MENTION_CANDIDATES)
+        mentioned = stores.records.mentioning(req.namespace, start, end,
+                                              limit=MENTION_CANDIDATES)
         if not mentioned:
             continue
         if req.vectors:  # the caller's filters (payload) still hold
@@ -403,13 +404,9 @@ def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewRe
         # search costs (docs/PERFORMANCE.md). One cheap read of the seeds decides.
         if len(stores.graph.memory_ids_for_entities(req.namespace, seed_ids)) > HUB_MENTIONS:
             continue
-        reached = stores.graph.neighbors(req.namespace, seed_ids, max_hops=max_hops, limit=500)
-        best: dict[str, float] = {}
-        for hit in reached:
-            for memory_id in hit.memory_ids:
-                best[memory_id] = max(best.get(memory_id, 0.0), 1.0 / (1 + hit.hops))
+        best = graph_proximity(stores.graph, req.namespace, seed_ids, max_hops=max_hops)
         groups.append(best)
-        direct.append({m for h in reached if h.hops == 0 for m in h.memory_ids})
+        direct.append({m for m, value in best.items() if value == 1.0})  # hops 0: 1 / (1 + 0)
         of_person.append(aliases[0] in persons)
     if not groups:
         return []
