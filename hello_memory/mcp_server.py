@@ -1,5 +1,7 @@
-"""An MCP server (``hello-memory mcp``) exposing remember / recall / forget / restore /
-ingest / ask tools, built on the ``mcp`` package (``server`` extra).
+"""An MCP server (``hello-memory mcp``) built on the ``mcp`` package (``server`` extra):
+one tool per operation of the catalogue (:mod:`hello_memory.catalogue`: ``remember``,
+``recall``, ``get_memory``, ``forget``, ``restore``, ...; the same arguments as the REST
+API and the MemoryTool), plus ``ingest`` and ``ask`` over documents.
 
 Every tool takes a ``namespace`` and checks it against the namespace patterns the
 operator granted when starting the server (``--namespace PATTERN`` or the patterns of
@@ -11,12 +13,15 @@ The module is named ``mcp_server`` so that it never shadows the ``mcp`` package.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from functools import wraps
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel, Field
 
 from hello_memory.api.security import confine_path, namespace_allowed
+from hello_memory.catalogue import Call, Catalogue, Operation, annotated, default_catalogue
 from hello_memory.config import Settings
 from hello_memory.errors import (
     ConfigError,
@@ -24,14 +29,13 @@ from hello_memory.errors import (
     InvalidInputError,
     PayloadTooLargeError,
 )
-from hello_memory.memory.manager import hit_to_json, item_to_json
 from hello_memory.tools.rag_access import build_rag
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
 
-__all__ = ["build_server", "grants_for"]
+__all__ = ["build_server", "grants_for", "tool_signature"]
 
 INSTRUCTIONS = (
     "Long-term memory. Call `recall` before answering questions about the user or past "
@@ -56,8 +60,12 @@ def grants_for(settings: Settings, *, namespaces: Sequence[str] = (),
                       "(repeatable; e.g. alice or team/*) or --api-key KEY from api.api_keys")
 
 
-def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[str]) -> Any:
-    """An ``MCPServer`` (``mcp`` 2) whose tools act on ``manager``."""
+def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[str], *,
+                 catalogue: Catalogue | None = None) -> Any:
+    """An ``MCPServer`` (``mcp`` 2) whose tools act on ``manager``: one per operation of
+    ``catalogue`` (default: the memory operations), each taking ``namespace`` and the
+    operation's request fields (the same names, types and defaults as REST and the
+    tool), plus ``ingest`` and ``ask`` over the namespace's documents."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
@@ -100,48 +108,22 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
         server.add_tool(run, name=fn.__name__, description=(fn.__doc__ or "").strip())
         return fn
 
-    @tool
-    def remember(namespace: str, content: str,
-                 memory_type: Literal["working", "episodic", "semantic"] | None = None,
-                 importance: float | None = None) -> dict[str, Any]:
-        """Store a memory: a fact or preference (semantic), an event (episodic) or
-        something about the current task (working). Returns its id."""
-        ns = check(namespace)
-        item = manager.add(content, memory_type, importance, namespace=ns,
-                           auto_classify=memory_type is None)
-        # A repeated remember gives back the memory already stored (issue 15).
-        return {"id": item.id, "memory_type": item.memory_type.value,
-                "importance": item.importance, "duplicate_of": item.duplicate_of,
-                "near_duplicates": [{"id": i, "similarity": s}
-                                    for i, s in item.near_duplicates]}
+    def register(op: Operation) -> None:
+        def handle(namespace: str, **arguments: Any) -> dict[str, Any]:
+            ns = check(namespace)
+            if op.scope == "admin" and "*" not in grants:
+                raise InvalidInputError(f"{op.name} needs a server granted '*'")
+            return op.run(Call(manager, ns, settings), op.parse(arguments))
 
-    @tool
-    def recall(namespace: str, query: str, top_k: int = 5,
-               as_of: str | None = None) -> dict[str, Any]:
-        """Search memories relevant to a query (the one hybrid search); best first, with
-        ids, scores and each view's rank. ``as_of`` (ISO 8601 with offset) searches what
-        was true then, superseded memories included."""
-        ns = check(namespace)
-        hits = manager.search(query, top_k=top_k, namespace=ns, as_of=_as_of(as_of))
-        return {"hits": [hit_to_json(h) for h in hits]}
+        handle.__name__ = op.name_on("mcp")
+        handle.__doc__ = op.doc
+        handle.__signature__ = tool_signature(op)  # type: ignore[attr-defined]
+        tool(handle)
 
-    @tool
-    def forget(namespace: str, memory_ids: list[str]) -> dict[str, Any]:
-        """Forget memories by id (soft: they leave search; `restore` brings them back)."""
-        ns = check(namespace)
-        return {"forgotten": manager.forget_ids(memory_ids, namespace=ns)}
+    for op in (catalogue or default_catalogue()).on("mcp"):
+        register(op)
 
-    @tool
-    def restore(namespace: str, memory_ids: list[str]) -> dict[str, Any]:
-        """Bring forgotten memories back."""
-        ns = check(namespace)
-        return {"restored": manager.restore(memory_ids, namespace=ns)}
-
-    @tool
-    def get_memory(namespace: str, memory_id: str) -> dict[str, Any]:
-        """One memory by id, with every field."""
-        return item_to_json(manager.get(memory_id, namespace=check(namespace)))
-
+    # Documents are not memory operations (the catalogue): RAG's own two tools.
     @tool
     def ingest(namespace: str, text: str | None = None, source: str = "text",
                paths: list[str] | None = None) -> dict[str, Any]:
@@ -165,24 +147,31 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
 
 
 def _payload_bytes(values: Sequence[Any]) -> int:
-    """UTF-8 size of the strings in a tool call's arguments (lists included)."""
+    """UTF-8 size of the strings in a tool call's arguments (inside lists, objects and
+    validated models too)."""
     total = 0
     for value in values:
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
         if isinstance(value, str):
             total += len(value.encode("utf-8", "surrogatepass"))
         elif isinstance(value, (list, tuple)):
             total += _payload_bytes(value)
+        elif isinstance(value, Mapping):
+            total += _payload_bytes([*value.keys(), *value.values()])
     return total
 
 
-def _as_of(value: str | None) -> datetime | None:
-    """``recall``'s ``as_of``: an ISO 8601 time with its offset (issue 15)."""
-    if value is None or not value.strip():
-        return None
-    try:
-        when = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise InvalidInputError(f"as_of must be an ISO 8601 time, got {value!r}") from None
-    if when.tzinfo is None:
-        raise InvalidInputError("as_of needs a UTC offset (e.g. 2024-06-01T00:00:00+00:00)")
-    return when
+def tool_signature(op: Operation) -> inspect.Signature:
+    """``namespace`` and the operation's request fields, as MCP reads a tool's
+    arguments (their JSON schema: the request model's types, bounds, defaults and
+    descriptions)."""
+    params = [inspect.Parameter("namespace", inspect.Parameter.KEYWORD_ONLY,
+                                annotation=Annotated[str, Field(description=(
+                                    "The namespace to act in (granted to this server)."))])]
+    for name, info in op.request.model_fields.items():
+        annotation = annotated(info, Field(description=info.description))
+        default = inspect.Parameter.empty if info.is_required() else info.default
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                        default=default, annotation=annotation))
+    return inspect.Signature(params, return_annotation=dict[str, Any])

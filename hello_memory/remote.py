@@ -96,7 +96,7 @@ class LocalBackend:
         return item_to_json(self.manager.get(memory_id, namespace=namespace))
 
     def stats(self, namespace: str | None) -> dict[str, Any]:
-        return self.manager.stats(namespace)
+        return dict(self.manager.stats(namespace))
 
     def export_jsonl(self, path: Path, *, namespace: str | None) -> int:
         return self.manager.export_jsonl(path, namespace=namespace)

@@ -29,9 +29,16 @@ from hello_memory.config import Settings, load_settings
 from hello_memory.errors import HelloMemoryError
 
 if TYPE_CHECKING:
+    from hello_memory.aio import AsyncMemoryManager
+    from hello_memory.catalogue import Catalogue
     from hello_memory.memory.manager import MemoryManager
 
-__all__ = ["Admin", "Namespace", "create_app", "manager_of"]
+__all__ = ["API_MAX_WORKERS", "Admin", "Namespace", "async_manager_of", "create_app",
+           "manager_of"]
+
+# How many catalogue operations the app runs at once (its AsyncMemoryManager's pool;
+# the rest wait their turn).
+API_MAX_WORKERS = 8
 
 PROBLEM_JSON = "application/problem+json"
 _bearer = HTTPBearer(auto_error=False, description="API key as a bearer token")
@@ -75,6 +82,14 @@ def manager_of(request: Request) -> MemoryManager:
     return manager
 
 
+def async_manager_of(request: Request) -> AsyncMemoryManager:
+    """The app's async facade: the catalogue's routes run every operation in its pool."""
+    amm: AsyncMemoryManager | None = request.app.state.amm
+    if amm is None:
+        raise HelloMemoryError("the memory manager is not open")
+    return amm
+
+
 def manager_of_app(app: FastAPI) -> MemoryManager:
     manager: MemoryManager | None = app.state.manager
     if manager is None:
@@ -89,11 +104,19 @@ def _problem_response(body: dict[str, Any], headers: dict[str, str] | None = Non
 
 
 def create_app(settings: Settings | None = None, *, manager: MemoryManager | None = None,
-               run_jobs: bool = False) -> FastAPI:
+               run_jobs: bool = False, catalogue: Catalogue | None = None,
+               max_workers: int = API_MAX_WORKERS) -> FastAPI:
     """The REST API over ``manager`` (opened from ``settings`` at startup and closed at
     shutdown when not given; a given manager stays the caller's to close). With
     ``run_jobs`` the jobs of ``settings.jobs.schedule`` run on their schedules while the
-    app runs (its lifespan starts and stops them; nothing starts if it is empty)."""
+    app runs (its lifespan starts and stops them; nothing starts if it is empty).
+
+    The memory routes are those of ``catalogue`` (default: the memory operations);
+    they run through an :class:`~hello_memory.aio.AsyncMemoryManager` over the manager,
+    at most ``max_workers`` at once. The lifespan owns that facade: it closes its pool
+    at shutdown (and the manager, when it opened it)."""
+    from hello_memory.aio import AsyncMemoryManager
+
     settings = settings or load_settings()
     owned = manager is None
 
@@ -103,13 +126,19 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
             from hello_memory.memory.manager import MemoryManager
 
             app.state.manager = MemoryManager.open(settings)
+        if app.state.amm is None:
+            app.state.amm = AsyncMemoryManager(app.state.manager, max_workers=max_workers)
         try:
             if run_jobs:
                 app.state.jobs.start()
             yield
         finally:
-            # let a running job finish (off the event loop), then close the manager
+            # let a running job finish (off the event loop), wait for the operations in
+            # flight (the pool), then close the manager
             await run_in_threadpool(app.state.jobs.shutdown)
+            if app.state.amm is not None:
+                await app.state.amm.close()
+                app.state.amm = None
             if owned and app.state.manager is not None:
                 app.state.manager.close()
                 app.state.manager = None
@@ -120,6 +149,9 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
                   description="Long-term memory for LLM agents: working, episodic, semantic "
                   "and perceptual memory, document RAG. Every call names its namespace.")
     app.state.manager = manager
+    # A given manager serves at once, lifespan or not (an ASGI transport without one).
+    app.state.amm = (AsyncMemoryManager(manager, max_workers=max_workers)
+                     if manager is not None else None)
     app.state.settings = settings
     app.state.access = Access(settings.api)
     app.state.rag = None
@@ -180,7 +212,7 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
 
     from hello_memory.api import admin, documents, media, routes
 
-    app.include_router(routes.router)
+    app.include_router(routes.build_router(catalogue))
     app.include_router(admin.router)
     app.include_router(documents.router)
     app.include_router(media.router)

@@ -1,15 +1,18 @@
 """``MemoryTool``: the memory layer as a tool an agent can call.
 
-Two calling styles over the same actions (add, search, summary, stats, update,
-remove, forget, consolidate, clear):
+Two calling styles over the same actions, the operations of the catalogue
+(:mod:`hello_memory.catalogue`: add, add_batch, search, get, update, remove, forget,
+restore, consolidate, stats, summary, context, clear; the same argument names and
+defaults as the REST API and the MCP tools):
 
 - ``tool.run({"action": "search", "query": "..."})``: one entry point that takes
   a dict, as agent frameworks with a single "memory" tool call it;
 - one function per action, described for OpenAI-style function calling by
   ``tool.schemas()`` and dispatched by ``tool.call(name, arguments)``.
 
-Both return a JSON-ready dict: ``ok``, ``action``, the full memory ids (an agent needs
-them to update or remove), scores, and ``text``, a compact rendering that stays under
+Both return a JSON-ready dict: ``ok``, ``action``, the operation's JSON in the tool's
+compact view (:mod:`hello_memory.tools.views`: full memory ids, which an agent needs to
+update or remove, scores), and ``text``, a rendering that stays under
 ``token_budget``. An invalid call returns ``ok: False`` with the error's type and
 message (and changes nothing), so the model can read what went wrong; the direct
 Python methods raise the typed error instead.
@@ -24,26 +27,23 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
+from hello_memory.catalogue import Call, Catalogue, Operation, default_catalogue
 from hello_memory.errors import HelloMemoryError, InvalidInputError
+from hello_memory.memory.manager import item_to_json
 from hello_memory.retrieval.progressive import ProgressiveLoader, optimize_context
-from hello_memory.stores.records import ItemFilter
 from hello_memory.text.tokens import TokenCounter, default_token_counter, truncate_to_tokens
+from hello_memory.tools.views import compact, compact_memory, render_text
 from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace, validate_content
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
-    from hello_memory.memory.scoring import SearchHit
 
 __all__ = ["ACTIONS", "MemoryTool", "memory_dict"]
 
-TypeName = Literal["working", "episodic", "semantic"]
 ROLES = ("user", "assistant", "system", "tool")
 # The most of a context block's budget the standing facts may take.
 STANDING_SHARE = 0.15
@@ -60,91 +60,22 @@ def _same_text(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _given(**arguments: Any) -> dict[str, Any]:
+    """The arguments a Python caller gave (None: left out, the operation's default)."""
+    return {k: list(v) if isinstance(v, (tuple, set)) else v
+            for k, v in arguments.items() if v is not None}
 
 
-class AddArgs(_Args):
-    """Store a new memory. Returns its id."""
-
-    content: str = Field(description="The text to remember, one fact or event.")
-    memory_type: TypeName | None = Field(
-        None, description="working (this conversation), episodic (an event) or semantic "
-        "(a lasting fact or preference); chosen from the text when omitted.")
-    importance: float | None = Field(None, ge=0, le=1,
-                                     description="0..1; estimated when omitted.")
-    metadata: dict[str, Any] | None = Field(None, description="Free-form tags.")
+def _tool_catalogue(catalogue: Catalogue | None) -> Catalogue:
+    return catalogue if catalogue is not None else default_catalogue()
 
 
-class SearchArgs(_Args):
-    """Find memories relevant to a query; returns their ids, scores and text."""
-
-    query: str = Field(description="What to look for, in natural language.")
-    top_k: int = Field(5, ge=1, le=50, description="How many memories to return.")
-    memory_types: list[TypeName] | None = Field(None, description="Limit to these types.")
-    min_importance: float | None = Field(None, ge=0, le=1)
+def _actions(catalogue: Catalogue) -> dict[str, Operation]:
+    return {op.name_on("tool"): op for op in catalogue.on("tool")}
 
 
-class SummaryArgs(_Args):
-    """An overview of what is remembered: counts and the most important memories."""
-
-    limit: int = Field(5, ge=1, le=50, description="Memories shown per type.")
-
-
-class StatsArgs(_Args):
-    """Counts of memories per type and store."""
-
-
-class UpdateArgs(_Args):
-    """Change a memory's content, importance or metadata (by its full id)."""
-
-    memory_id: str = Field(description="The full id returned by add or search.")
-    content: str | None = None
-    importance: float | None = Field(None, ge=0, le=1)
-    metadata: dict[str, Any] | None = None
-
-
-class RemoveArgs(_Args):
-    """Delete one memory for good (by its full id)."""
-
-    memory_id: str = Field(description="The full id returned by add or search.")
-
-
-# Lifecycle arguments left out (None) take the manager's lifecycle defaults (the
-# ``jobs`` settings), as the REST API and the jobs do.
-class ForgetArgs(_Args):
-    """Forget memories (soft: they leave search and can be restored): the given ids,
-    or else the low-value ones chosen by a strategy (left out: the configured one)."""
-
-    memory_ids: list[str] | None = Field(None, description="Forget exactly these ids.")
-    strategy: Literal["importance", "time", "capacity"] | None = None
-    threshold: float | None = Field(None, ge=0, le=1, description="importance: below this.")
-    max_age_days: float | None = Field(None, ge=0, description="time: older than this.")
-    max_items: int | None = Field(None, ge=0, description="capacity: keep this many.")
-    dry_run: bool = Field(False, description="Only report what would be forgotten.")
-
-
-class ConsolidateArgs(_Args):
-    """Promote important memories: episodic -> semantic (left out: the configured
-    direction) or working -> episodic (from_type working)."""
-
-    from_type: Literal["working", "episodic"] | None = None
-    to_type: Literal["episodic", "semantic"] | None = None
-    importance_threshold: float | None = Field(None, ge=0, le=1)
-    dry_run: bool = False
-
-
-class ClearArgs(_Args):
-    """Delete EVERY memory of this namespace. Needs confirm=true."""
-
-    confirm: bool = Field(False, description="Must be true; nothing happens otherwise.")
-
-
-ACTIONS: dict[str, type[_Args]] = {
-    "add": AddArgs, "search": SearchArgs, "summary": SummaryArgs, "stats": StatsArgs,
-    "update": UpdateArgs, "remove": RemoveArgs, "forget": ForgetArgs,
-    "consolidate": ConsolidateArgs, "clear": ClearArgs,
-}
+# action -> request model, of the default catalogue
+ACTIONS = {action: op.request for action, op in _actions(default_catalogue()).items()}
 
 
 def _strip_titles(schema: Any) -> Any:
@@ -157,20 +88,10 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
 def memory_dict(item: MemoryItem, score: float | None = None) -> dict[str, Any]:
-    """The fields an agent needs about one memory (full id included)."""
-    out: dict[str, Any] = {"id": item.id, "memory_type": item.memory_type.value,
-                           "content": item.content, "importance": round(item.importance, 4),
-                           "event_time": _iso(item.event_time)}
-    if score is not None:
-        out["score"] = round(score, 4)
-    if item.metadata:
-        out["metadata"] = item.metadata
-    return out
+    """The fields an agent needs about one memory (full id included): the tool's
+    compact view of ``item_to_json``."""
+    return compact_memory(item_to_json(item), score)
 
 
 class MemoryTool:
@@ -192,8 +113,11 @@ class MemoryTool:
         token_counter: TokenCounter | None = None,
         loader: ProgressiveLoader | None = None,
         prefix: str = "memory_",
+        catalogue: Catalogue | None = None,
     ) -> None:
         self.manager = manager
+        # action -> operation: the catalogue's operations the tool carries
+        self.actions = _actions(_tool_catalogue(catalogue))
         self.namespace = require_namespace(namespace)
         self.user_id = user_id
         self.session_id = session_id
@@ -225,12 +149,12 @@ class MemoryTool:
 
     # --- function calling --------------------------------------------------------------
     def schemas(self) -> list[dict[str, Any]]:
-        """OpenAI function-calling descriptions, one per action (``memory_add``, ...)."""
+        """OpenAI function-calling descriptions, one per action (``memory_add``, ...):
+        the catalogue's request models, the tool's namespace left out (it is fixed)."""
         return [{"type": "function", "function": {
-                    "name": f"{self.prefix}{action}",
-                    "description": (model.__doc__ or "").strip(),
-                    "parameters": _strip_titles(model.model_json_schema())}}
-                for action, model in ACTIONS.items()]
+                    "name": f"{self.prefix}{action}", "description": op.doc,
+                    "parameters": _strip_titles(op.request.model_json_schema())}}
+                for action, op in self.actions.items()]
 
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None
              ) -> dict[str, Any]:
@@ -246,21 +170,26 @@ class MemoryTool:
         return self._dispatch(action, dict(arguments or {}))
 
     def _dispatch(self, action: str, args: dict[str, Any]) -> dict[str, Any]:
-        model = ACTIONS.get(action)
-        if model is None:
-            return self._error(action, InvalidInputError(
-                f"unknown action {action!r}; use one of {', '.join(ACTIONS)}"))
         try:
-            parsed = model.model_validate(args)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or action}: {e['msg']}"
-                                 for e in exc.errors())
-            return self._error(action, InvalidInputError(problems))
-        handler: Callable[..., dict[str, Any]] = getattr(self, action)
-        try:
-            return handler(**parsed.model_dump())
+            return self.invoke(action, args)
         except HelloMemoryError as exc:
             return self._error(action, exc)
+
+    def invoke(self, action: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one action on the tool's namespace: the catalogue operation's handler,
+        its JSON, the tool's compact view of it and a ``text`` rendering. Raises the
+        typed error (an unknown action or bad arguments: InvalidInputError)."""
+        op = self.actions.get(action)
+        if op is None:
+            raise InvalidInputError(f"unknown action {action!r}; use one of "
+                                    f"{', '.join(self.actions)}")
+        args = dict(arguments)
+        if op.scope == "write":  # what this tool writes carries its user and session
+            for key, value in (("user_id", self.user_id), ("session_id", self.session_id)):
+                if key in op.request.model_fields and args.get(key) is None and value:
+                    args[key] = value
+        data = op.run(Call(self.manager, self.namespace), op.parse(args))
+        return self._ok(action, render_text(self, op.name, data), **compact(data))
 
     def _error(self, action: str, exc: Exception) -> dict[str, Any]:
         return {"ok": False, "action": action, "namespace": self.namespace,
@@ -268,7 +197,7 @@ class MemoryTool:
                 "text": f"error ({type(exc).__name__}): {exc}"}
 
     def _ok(self, action: str, text: str, **data: Any) -> dict[str, Any]:
-        return {"ok": True, "action": action, "namespace": self.namespace, **data,
+        return {**data, "ok": True, "action": action, "namespace": self.namespace,
                 "text": text}
 
     def _render(self, header: str, lines: Sequence[str]) -> str:
@@ -280,118 +209,62 @@ class MemoryTool:
             text += f"\n(+{len(plan.left_out)} more not shown)"
         return text
 
-    def _line(self, item: MemoryItem, score: float | None = None) -> str:
-        head = f"- id={item.id} {item.memory_type.value}"
+    def _json_line(self, memory: Mapping[str, Any], score: float | None = None) -> str:
+        """One memory (its JSON) on one line: full id, type, score, importance, date."""
+        head = f"- id={memory['id']} {memory['memory_type']}"
         if score is not None:
             head += f" score={score:.3f}"
-        body = truncate_to_tokens(" ".join(item.content.split()), 80, self.counter)
-        return f"{head} imp={item.importance:.2f} {item.event_time.date().isoformat()}: {body}"
+        body = truncate_to_tokens(" ".join(str(memory["content"]).split()), 80, self.counter)
+        day = str(memory.get("event_time") or "")[:10]
+        return f"{head} imp={float(memory.get('importance') or 0):.2f} {day}: {body}"
 
     # --- actions (typed Python API; these raise instead of returning errors) ----------
     def add(self, content: str, memory_type: str | None = None, importance: float | None = None,
             metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        item = self.manager.add(content, memory_type, importance, metadata,
-                                namespace=self.namespace, user_id=self.user_id,
-                                session_id=self.session_id,
-                                auto_classify=memory_type is None)
-        near = [{"id": i, "similarity": s} for i, s in item.near_duplicates]
-        if item.duplicate_of is not None:  # a repeated add (issue 15): nothing stored
-            return self._ok("add", f"already remembered as {item.memory_type.value} memory "
-                            f"id={item.id}", id=item.id, memory=memory_dict(item),
-                            duplicate_of=item.duplicate_of, near_duplicates=near)
-        return self._ok("add", f"stored {item.memory_type.value} memory id={item.id}",
-                        id=item.id, memory=memory_dict(item), duplicate_of=None,
-                        near_duplicates=near)
+        return self.invoke("add", _given(content=content, memory_type=memory_type,
+                                         importance=importance, metadata=metadata))
 
     def search(self, query: str, top_k: int = 5, memory_types: Sequence[str] | None = None,
                min_importance: float | None = None) -> dict[str, Any]:
-        hits = self.manager.search(query, memory_types, top_k, namespace=self.namespace,
-                                   min_importance=min_importance)
-        return self._hits("search", f"{len(hits)} memories for {query!r}:", hits)
-
-    def _hits(self, action: str, header: str, hits: Sequence[SearchHit]) -> dict[str, Any]:
-        memories = [{**memory_dict(h.item, h.score), "breakdown": h.breakdown.as_dict(),
-                     "views": {v: vh.rank for v, vh in h.views.items()}} for h in hits]
-        text = self._render(header, [self._line(h.item, h.score) for h in hits])
-        return self._ok(action, text, memories=memories, ids=[h.id for h in hits])
+        return self.invoke("search", _given(query=query, top_k=top_k,
+                                            memory_types=memory_types,
+                                            min_importance=min_importance))
 
     def summary(self, limit: int = 5) -> dict[str, Any]:
-        stats = self.manager.stats(self.namespace)
-        records = self.manager.stores.records
-        sections: list[str] = []
-        shown: dict[str, list[dict[str, Any]]] = {}
-        for mtype in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
-            # ORDER BY importance DESC LIMIT n on an index: bounded by ``limit``.
-            top = records.memories.list_items(self.namespace, ItemFilter(memory_types=(mtype,)),
-                                              order="-importance", limit=limit)
-            shown[mtype.value] = [memory_dict(i) for i in top]
-            sections += [self._line(i) for i in top]
-        working = sorted(self.manager.working.list(self.namespace),
-                         key=lambda i: -i.event_time.timestamp())[:limit]
-        shown["working"] = [memory_dict(i) for i in working]
-        sections += [self._line(i) for i in working]
-        by_type = ", ".join(f"{k} {v}" for k, v in stats["by_type"].items())
-        header = f"{stats['total']} memories ({by_type}); most important:"
-        return self._ok("summary", self._render(header, sections), counts=stats["by_type"],
-                        total=stats["total"], memories=shown)
+        return self.invoke("summary", {"limit": limit})
 
     def stats(self) -> dict[str, Any]:
-        st = self.manager.stats(self.namespace)
-        by_type = ", ".join(f"{k} {v}" for k, v in st["by_type"].items())
-        return self._ok("stats", f"{st['total']} memories: {by_type}; "
-                        f"{st['forgotten']} forgotten", stats=st)
+        return self.invoke("stats", {})
 
     def update(self, memory_id: str, content: str | None = None,
                importance: float | None = None,
                metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        item = self.manager.update(memory_id, namespace=self.namespace, content=content,
-                                   importance=importance, metadata=metadata)
-        return self._ok("update", f"updated id={item.id}", id=item.id,
-                        memory=memory_dict(item))
+        return self.invoke("update", _given(memory_id=memory_id, content=content,
+                                            importance=importance, metadata=metadata))
 
     def remove(self, memory_id: str) -> dict[str, Any]:
-        removed = self.manager.remove(memory_id, namespace=self.namespace)
-        return self._ok("remove", f"removed id={memory_id}" if removed
-                        else f"no memory id={memory_id} in this namespace",
-                        id=memory_id, removed=removed)
+        return self.invoke("remove", {"memory_id": memory_id})
 
     def forget(self, strategy: str | None = None, threshold: float | None = None,
                max_age_days: float | None = None, max_items: int | None = None,
-               dry_run: bool = False, memory_ids: Sequence[str] | None = None
-               ) -> dict[str, Any]:
-        """Forget ``memory_ids``, or else by a strategy; what is left out (None) comes
-        from ``manager.lifecycle`` (the ``jobs`` settings)."""
-        verb = "would forget" if dry_run else "forgot"
-        if memory_ids is not None:
-            ids = self.manager.forget_ids(memory_ids, namespace=self.namespace, dry_run=dry_run)
-            return self._ok("forget", f"{verb} {len(ids)} memories by id", ids=ids,
-                            count=len(ids), dry_run=dry_run)
-        args = self.manager.lifecycle.forget_options(strategy, threshold, max_age_days,
-                                                     max_items)
-        rep = self.manager.forget(namespace=self.namespace, dry_run=dry_run, **args)
-        return self._ok("forget", f"{verb} {rep.count} memories ({args['strategy']})",
-                        ids=list(rep.ids), count=rep.count, dry_run=dry_run)
+               dry_run: bool = False, ids: Sequence[str] | None = None) -> dict[str, Any]:
+        """Forget ``ids``, or else by a strategy; what is left out (None) comes from
+        ``manager.lifecycle`` (the ``jobs`` settings)."""
+        return self.invoke("forget", _given(strategy=strategy, threshold=threshold,
+                                            max_age_days=max_age_days, max_items=max_items,
+                                            dry_run=dry_run, ids=ids))
 
     def consolidate(self, from_type: str | None = None, to_type: str | None = None,
                     importance_threshold: float | None = None, dry_run: bool = False
                     ) -> dict[str, Any]:
         """Promote important memories; what is left out (None) comes from
         ``manager.lifecycle`` (default episodic -> semantic)."""
-        args = self.manager.lifecycle.consolidate_options(from_type, to_type,
-                                                          importance_threshold)
-        rep = self.manager.consolidate(namespace=self.namespace, dry_run=dry_run, **args)
-        merged = {k: list(v) for k, v in rep.merged.items()}
-        moved = sum(len(v) for v in merged.values())
-        verb = "would move" if dry_run else "moved"
-        return self._ok("consolidate", f"{verb} {moved} {rep.from_type.value} memories "
-                        f"into {len(merged)} {rep.to_type.value} memories", merged=merged,
-                        promoted=list(rep.promoted), dry_run=dry_run)
+        return self.invoke("consolidate", _given(
+            from_type=from_type, to_type=to_type, importance_threshold=importance_threshold,
+            dry_run=dry_run))
 
     def clear(self, confirm: bool = False) -> dict[str, Any]:
-        done = self.manager.clear(self.namespace, confirm=confirm)
-        return self._ok("clear", f"cleared namespace {self.namespace!r}: "
-                        f"{done['records']} stored and {done['working']} working memories",
-                        removed=done)
+        return self.invoke("clear", {"confirm": confirm})
 
     # --- context for a prompt and conversation capture ------------------------------
     def get_context_for_query(self, query: str, max_tokens: int | None = None) -> str:

@@ -48,12 +48,12 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
                                                      "query": "what does Alice eat?"})
             results["recall"] = (mid, recalled.structured_content["hits"])
             results["forget"] = (await c.call_tool("forget", {
-                "namespace": "alice", "memory_ids": [mid]})).structured_content
+                "namespace": "alice", "ids": [mid]})).structured_content
             after = await c.call_tool("recall", {"namespace": "alice",
                                                  "query": "what does Alice eat?"})
             results["after_forget"] = after.structured_content["hits"]
             results["restore"] = (await c.call_tool("restore", {
-                "namespace": "alice", "memory_ids": [mid]})).structured_content
+                "namespace": "alice", "ids": [mid]})).structured_content
             denied = await c.call_tool("recall", {"namespace": "bob", "query": "anything"})
             results["denied"] = (denied.is_error, denied.content[0].text)
             bad = await c.call_tool("remember", {"namespace": "alice", "content": "  "})
@@ -70,11 +70,16 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
             results["ask"] = ans.structured_content
 
     anyio.run(session)
-    assert results["tools"] == ["ask", "forget", "get_memory", "ingest", "recall", "remember",
-                                "restore"]
+    # one tool per catalogue operation (tests/interfaces/test_catalogue.py), plus RAG's
+    assert results["tools"] == ["add_batch", "ask", "clear", "consolidate", "context",
+                                "forget", "get_memory", "ingest", "recall", "remember",
+                                "remove", "restore", "stats", "summary", "update"]
     mid, hits = results["recall"]
     assert hits[0]["id"] == mid and hits[0]["content"] == "Alice is vegetarian."
-    assert results["forget"] == {"forgotten": [mid]} and results["after_forget"] == []
+    # the REST API's forget answer (issue 16: one serialiser per result)
+    assert results["forget"] == {"strategy": "ids", "namespace": "alice", "ids": [mid],
+                                 "count": 1, "dry_run": False, "hard": False}
+    assert results["after_forget"] == []
     assert results["restore"] == {"restored": 1}
     assert results["denied"][0] and "not granted" in results["denied"][1]
     assert results["bad"][0] and "EmptyContentError" in results["bad"][1]

@@ -25,8 +25,8 @@ def test_add_search_update_remove_by_full_id(manager: MemoryManager) -> None:
               "memory_type": "episodic"})
     found = tool.run({"action": "search", "query": "what food must Alice avoid?", "top_k": 2})
     assert found["ok"] and found["ids"][0] == added["id"]
-    top = found["memories"][0]
-    assert top["score"] > found["memories"][1]["score"]
+    top = found["hits"][0]  # the search JSON, in the tool's compact view
+    assert top["score"] > found["hits"][1]["score"] and set(top["views"]) >= {"semantic"}
     assert added["id"] in found["text"]  # the rendering shows the full id too
     # the id from search is enough to update and remove
     upd = tool.run({"action": "update", "memory_id": found["ids"][0], "importance": 0.4})
@@ -34,6 +34,9 @@ def test_add_search_update_remove_by_full_id(manager: MemoryManager) -> None:
     rem = tool.run({"action": "remove", "memory_id": added["id"]})
     assert rem["ok"] and rem["removed"] is True
     assert manager.stats("alice")["by_type"]["semantic"] == 0
+    # an unknown id is an error, as over REST (404) and MCP
+    again = tool.run({"action": "remove", "memory_id": added["id"]})
+    assert not again["ok"] and again["error"]["type"] == "NotFoundError"
 
 
 def test_function_calling_schemas_and_dispatch(manager: MemoryManager) -> None:
@@ -49,7 +52,7 @@ def test_function_calling_schemas_and_dispatch(manager: MemoryManager) -> None:
     out = tool.call("memory_add", json.dumps({"content": "The deploy runs on Fridays.",
                                               "memory_type": "semantic"}))
     assert out["ok"]
-    assert tool.call("memory_stats", "{}")["stats"]["by_type"]["semantic"] == 1
+    assert tool.call("memory_stats", "{}")["by_type"]["semantic"] == 1
 
 
 def test_invalid_calls_are_reported_and_write_nothing(manager: MemoryManager) -> None:
@@ -81,7 +84,7 @@ def test_clear_needs_confirm_and_stays_in_its_namespace(manager: MemoryManager) 
     assert manager.stats("a")["total"] == 0 and manager.stats("b")["total"] == 1
     assert b.run({"action": "search", "query": "memory of a"})["ids"] != []
     assert all("of a" not in m["content"]
-               for m in b.run({"action": "search", "query": "memory of a"})["memories"])
+               for m in b.run({"action": "search", "query": "memory of a"})["hits"])
 
 
 def test_text_stays_under_the_token_budget(manager: MemoryManager) -> None:
@@ -92,7 +95,7 @@ def test_text_stays_under_the_token_budget(manager: MemoryManager) -> None:
     out = tool.search("quarterly report", top_k=12)
     counter = default_token_counter()
     assert counter.count(out["text"]) <= 60
-    assert len(out["memories"]) == 12  # the structured part is complete
+    assert len(out["hits"]) == 12  # the structured part is complete
     assert "more not shown" in out["text"]
 
 
@@ -106,13 +109,13 @@ def test_summary_forget_restore_consolidate(manager: MemoryManager) -> None:
     assert forgot["ids"] == [drop]
     assert manager.stores.records.memories.get_item("n", drop).status is MemoryStatus.FORGOTTEN
     assert manager.restore([drop], namespace="n") == 1
-    would = tool.run({"action": "forget", "memory_ids": [drop], "dry_run": True})
+    would = tool.run({"action": "forget", "ids": [drop], "dry_run": True})
     assert would["ids"] == [drop]
     assert manager.stores.records.memories.get_item("n", drop).status is MemoryStatus.ACTIVE
-    missing = tool.run({"action": "forget", "memory_ids": [drop, "no-such-id"]})
+    missing = tool.run({"action": "forget", "ids": [drop, "no-such-id"]})
     assert missing["error"]["type"] == "NotFoundError"
     assert manager.stores.records.memories.get_item("n", drop).status is MemoryStatus.ACTIVE
-    by_id = tool.run({"action": "forget", "memory_ids": [drop]})
+    by_id = tool.run({"action": "forget", "ids": [drop]})
     assert by_id["ids"] == [drop]
     tool.record_turn("user", "Remember that my train leaves at 7:40 tomorrow!",
                      importance=0.9)

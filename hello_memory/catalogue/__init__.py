@@ -1,0 +1,206 @@
+"""The operation catalogue: every operation the interfaces expose, defined once.
+
+An :class:`Operation` names a request model (pydantic: argument names, types, defaults,
+bounds, the one JSON schema of the operation), a handler that makes ONE facade call, a
+serialiser that turns the handler's result into JSON, the scope a caller needs and the
+REST method and path. The REST routes (:mod:`hello_memory.api.routes`), the MCP tools
+(:mod:`hello_memory.mcp_server`), :class:`~hello_memory.tools.MemoryTool`'s functions
+and the CLI's ``--json`` output are generated from a :class:`Catalogue`, so an operation
+added here appears everywhere with the same argument names and defaults
+(docs/ARCHITECTURE.md, "Where each kind of change goes"). What an interface adds is
+its own and generic over operations: REST's namespace query parameter and key check,
+MCP's namespace grants and size limit, the tool's fixed namespace and text rendering.
+
+An interface that cannot carry an operation says so in ``Operation.not_on`` (interface
+-> why); a test walks the catalogue and holds every interface to the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+
+from hello_memory.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from hello_memory.config import Settings
+    from hello_memory.memory.manager import MemoryManager
+
+__all__ = ["INTERFACES", "Call", "Catalogue", "Interface", "Operation", "Rest", "Scope",
+           "annotated", "default_catalogue", "invalid_input", "plain_json"]
+
+Scope = Literal["read", "write", "admin"]
+Interface = Literal["rest", "mcp", "tool", "cli"]
+INTERFACES: tuple[Interface, ...] = ("rest", "mcp", "tool", "cli")
+
+
+@dataclass(frozen=True)
+class Call:
+    """Where one call acts: the manager, the (checked) namespace, and the settings of
+    the interface that serves it (None: the manager's own defaults)."""
+
+    manager: MemoryManager
+    namespace: str
+    settings: Settings | None = None
+
+
+@dataclass(frozen=True)
+class Rest:
+    """How REST carries an operation: ``method`` and ``path`` (under ``/v1``; a
+    ``{field}`` in it is a path parameter), the success ``status`` (or ``status_of``,
+    from the result), the fields sent in the query string (a GET or DELETE sends every
+    field there), and ``respond``: a response of its own instead of JSON (export's
+    file)."""
+
+    method: Literal["GET", "POST", "PATCH", "PUT", "DELETE"]
+    path: str
+    status: int = 200
+    query: tuple[str, ...] = ()
+    status_of: Callable[[Any], int] | None = None
+    respond: Callable[[Any, Call], Any] | None = None
+
+    @property
+    def path_fields(self) -> tuple[str, ...]:
+        return tuple(part[1:-1] for part in self.path.split("/")
+                     if part.startswith("{") and part.endswith("}"))
+
+    @property
+    def has_body(self) -> bool:
+        return self.method in ("POST", "PATCH", "PUT")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation, defined once (module doc). ``names`` gives an interface's own
+    name where it keeps an older one (MCP's ``remember``); ``cli`` names the CLI
+    command whose ``--json`` prints this operation's JSON."""
+
+    name: str
+    summary: str
+    request: type[BaseModel]
+    handler: Callable[[Call, Any], Any]
+    serialise: Callable[[Any], dict[str, Any]]
+    scope: Scope
+    rest: Rest | None
+    description: str = ""
+    names: Mapping[str, str] = field(default_factory=dict)
+    not_on: Mapping[str, str] = field(default_factory=dict)
+    cli: str | None = None
+
+    def name_on(self, interface: Interface) -> str:
+        return self.names.get(interface, self.name)
+
+    def on(self, interface: Interface) -> bool:
+        if interface == "rest" and self.rest is None:
+            return False
+        if interface == "cli" and self.cli is None:
+            return False
+        return interface not in self.not_on
+
+    @property
+    def doc(self) -> str:
+        """Summary and description: REST's description, MCP's and the tool's."""
+        return f"{self.summary} {self.description}".strip()
+
+    def parse(self, arguments: Mapping[str, Any]) -> BaseModel:
+        """The request from plain arguments; a mismatch is :class:`InvalidInputError`."""
+        try:
+            return self.request.model_validate(dict(arguments))
+        except ValidationError as exc:
+            raise invalid_input(exc, self.name) from None
+
+    def invoke(self, call: Call, request: BaseModel) -> Any:
+        """The handler's result (blocking: the async interfaces run it in a pool)."""
+        return self.handler(call, request)
+
+    def run(self, call: Call, request: BaseModel) -> dict[str, Any]:
+        """The handler's result as JSON."""
+        return self.serialise(self.invoke(call, request))
+
+
+def annotated(info: FieldInfo, *extra: Any) -> Any:
+    """A request field's type with its bounds (``info.metadata``) and ``extra`` (a
+    FastAPI ``Query``, a pydantic ``Field``): how the interfaces declare one argument
+    of a generated signature."""
+    out: Any = info.annotation
+    for meta in (*info.metadata, *extra):
+        out = Annotated[out, meta]  # nested Annotated flattens
+    return out
+
+
+def invalid_input(exc: ValidationError, where: str) -> InvalidInputError:
+    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or where}: {e['msg']}"
+                         for e in exc.errors())
+    return InvalidInputError(problems)
+
+
+class Catalogue:
+    """An ordered set of operations; the interfaces are built from one."""
+
+    def __init__(self, operations: Mapping[str, Operation] | None = None) -> None:
+        self._ops: dict[str, Operation] = dict(operations or {})
+
+    def register(self, op: Operation) -> Operation:
+        if op.name in self._ops:
+            raise InvalidInputError(f"operation {op.name!r} is already in the catalogue")
+        self._ops[op.name] = op
+        return op
+
+    def extended(self, *ops: Operation) -> Catalogue:
+        """A copy with ``ops`` added (this catalogue stays as it is)."""
+        out = Catalogue(self._ops)
+        for op in ops:
+            out.register(op)
+        return out
+
+    def __iter__(self) -> Iterator[Operation]:
+        return iter(self._ops.values())
+
+    def __getitem__(self, name: str) -> Operation:
+        return self._ops[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._ops
+
+    def on(self, interface: Interface) -> list[Operation]:
+        return [op for op in self if op.on(interface)]
+
+    def named(self, interface: Interface, name: str) -> Operation | None:
+        return next((op for op in self.on(interface) if op.name_on(interface) == name), None)
+
+
+def plain_json(value: Any) -> Any:
+    """A report as JSON: ``as_dict()`` where it has one, a dataclass field by field, a
+    mapping as a dict, enums as their values, tuples and sets as lists."""
+    if hasattr(value, "as_dict") and callable(value.as_dict):
+        return plain_json(value.as_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: plain_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(getattr(type(value), "count", None), property):
+            out["count"] = value.count  # type: ignore[attr-defined]
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): plain_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain_json(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+_default: list[Catalogue] = []
+
+
+def default_catalogue() -> Catalogue:
+    """The memory operations every interface serves (:mod:`.memories`)."""
+    if not _default:
+        from hello_memory.catalogue.memories import MEMORY_OPERATIONS
+
+        _default.append(Catalogue({op.name: op for op in MEMORY_OPERATIONS}))
+    return _default[0]

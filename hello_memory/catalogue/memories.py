@@ -1,0 +1,407 @@
+"""The memory operations: request models, one handler per operation (one facade call),
+and which serialiser turns each result into JSON (``item_to_json``, ``added_to_json``,
+``hit_to_json`` from :mod:`hello_memory.memory.manager`; reports through
+:func:`~hello_memory.catalogue.plain_json`).
+
+Lifecycle fields left out (None) take the ``jobs`` settings through
+``MemoryManager.lifecycle`` (ARCHITECTURE decision 9; README "Lifecycle defaults").
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hello_memory.catalogue import Call, Operation, Rest, plain_json
+from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.memory.manager import added_to_json, hit_to_json, item_to_json
+from hello_memory.types import MemoryItem, MemoryType
+
+if TYPE_CHECKING:
+    from hello_memory.memory.scoring import SearchHit
+
+__all__ = ["MEMORY_OPERATIONS", "AddMany", "AddMemory", "ConsolidateRequest",
+           "ContextRequest", "ForgetRequest", "MemoryEntry", "RecipeName", "RestoreRequest",
+           "SearchRequest", "UpdateMemory"]
+
+TypeName = Literal["working", "episodic", "semantic", "perceptual"]
+StoredType = Literal["working", "episodic", "semantic"]
+# The recipe names of hello_memory.retrieval.recipes.RECIPES (a test keeps them equal).
+RecipeName = Literal["hybrid", "per-type", "bm25-only", "dense-only", "fused",
+                     "fused+symbolic", "fused+graph", "fused+context"]
+# What a repeated add does (issue 15); None: the memory.on_duplicate setting.
+OnDuplicate = Literal["return", "update", "store"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryEntry(_Request):
+    content: str = Field(description="The text to remember, one fact or event.")
+    memory_type: StoredType | None = Field(
+        None, description="working (this conversation), episodic (an event) or semantic "
+        "(a lasting fact or preference); default: memory.default_type, or chosen from the "
+        "text (auto_classify)")
+    importance: float | None = Field(None, ge=0, le=1, description="0..1; estimated "
+                                     "when omitted")
+    metadata: dict[str, Any] | None = Field(None, description="Free-form tags.")
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    event_time: datetime | None = Field(None, description="timezone-aware ISO 8601")
+    auto_classify: bool | None = Field(
+        None, description="choose the type from the text; default: when memory_type is "
+        "left out")
+
+
+def _entry(entry: MemoryEntry, namespace: str) -> dict[str, Any]:
+    data = entry.model_dump(exclude_none=True, exclude={"auto_classify"})
+    auto = entry.memory_type is None if entry.auto_classify is None else entry.auto_classify
+    return {**data, "auto_classify": auto, "namespace": namespace}
+
+
+class AddMemory(MemoryEntry):
+    on_duplicate: OnDuplicate | None = Field(None, description="default: "
+                                             "memory.on_duplicate")
+
+
+class AddMany(_Request):
+    memories: list[MemoryEntry] = Field(min_length=1, max_length=1000)
+    on_duplicate: OnDuplicate | None = Field(None, description="default: "
+                                             "memory.on_duplicate")
+
+
+class SearchRequest(_Request):
+    query: str = Field(description="What to look for, in natural language.")
+    top_k: int = Field(5, ge=1, le=100, description="How many memories to return.")
+    memory_types: list[TypeName] | None = Field(None, description="Limit to these types.")
+    min_importance: float | None = Field(None, ge=0, le=1)
+    since: datetime | None = None
+    until: datetime | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    reference_time: datetime | None = Field(
+        None, description="resolves relative times ('last week'); timezone-aware, "
+        "default now")
+    recipe: RecipeName = Field("hybrid", description="search recipe: 'hybrid' (the "
+                               "default) or an ablation (docs/RETRIEVAL.md)")
+    as_of: datetime | None = Field(
+        None, description="what was true then (timezone-aware): memories superseded "
+        "since are found, default search keeps only those still true")
+
+
+class MemoryId(_Request):
+    memory_id: str = Field(description="The full id returned by add or search.")
+
+
+class UpdateMemory(MemoryId):
+    content: str | None = None
+    importance: float | None = Field(None, ge=0, le=1)
+    metadata: dict[str, Any] | None = None
+
+
+class ForgetRequest(_Request):
+    ids: list[str] | None = Field(None, min_length=1, max_length=10_000,
+                                  description="Forget exactly these ids.")
+    strategy: Literal["importance", "time", "capacity"] | None = Field(
+        None, description="default: jobs.forget_strategy")
+    threshold: float | None = Field(None, ge=0, le=1, description="importance: below "
+                                    "this; default: jobs.forget_threshold")
+    max_age_days: float | None = Field(None, ge=0, description="time: older than this; "
+                                       "default: jobs.forget_max_age_days")
+    max_items: int | None = Field(None, ge=0, description="capacity: keep this many; "
+                                  "default: jobs.forget_max_items")
+    memory_types: list[StoredType] | None = None
+    dry_run: bool = Field(False, description="Only report what would be forgotten.")
+    hard: bool = Field(False, description="Delete for good (no restore); a strategy only.")
+
+
+class RestoreRequest(_Request):
+    ids: list[str] = Field(min_length=1, max_length=10_000)
+
+
+class ConsolidateRequest(_Request):
+    from_type: Literal["working", "episodic"] | None = Field(
+        None, description="default: jobs.consolidate_from (episodic); one end names "
+        "the other")
+    to_type: Literal["episodic", "semantic"] | None = Field(
+        None, description="default: jobs.consolidate_to (semantic)")
+    importance_threshold: float | None = Field(None, ge=0, le=1, description="default: "
+                                               "jobs.consolidate_importance")
+    min_access_count: int | None = Field(None, ge=0, description="default: "
+                                         "jobs.consolidate_min_access")
+    dry_run: bool = False
+
+
+class ContextRequest(_Request):
+    query: str
+    max_tokens: int = Field(1500, ge=1, le=100_000)
+
+
+class SummaryRequest(_Request):
+    limit: int = Field(5, ge=1, le=50, description="Memories shown per type.")
+
+
+class ClearRequest(_Request):
+    confirm: bool = Field(False, description="Must be true; nothing happens otherwise.")
+
+
+class NoArguments(_Request):
+    pass
+
+
+# --- handlers: one facade call each -----------------------------------------------------
+def add(call: Call, req: AddMemory) -> MemoryItem:
+    entry = _entry(MemoryEntry.model_validate(req.model_dump(exclude={"on_duplicate"})),
+                   call.namespace)
+    return call.manager.add_many([entry], on_duplicate=req.on_duplicate)[0]
+
+
+def add_many(call: Call, req: AddMany) -> list[MemoryItem]:
+    return call.manager.add_many([_entry(m, call.namespace) for m in req.memories],
+                                 on_duplicate=req.on_duplicate)
+
+
+@dataclass(frozen=True)
+class Found:
+    recipe: str
+    hits: list[SearchHit]
+
+
+def search(call: Call, req: SearchRequest) -> Found:
+    time_range = (req.since, req.until) if req.since or req.until else None
+    hits = call.manager.search(
+        req.query, req.memory_types, req.top_k, namespace=call.namespace,
+        min_importance=req.min_importance, time_range=time_range, user_id=req.user_id,
+        agent_id=req.agent_id, session_id=req.session_id,
+        reference_time=req.reference_time, recipe=req.recipe, as_of=req.as_of)
+    return Found(req.recipe, hits)
+
+
+def get(call: Call, req: MemoryId) -> MemoryItem:
+    return call.manager.get(req.memory_id, namespace=call.namespace)
+
+
+def update(call: Call, req: UpdateMemory) -> MemoryItem:
+    """An image or audio memory's stored file (``metadata.source``) cannot be changed:
+    it is kept when left out."""
+    mm, metadata = call.manager, req.metadata
+    if metadata is not None:
+        current = mm.stores.records.memories.get_item(call.namespace, req.memory_id)
+        if current.memory_type is MemoryType.PERCEPTUAL:
+            kept = current.metadata.get("source")
+            if "source" in metadata and metadata["source"] != kept:
+                raise InvalidInputError("metadata.source of a media memory names its stored "
+                                        "file and cannot be changed; add the file again")
+            if kept is not None:
+                metadata = {**metadata, "source": kept}
+    return mm.update(req.memory_id, namespace=call.namespace, content=req.content,
+                     importance=req.importance, metadata=metadata)
+
+
+def remove(call: Call, req: MemoryId) -> str:
+    if not call.manager.remove(req.memory_id, namespace=call.namespace):
+        raise NotFoundError(f"no memory {req.memory_id!r} in namespace {call.namespace!r}")
+    return req.memory_id
+
+
+def forget(call: Call, req: ForgetRequest) -> Any:
+    mm = call.manager
+    if req.ids is not None:
+        if req.hard:
+            raise InvalidInputError("hard forgetting takes a strategy, not ids; delete "
+                                    "memories one by one (remove)")
+        done = mm.forget_ids(req.ids, namespace=call.namespace, dry_run=req.dry_run)
+        return {"strategy": "ids", "namespace": call.namespace, "ids": done,
+                "count": len(done), "dry_run": req.dry_run, "hard": False}
+    args = mm.lifecycle.forget_options(req.strategy, req.threshold, req.max_age_days,
+                                       req.max_items)
+    return mm.forget(namespace=call.namespace, memory_types=req.memory_types,
+                     dry_run=req.dry_run, hard=req.hard, **args)
+
+
+def restore(call: Call, req: RestoreRequest) -> int:
+    return call.manager.restore(req.ids, namespace=call.namespace)
+
+
+def consolidate(call: Call, req: ConsolidateRequest) -> Any:
+    mm = call.manager
+    args = mm.lifecycle.consolidate_options(req.from_type, req.to_type,
+                                            req.importance_threshold, req.min_access_count)
+    return mm.consolidate(namespace=call.namespace, dry_run=req.dry_run, **args)
+
+
+def stats(call: Call, req: NoArguments) -> Any:
+    return call.manager.stats(call.namespace)
+
+
+def clear(call: Call, req: ClearRequest) -> Any:
+    if req.confirm is not True:
+        raise InvalidInputError(f"this deletes every memory and document of namespace "
+                                f"{call.namespace!r}: add confirm=true")
+    uploads = None
+    if call.settings is not None:
+        from hello_memory.stores.uploads import uploads_root
+
+        uploads = uploads_root(call.settings.data_dir)
+    return call.manager.clear(call.namespace, confirm=True, uploads_dir=uploads)
+
+
+def context(call: Call, req: ContextRequest) -> dict[str, Any]:
+    from hello_memory.tools.memory_tool import MemoryTool
+
+    tool = MemoryTool(call.manager, namespace=call.namespace,
+                      context_tokens=max(20, req.max_tokens))
+    text = tool.get_context_for_query(req.query, req.max_tokens)
+    return {"context": text, "tokens": tool.counter.count(text)}
+
+
+@dataclass(frozen=True)
+class Summary:
+    stats: Any
+    top: dict[str, list[MemoryItem]]
+
+
+def summary(call: Call, req: SummaryRequest) -> Summary:
+    from hello_memory.stores.records import ItemFilter
+
+    mm, ns = call.manager, call.namespace
+    top: dict[str, list[MemoryItem]] = {}
+    for mtype in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
+        # ORDER BY importance DESC LIMIT n on an index: bounded by ``limit``.
+        top[mtype.value] = mm.stores.records.memories.list_items(
+            ns, ItemFilter(memory_types=(mtype,)), order="-importance", limit=req.limit)
+    top["working"] = sorted(mm.working.list(ns),
+                            key=lambda i: -i.event_time.timestamp())[:req.limit]
+    return Summary(mm.stats(ns), top)
+
+
+def export(call: Call, req: NoArguments) -> str:
+    """The namespace as JSON lines in a temporary file (its path); the caller removes
+    it once sent."""
+    fd, tmp = tempfile.mkstemp(prefix="hm-export-", suffix=".jsonl")
+    os.close(fd)
+    try:
+        call.manager.export_jsonl(tmp, namespace=call.namespace)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+# --- serialisers (one per result type) ----------------------------------------------------
+def added_many_json(items: list[MemoryItem]) -> dict[str, Any]:
+    return {"ids": [i.id for i in items], "memories": [added_to_json(i) for i in items],
+            "duplicates": sum(1 for i in items if i.duplicate_of is not None)}
+
+
+def found_json(found: Found) -> dict[str, Any]:
+    return {"recipe": found.recipe, "hits": [hit_to_json(h) for h in found.hits]}
+
+
+def summary_json(s: Summary) -> dict[str, Any]:
+    st = plain_json(s.stats)
+    return {"namespace": st["namespace"], "total": st["total"], "by_type": st["by_type"],
+            "forgotten": st["forgotten"],
+            "memories": {k: [item_to_json(i) for i in v] for k, v in s.top.items()}}
+
+
+def report_json(report: Any) -> dict[str, Any]:
+    out = plain_json(report)
+    assert isinstance(out, dict)
+    return out
+
+
+def export_file(path: str, call: Call) -> Any:
+    """REST's answer to export: the file, removed once sent."""
+    from starlette.background import BackgroundTask
+    from starlette.responses import FileResponse
+
+    return FileResponse(path, media_type="application/x-ndjson",
+                        filename=call.namespace.replace("/", "_") + ".jsonl",
+                        background=BackgroundTask(os.unlink, path))
+
+
+def _added_status(item: MemoryItem) -> int:
+    return 200 if item.duplicate_of is not None else 201
+
+
+_FILE_ONLY = "a whole namespace as a JSON-lines file: a download, not a tool answer"
+
+MEMORY_OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "add", "Store one memory (importance estimated when not given).",
+        AddMemory, add, added_to_json, "write",
+        Rest("POST", "/memories", 201, query=("on_duplicate",), status_of=_added_status),
+        description="The same content already stored in the namespace and type is "
+        "returned instead (``duplicate_of`` set; REST answers 200).",
+        names={"mcp": "remember"}, cli="add"),
+    Operation(
+        "add_batch", "Store many memories; one invalid entry stores none.",
+        AddMany, add_many, added_many_json, "write",
+        Rest("POST", "/memories/batch", 201, query=("on_duplicate",)),
+        description="Repeated content gives back the memory already stored "
+        "(``duplicate_of``), in entry order."),
+    Operation(
+        "search", "Find memories relevant to a query (the one hybrid search), best first.",
+        SearchRequest, search, found_json, "read", Rest("POST", "/search"),
+        description="Plan, views, fusion, profiles over the requested memory types (all "
+        "by default); each hit carries its ids, scores and per-view ranks.",
+        names={"mcp": "recall"}, cli="search"),
+    Operation(
+        "get", "One memory by its full id, with every field.",
+        MemoryId, get, item_to_json, "read", Rest("GET", "/memories/{memory_id}"),
+        names={"mcp": "get_memory"}, cli="show"),
+    Operation(
+        "update", "Change a memory's content (re-embedded), importance or metadata.",
+        UpdateMemory, update, item_to_json, "write", Rest("PATCH", "/memories/{memory_id}"),
+        description="An image or audio memory's stored file (metadata.source) cannot be "
+        "changed: it is kept when left out."),
+    Operation(
+        "remove", "Delete one memory for good from every store (by its full id).",
+        MemoryId, remove, lambda mid: {"id": mid, "removed": True}, "write",
+        Rest("DELETE", "/memories/{memory_id}", 204),
+        description="An unknown id is an error (NotFoundError; REST 404)."),
+    Operation(
+        "forget", "Forget memories: the given ids, or the low-value ones a strategy picks.",
+        ForgetRequest, forget, report_json, "write", Rest("POST", "/forget"),
+        description="Soft (restorable) unless hard; with ids, exactly those (an unknown "
+        "id changes nothing: NotFoundError).", cli="forget"),
+    Operation(
+        "restore", "Bring soft-forgotten memories back into search.",
+        RestoreRequest, restore, lambda n: {"restored": n}, "write", Rest("POST", "/restore")),
+    Operation(
+        "consolidate", "Promote important memories: episodic -> semantic (the default) or "
+        "working -> episodic, merging near-duplicates.",
+        ConsolidateRequest, consolidate, report_json, "write", Rest("POST", "/consolidate")),
+    Operation(
+        "stats", "Counts of memories per type and store for the namespace.",
+        NoArguments, stats, report_json, "read", Rest("GET", "/stats"), cli="stats"),
+    Operation(
+        "summary", "An overview of what is remembered: counts and the most important "
+        "memories of each type.",
+        SummaryRequest, summary, summary_json, "read", Rest("GET", "/summary")),
+    Operation(
+        "context", "A ready-to-inject block of the memories relevant to a query, under a "
+        "token budget (progressive loader: index -> timeline -> full memories).",
+        ContextRequest, context, report_json, "read", Rest("POST", "/context")),
+    Operation(
+        "clear", "Delete EVERYTHING of the namespace (and only it): memories, documents, "
+        "vectors, graph, audit rows, uploaded files. Needs confirm=true.",
+        ClearRequest, clear, report_json, "write",
+        Rest("DELETE", "/namespace", query=("confirm",)),
+        description="Returns counts per kind."),
+    Operation(
+        "export", "Every memory of the namespace (forgotten and working ones too) as JSON "
+        "lines, the file `hello-memory export` writes and `import` reads.",
+        NoArguments, export, lambda path: {"path": path}, "read",
+        Rest("GET", "/export", respond=export_file),
+        not_on={"mcp": _FILE_ONLY, "tool": _FILE_ONLY}),
+)

@@ -1,0 +1,154 @@
+"""The MemoryTool's compact view of an operation's JSON (the JSON every interface
+returns, :mod:`hello_memory.catalogue`), and its one-line text renderings.
+
+The view is built on the JSON, not beside it: a memory (``item_to_json``) keeps the
+fields an agent needs (full id, type, content, importance, event time, tags), a hit
+(``hit_to_json``) adds its score, profile breakdown and per-view ranks, and a list of
+hits also gives ``ids``; everything else passes through. An operation without a
+rendering of its own is rendered generically, so a new operation needs none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+__all__ = ["TEXTS", "compact", "compact_memory", "render_text"]
+
+_MEMORY_KEYS = frozenset({"id", "namespace", "content", "memory_type", "status",
+                          "recorded_time"})
+_ITEM_KEYS = _MEMORY_KEYS | {"modality", "user_id", "agent_id", "session_id", "event_time",
+                             "importance", "access_count", "last_access", "metadata",
+                             "valid_from", "valid_to", "superseded_by"}
+
+
+def _is_memory(value: Mapping[str, Any]) -> bool:
+    return value.keys() >= _MEMORY_KEYS
+
+
+def _is_hit(value: Mapping[str, Any]) -> bool:
+    return {"id", "score", "memory", "views"} <= value.keys() and isinstance(
+        value["memory"], Mapping)
+
+
+def compact_memory(memory: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
+    """The fields an agent needs about one memory (full id included), and whatever
+    the operation added beside the memory's own fields (``duplicate_of``, ...)."""
+    out: dict[str, Any] = {"id": memory["id"], "memory_type": memory["memory_type"],
+                           "content": memory["content"],
+                           "importance": round(float(memory.get("importance") or 0.0), 4),
+                           "event_time": memory.get("event_time")}
+    if score is not None:
+        out["score"] = round(score, 4)
+    if memory.get("metadata"):
+        out["metadata"] = memory["metadata"]
+    out.update({k: compact(v) for k, v in memory.items() if k not in _ITEM_KEYS})
+    return out
+
+
+def _compact_hit(hit: Mapping[str, Any]) -> dict[str, Any]:
+    return {**compact_memory(hit["memory"], float(hit["score"])),
+            "breakdown": hit.get("breakdown", {}),
+            "views": {v: vh["rank"] for v, vh in hit["views"].items()}}
+
+
+def compact(value: Any) -> Any:
+    """The compact view of any operation's JSON (module doc)."""
+    if isinstance(value, Mapping):
+        if _is_hit(value):
+            return _compact_hit(value)
+        if _is_memory(value):
+            return compact_memory(value)
+        out = {str(k): compact(v) for k, v in value.items()}
+        hits = value.get("hits")
+        if isinstance(hits, list) and all(isinstance(h, Mapping) and _is_hit(h) for h in hits):
+            out["ids"] = [h["id"] for h in hits]
+        return out
+    if isinstance(value, list):
+        return [compact(v) for v in value]
+    return value
+
+
+class Renderer(Protocol):
+    """What a rendering needs from the tool: its budgeted block and its memory line."""
+
+    namespace: str
+
+    def _render(self, header: str, lines: Sequence[str]) -> str: ...
+
+    def _json_line(self, memory: Mapping[str, Any], score: float | None = None) -> str: ...
+
+
+def _verb(data: Mapping[str, Any], done: str, would: str) -> str:
+    return would if data.get("dry_run") else done
+
+
+def _add(r: Renderer, d: Mapping[str, Any]) -> str:
+    if d.get("duplicate_of"):  # a repeated add (issue 15): nothing stored
+        return f"already remembered as {d['memory_type']} memory id={d['id']}"
+    return f"stored {d['memory_type']} memory id={d['id']}"
+
+
+def _add_batch(r: Renderer, d: Mapping[str, Any]) -> str:
+    return (f"stored {len(d['ids']) - d['duplicates']} memories ({d['duplicates']} already "
+            f"remembered): " + ", ".join(d["ids"]))
+
+
+def _search(r: Renderer, d: Mapping[str, Any]) -> str:
+    hits = d["hits"]
+    return r._render(f"{len(hits)} memories:",
+                     [r._json_line(h["memory"], float(h["score"])) for h in hits])
+
+
+def _forget(r: Renderer, d: Mapping[str, Any]) -> str:
+    verb = _verb(d, "deleted" if d.get("hard") else "forgot", "would forget")
+    how = "by id" if d.get("strategy") == "ids" else f"({d.get('strategy')})"
+    return f"{verb} {d['count']} memories {how}"
+
+
+def _consolidate(r: Renderer, d: Mapping[str, Any]) -> str:
+    moved = sum(len(v) for v in d["merged"].values())
+    return (f"{_verb(d, 'moved', 'would move')} {moved} {d['from_type']} memories into "
+            f"{len(d['merged'])} {d['to_type']} memories")
+
+
+def _by_type(d: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in d["by_type"].items())
+
+
+def _summary(r: Renderer, d: Mapping[str, Any]) -> str:
+    lines = [r._json_line(m) for kind in ("semantic", "episodic", "working")
+             for m in d["memories"].get(kind, [])]
+    return r._render(f"{d['total']} memories ({_by_type(d)}); most important:", lines)
+
+
+def _clear(r: Renderer, d: Mapping[str, Any]) -> str:
+    return (f"cleared namespace {r.namespace!r}: {d['records']} stored and {d['working']} "
+            "working memories")
+
+
+def render_text(r: Renderer, op_name: str, data: Mapping[str, Any]) -> str:
+    """The operation's own rendering, else the JSON itself under the budget."""
+    text = TEXTS.get(op_name)
+    if text is not None:
+        return text(r, data)
+    return r._render(f"{op_name}:", [json.dumps(compact(data), ensure_ascii=False,
+                                                default=str)])
+
+
+TEXTS: dict[str, Callable[[Renderer, Mapping[str, Any]], str]] = {
+    "add": _add,
+    "add_batch": _add_batch,
+    "search": _search,
+    "get": lambda r, d: r._render("memory:", [r._json_line(d)]),
+    "update": lambda r, d: f"updated id={d['id']}",
+    "remove": lambda r, d: f"removed id={d['id']}",
+    "forget": _forget,
+    "restore": lambda r, d: f"restored {d['restored']} memories",
+    "consolidate": _consolidate,
+    "stats": lambda r, d: f"{d['total']} memories: {_by_type(d)}; {d['forgotten']} forgotten",
+    "summary": _summary,
+    "context": lambda r, d: str(d["context"]) or "no relevant memories",
+    "clear": _clear,
+}

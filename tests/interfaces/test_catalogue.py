@@ -1,0 +1,218 @@
+"""The operation catalogue (issue 16): every operation is a REST route, an MCP tool and
+a MemoryTool function with the same argument names and defaults; an operation added to
+a catalogue (entry + handler, nothing else) is callable over all three; the REST routes
+are ``async def`` on the app's AsyncMemoryManager, whose pool bounds them (issue 17)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from asgi_client import AsgiApi  # tests/ is on sys.path
+from fastapi.routing import APIRoute
+from mcp import Client
+from pydantic import BaseModel, ConfigDict, Field
+
+from hello_memory.api import create_app
+from hello_memory.api.routes import build_router
+from hello_memory.catalogue import Call, Operation, Rest, default_catalogue
+from hello_memory.config import Settings
+from hello_memory.mcp_server import build_server
+from hello_memory.memory.manager import MemoryManager
+from hello_memory.tools import MemoryTool
+
+from .conftest import make_settings
+
+pytestmark = pytest.mark.slow  # the real embedding model (the manager fixture)
+CATALOGUE = default_catalogue()
+MISSING = object()
+
+
+def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """Field -> its JSON-schema default (MISSING when it has none or null: the OpenAPI
+    document leaves a null default out; required fields are compared apart)."""
+    return {k: _default(v) for k, v in schema.get("properties", {}).items()}
+
+
+def _default(schema: dict[str, Any]) -> Any:
+    value = schema.get("default", MISSING)
+    return MISSING if value is None else value
+
+
+def _required(model: type[BaseModel]) -> set[str]:
+    return set(model.model_json_schema().get("required", []))
+
+
+def _model_defaults(model: type[BaseModel]) -> dict[str, Any]:
+    return _defaults(model.model_json_schema())
+
+
+def _resolve(schema: dict[str, Any], openapi: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    return openapi["components"]["schemas"][ref.rsplit("/", 1)[1]] if ref else schema
+
+
+def _rest_arguments(openapi: dict[str, Any], op: Operation
+                    ) -> tuple[dict[str, Any], set[str]]:
+    """What REST takes for ``op``: query / path parameters and body fields with their
+    defaults, and the required ones; ``namespace`` (REST's own) left out."""
+    assert op.rest is not None
+    spec = openapi["paths"]["/v1" + op.rest.path][op.rest.method.lower()]
+    params = [p for p in spec.get("parameters", []) if p["name"] != "namespace"]
+    out = {p["name"]: _default(p["schema"]) for p in params}
+    required = {p["name"] for p in params if p.get("required")}
+    body = spec.get("requestBody", {}).get("content", {}).get("application/json")
+    if body is not None:
+        schema = _resolve(body["schema"], openapi)
+        out.update(_defaults(schema))
+        required |= set(schema.get("required", []))
+    return out, required
+
+
+async def _mcp_tools(server: Any) -> dict[str, dict[str, Any]]:
+    async with Client(server) as c:
+        return {t.name: t.input_schema for t in (await c.list_tools()).tools}
+
+
+def test_every_interface_exposes_every_operation(manager: MemoryManager,
+                                                 settings: Settings) -> None:
+    openapi = create_app(settings, manager=manager).openapi()
+    mcp_tools = anyio.run(_mcp_tools, build_server(manager, settings, ["*"]))
+    tool = {s["function"]["name"]: s["function"]
+            for s in MemoryTool(manager, namespace="n").schemas()}
+    from typer.main import get_command
+
+    from hello_memory.cli import app as cli_app
+
+    commands = get_command(cli_app).commands  # type: ignore[attr-defined]
+    for op in CATALOGUE:
+        expected = _model_defaults(op.request)
+        if op.on("rest"):
+            assert _rest_arguments(openapi, op) == (expected, _required(op.request)), op.name
+        if op.on("mcp"):
+            schema = mcp_tools[op.name_on("mcp")]
+            assert schema["required"][0] == "namespace"
+            args = {k: v for k, v in _defaults(schema).items() if k != "namespace"}
+            assert args == expected, op.name
+            assert set(schema["required"][1:]) == _required(op.request), op.name
+        else:
+            assert op.name_on("mcp") not in mcp_tools
+        if op.on("tool"):
+            params = tool[f"memory_{op.name_on('tool')}"]["parameters"]
+            assert _defaults(params) == expected, op.name
+            assert set(params.get("required", [])) == _required(op.request), op.name
+        else:
+            assert f"memory_{op.name}" not in tool
+        if op.cli is not None:  # the CLI command prints this operation's JSON
+            params = {p.name for p in commands[op.cli].params}
+            assert "as_json" in params, op.cli
+    # what an interface cannot carry is said, and stays a short list
+    assert {op.name: sorted(op.not_on) for op in CATALOGUE if op.not_on} == {
+        "export": ["mcp", "tool"]}
+    assert all(reason for op in CATALOGUE for reason in op.not_on.values())
+    # the memory routes are async: they run through the AsyncMemoryManager
+    names = {op.name for op in CATALOGUE.on("rest")}
+    routes = [r for r in build_router(CATALOGUE).routes if isinstance(r, APIRoute)]
+    assert {r.name for r in routes} == names
+    assert all(inspect.iscoroutinefunction(r.endpoint) for r in routes)
+
+
+# --- a made-up operation: a catalogue entry and its handler, no other edit ------------
+class Shout(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    word: str = Field(description="What to shout.")
+    times: int = Field(2, ge=1, le=5, description="How often.")
+
+
+def shout(call: Call, req: Shout) -> tuple[str, int]:
+    return " ".join([req.word.upper()] * req.times), call.manager.stats(call.namespace)["total"]
+
+
+SHOUT = Operation("shout", "Shout a word and count the namespace's memories.", Shout, shout,
+                  lambda r: {"shout": r[0], "total": r[1]}, "read", Rest("POST", "/shout"))
+
+
+def test_a_new_operation_is_callable_everywhere(manager: MemoryManager, tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "data", api={"api_keys": {"k": ["alice"]}})
+    catalogue = CATALOGUE.extended(SHOUT)
+    manager.add("Alice keeps bees.", "semantic", namespace="alice")
+    call = AsgiApi(create_app(settings, manager=manager, catalogue=catalogue),
+                   headers={"Authorization": "Bearer k"})
+    r = call("POST", "/v1/shout", params={"namespace": "alice"}, json={"word": "hi"})
+    assert r.status_code == 200 and r.json() == {"shout": "HI HI", "total": 1}
+    bad = call("POST", "/v1/shout", params={"namespace": "alice"},
+               json={"word": "hi", "times": 9})
+    assert bad.status_code == 422 and bad.json()["error"] == "RequestValidationError"
+    denied = call("POST", "/v1/shout", params={"namespace": "bob"}, json={"word": "hi"})
+    assert denied.status_code == 403  # REST's key check holds for the new route too
+
+    async def over_mcp() -> tuple[Any, Any, Any]:
+        async with Client(build_server(manager, settings, ["alice"], catalogue=catalogue)) as c:
+            ok = await c.call_tool("shout", {"namespace": "alice", "word": "yo", "times": 3})
+            over = await c.call_tool("shout", {"namespace": "alice", "word": "yo", "times": 9})
+            other = await c.call_tool("shout", {"namespace": "bob", "word": "yo"})
+            said = str(getattr(other.content[0], "text", ""))
+            return ok.structured_content, over.is_error, (other.is_error, said)
+
+    ok, over, other = anyio.run(over_mcp)
+    assert ok == {"shout": "YO YO YO", "total": 1} and over is True
+    assert other[0] and "not granted" in other[1]
+
+    tool = MemoryTool(manager, namespace="alice", catalogue=catalogue)
+    assert "memory_shout" in {s["function"]["name"] for s in tool.schemas()}
+    out = tool.call("memory_shout", '{"word": "hey"}')
+    assert out["ok"] and out["shout"] == "HEY HEY" and "HEY HEY" in out["text"]
+    assert tool.run({"action": "shout", "word": "x", "times": 0})["ok"] is False
+    # the default catalogue stays as it was
+    assert "shout" not in CATALOGUE and "memory_shout" not in {
+        s["function"]["name"] for s in MemoryTool(manager, namespace="alice").schemas()}
+
+
+def test_routes_share_the_bounded_pool_and_the_lifespan_closes_it(
+        manager: MemoryManager, tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "data", api={"api_keys": {"k": ["*"]}})
+    running, peak, lock = 0, 0, threading.Lock()
+    full = threading.Event()
+
+    def wait(call: Call, req: BaseModel) -> int:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+            if running == 2:
+                full.set()
+        full.wait(timeout=30)
+        with lock:
+            running -= 1
+        return peak
+
+    class NoArgs(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    op = Operation("wait", "Wait for a second caller.", NoArgs, wait,
+                   lambda n: {"peak": n}, "read", Rest("GET", "/wait"))
+    app = create_app(settings, manager=manager, catalogue=CATALOGUE.extended(op),
+                     max_workers=2)
+
+    async def main() -> list[int]:
+        async with app.router.lifespan_context(app):
+            amm = app.state.amm
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test",
+                                         headers={"Authorization": "Bearer k"}) as c:
+                rs = await asyncio.gather(*(c.get("/v1/wait", params={"namespace": "n"})
+                                            for _ in range(6)))
+        assert app.state.amm is None  # the lifespan closed its facade's pool
+        with pytest.raises(RuntimeError, match="closed"):
+            await amm.stats("n")
+        return [r.status_code for r in rs]
+
+    assert asyncio.run(main()) == [200] * 6
+    assert peak == 2  # never more than max_workers operations at once
+    assert manager.stats("n")["total"] == 0  # a given manager stays open (the caller's)
