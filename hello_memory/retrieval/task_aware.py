@@ -387,8 +387,8 @@ class TaskAwareRetriever:
         topic/category index. Returns how many memories were indexed."""
         from tqdm import tqdm
 
-        from hello_memory.text.bm25 import BM25_VECTOR
         from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, memory_payload
+        from hello_memory.text.bm25 import BM25_VECTOR
         from hello_memory.types import VectorPoint
 
         stores = self.manager.stores

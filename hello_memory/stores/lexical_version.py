@@ -17,9 +17,9 @@ import logging
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from hello_memory.text.bm25 import ANALYZER_VERSION
 from hello_memory.stores.records import RecordStore
 from hello_memory.stores.records.models import MemoryRow, SchemaMeta
+from hello_memory.text.bm25 import ANALYZER_VERSION
 
 __all__ = ["LEXICAL_KEY", "check_lexical_version", "record_lexical_version"]
 

@@ -12,9 +12,9 @@ from sqlalchemy import update
 
 from hello_memory.config import load_settings
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.text.bm25 import ANALYZER_VERSION
 from hello_memory.stores.lexical_version import LEXICAL_KEY
 from hello_memory.stores.records.models import SchemaMeta
+from hello_memory.text.bm25 import ANALYZER_VERSION
 
 pytestmark = pytest.mark.slow
 

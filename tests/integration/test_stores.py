@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 from hello_memory.config import Settings, load_settings
 from hello_memory.errors import EmptyContentError, NamespaceRequiredError
 from hello_memory.factory import open_stores
-from hello_memory.text.bm25 import BM25_VECTOR
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.graph import Neo4jGraphStore, SQLiteGraphStore
 from hello_memory.stores.records import ItemFilter
+from hello_memory.text.bm25 import BM25_VECTOR
 from hello_memory.types import Entity, MemoryItem, Relation
 
 pytestmark = pytest.mark.slow
