@@ -96,7 +96,7 @@ class SemanticMemory:
         if missing:  # graph-only candidates still need their true similarity
             vec.update(dense_similarities(self.stores, namespace, qv, scoped, len(missing),
                                           ids=missing))
-        items = self.stores.records.get_items(namespace, list(vec))
+        items = self.stores.records.memories.get_items(namespace, list(vec))
         now = self._clock()
         # No graph evidence for the query at all: similarity alone (one scale with the
         # other types, see scoring.score).

@@ -183,7 +183,7 @@ def document_names(index: ChunkIndex, namespace: str, document_ids: Collection[s
     """The ``name`` of each document (stored with it on ingest), by id."""
     out: dict[str, str] = {}
     for doc_id in sorted(document_ids):
-        doc = index.records.find_document(namespace, doc_id)
+        doc = index.records.documents.find_document(namespace, doc_id)
         name = doc.metadata.get("name") if doc is not None else None
         if isinstance(name, str) and name:
             out[doc_id] = name
@@ -223,7 +223,7 @@ def search_chunks(
                                         using=BM25_VECTOR, limit=limit, filters=payload_filters)
             lists[f"{v.name}:bm25"] = [h.id for h in hits]
     fused = rrf_fuse(lists, rrf_k)[:limit]
-    chunks = {c.id: c for c in index.records.get_chunks(namespace, [f[0] for f in fused])}
+    chunks = {c.id: c for c in index.records.documents.get_chunks(namespace, [f[0] for f in fused])}
     names = document_names(index, namespace, {c.document_id for c in chunks.values()})
     hits_out = [
         RAGHit(chunk_id=c.id, document_id=c.document_id, source=c.source_path,

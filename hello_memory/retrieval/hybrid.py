@@ -419,7 +419,7 @@ class HybridRetriever:
         """Record the access on the returned memories (working memory's own too)."""
         stored = [h.id for h in hits if h.memory_type != MemoryType.WORKING]
         if stored:
-            self.stores.records.record_access(ns, stored)
+            self.stores.records.memories.record_access(ns, stored)
         if self.manager is not None:
             self.manager.working.record_access(ns, [h.id for h in hits
                                                     if h.memory_type == MemoryType.WORKING])
@@ -522,7 +522,7 @@ class HybridRetriever:
         missing = [m for r in state.results.values() for m, _ in r if m not in state.items]
         missing = list(dict.fromkeys(missing))
         if missing:
-            for item in self.stores.records.get_items(ns, missing):
+            for item in self.stores.records.memories.get_items(ns, missing):
                 # The caller's filters (status, types, user, time...) checked on the
                 # record: the graph view reads links that know no status, and a payload
                 # may lag behind its record.
@@ -541,7 +541,8 @@ class HybridRetriever:
         order = {m: f for m, (f, _) in base.items()}
         pool = [state.items[m] for m in dict.fromkeys([*order, *in_time]) if m in state.items]
         # "When ...?" is answered by a memory that says when (its text mentions a time).
-        timed = (self.stores.records.with_mentioned_times(pool[0].namespace, [i.id for i in pool])
+        timed = (self.stores.records.memories.with_mentioned_times(pool[0].namespace,
+                                                                    [i.id for i in pool])
                  if analysis.asks_time and pool else set())
         soft = dict(symbolic_pool_view(pool, order, analysis, timed))
         met = {m: soft.get(m, 0.0) + (1.0 if m in in_time else 0.0)
@@ -627,7 +628,7 @@ class HybridRetriever:
             return {}
         # One indexed query for the sessions at hand: always current, also when other
         # processes share the record store (a cache would need an invalidation signal).
-        orders = self.stores.records.session_orders(
+        orders = self.stores.records.memories.session_orders(
             ns, [str(state.items[m].session_id) for m in in_session])
         context: dict[str, float] = {}
         for m in in_session:
@@ -641,7 +642,7 @@ class HybridRetriever:
                     context[other] = context.get(other, 0.0) + weight * fused[m][0]
         missing = [m for m in context if m not in state.items]
         if missing:
-            for found in self.stores.records.get_items(ns, missing):
+            for found in self.stores.records.memories.get_items(ns, missing):
                 state.items[found.id] = found
         return {m: c for m, c in context.items() if m in state.items
                 and (m in fused or matches(state.items[m], flt))}
@@ -674,7 +675,7 @@ class HybridRetriever:
         # count WHEN_MISS_FACTOR of their score (issue 15).
         says_when: set[str] = set()
         if state.analysis is not None and state.analysis.asks_time:
-            says_when = self.stores.records.with_mentioned_times(ns, list(totals))
+            says_when = self.stores.records.memories.with_mentioned_times(ns, list(totals))
             # and those naming a recurring day or a time of day ("on Mondays")
             says_when |= {m for m in totals if m not in says_when
                           and says_when_text(state.items[m].content)}

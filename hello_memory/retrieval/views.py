@@ -182,8 +182,8 @@ def symbolic_constraint_view(stores: Stores, req: ViewRequest) -> ViewResult:
                                     positive=False))
             else:
                 lists.append(lexical_query(stores, req, req.queries[0], filters, req.limit))
-        mentioned = stores.records.mentioning(req.namespace, start, end,
-                                              limit=MENTION_CANDIDATES)
+        mentioned = stores.records.memories.mentioning(req.namespace, start, end,
+                                                       limit=MENTION_CANDIDATES)
         if not mentioned:
             continue
         if req.vectors:  # the caller's filters (payload) still hold
