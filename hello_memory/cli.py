@@ -554,24 +554,21 @@ def forget(
 ) -> None:
     """Forget memories: the given ids, or those a strategy picks. Soft by default
     (`hello-memory restore ID...` undoes it)."""
+    from hello_memory.catalogue import Call, default_catalogue
+
+    if ids and (strategy or hard):
+        raise InvalidInputError("give ids or a --strategy (--hard), not both")
     settings, mm = _open(_local_only("forget"))
     with mm:
         ns = mm._ns(namespace)
-        if ids:
-            if strategy or hard:
-                raise InvalidInputError("give ids or a --strategy (--hard), not both")
-            done = mm.forget_ids(ids, namespace=ns, dry_run=dry_run)
-            result: dict[str, Any] = {"ids": done, "count": len(done), "dry_run": dry_run}
-        else:
-            j = settings.jobs
-            rep = mm.forget(strategy or j.forget_strategy, namespace=ns,
-                            threshold=j.forget_threshold if threshold is None else threshold,
-                            max_age_days=(j.forget_max_age_days if max_age_days is None
-                                          else max_age_days),
-                            max_items=j.forget_max_items if max_items is None else max_items,
-                            dry_run=dry_run, hard=hard)
-            result = {"ids": list(rep.ids), "count": rep.count, "dry_run": dry_run,
-                      "hard": hard, "strategy": rep.strategy}
+        # the catalogue's forget: the JSON of POST /v1/forget, the jobs defaults for
+        # what is left out (README "Lifecycle defaults")
+        op = default_catalogue()["forget"]
+        request = op.parse({k: v for k, v in {
+            "ids": ids or None, "strategy": strategy, "threshold": threshold,
+            "max_age_days": max_age_days, "max_items": max_items, "dry_run": dry_run,
+            "hard": hard}.items() if v is not None})
+        result = op.run(Call(mm, ns, settings), request)
     if as_json:
         _print_json(result)
         return

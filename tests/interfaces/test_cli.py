@@ -49,6 +49,10 @@ def test_memory_commands_round_trip(tmp_path: Path) -> None:
     assert mid in table  # the table shows full ids
     assert json.loads(cli(data, "show", mid, "-n", "frank", "--json").stdout)["content"] == (
         "Frank keeps his spare keys under the blue pot.")
+    # --json prints the catalogue's forget JSON, the answer of POST /v1/forget (issue 16)
+    assert json.loads(cli(data, "forget", mid, "-n", "frank", "--dry-run", "--json").stdout
+                      ) == {"strategy": "ids", "namespace": "frank", "ids": [mid], "count": 1,
+                            "dry_run": True, "hard": False}
     assert mid in cli(data, "forget", mid, "-n", "frank").stdout
     hits = json.loads(cli(data, "search", "spare keys", "-n", "frank", "--json").stdout)
     assert mid not in [h["id"] for h in hits]
