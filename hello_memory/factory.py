@@ -1,5 +1,9 @@
 """Settings → built objects. The only place where provider names are looked up;
-the core takes the objects these functions return (ARCHITECTURE decision 5)."""
+the core takes the objects these functions return (ARCHITECTURE decision 5).
+
+The parts builder, below the facade: ``MemoryManager.open`` (the composition root)
+calls these and this module never imports the facade, so every import points down
+the layers (docs/ARCHITECTURE.md, Layers)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import TYPE_CHECKING
 from hello_memory.config import (
     EmbeddingSettings,
     Neo4jGraphSettings,
+    SemanticSettings,
     Settings,
     SqliteGraphSettings,
 )
@@ -21,9 +26,11 @@ if TYPE_CHECKING:
     from hello_memory.stores.graph.base import GraphStore
     from hello_memory.stores.records import RecordStore
     from hello_memory.stores.vector.base import VectorStore
+    from hello_memory.text.entities import EntityExtractor
 
 __all__ = [
-    "build_embedder", "build_graph_store", "build_perceptual", "build_vector_store", "open_stores",
+    "build_embedder", "build_extractor", "build_graph_store", "build_perceptual",
+    "build_vector_store", "open_stores",
 ]
 
 
@@ -84,6 +91,18 @@ def build_embedder(cfg: EmbeddingSettings) -> Embedder:
 
     return SentenceTransformerEmbedder(cfg.model, device=cfg.device, batch_size=cfg.batch_size,
                                        normalize=cfg.normalize, query_threads=cfg.query_threads)
+
+
+def build_extractor(cfg: SemanticSettings) -> EntityExtractor:
+    """The entity extractor ``semantic.extractor`` names: ``rules``, ``spacy`` (the
+    pipeline must load) or, by default, spaCy when a pipeline is installed, else rules."""
+    from hello_memory.text.entities import RuleExtractor, SpacyExtractor, default_extractor
+
+    if cfg.extractor == "rules":
+        return RuleExtractor()
+    if cfg.extractor == "spacy":
+        return SpacyExtractor(cfg.spacy_model, require=True)
+    return default_extractor(spacy_model=cfg.spacy_model)
 
 
 def build_perceptual(settings: Settings, stores: Stores) -> PerceptualMemory:

@@ -31,6 +31,7 @@ __all__ = [
     "validate_content",
     "validate_importance",
     "validate_item",
+    "validate_memory_type",
     "validate_metadata",
     "validate_query",
     "validate_time",
@@ -177,6 +178,15 @@ def validate_time(name: str, value: datetime) -> datetime:
         raise InvalidInputError(f"{name} {value.isoformat()} is outside the representable "
                                 "range once converted to UTC (years 1-9999)") from None
     return value
+
+
+def validate_memory_type(value: MemoryType | str) -> MemoryType:
+    """``value`` as a MemoryType (its name or itself); the error names every type."""
+    try:
+        return MemoryType(value)
+    except ValueError:
+        names = ", ".join(t.value for t in MemoryType)
+        raise InvalidInputError(f"unknown memory type {value!r}; use one of {names}") from None
 
 
 def validate_importance(value: object) -> float:

@@ -1,4 +1,8 @@
-"""Forgetting, restoring and consolidating memories.
+"""Forgetting, restoring and consolidating memories: the :class:`Lifecycle` service.
+
+The facade (``MemoryManager.forget`` / ``forget_ids`` / ``restore`` / ``consolidate``)
+calls one ``Lifecycle`` built over its stores and working memory; each operation
+returns its typed report (:mod:`hello_memory.memory.reports`).
 
 forget — choose candidates by one strategy, then mark them ``forgotten`` (soft: they
 leave search, ``restore`` brings them back) or purge them (``hard=True``: records,
@@ -13,9 +17,10 @@ consolidate — promote working → episodic or episodic → semantic the memori
 importance ≥ ``importance_threshold`` and access count ≥ ``min_access_count``. Before
 a memory is promoted it is compared (cosine of embeddings) with the target type's
 memories and with the other memories promoted in the same run: above
-``manager.dedup_threshold`` they merge into one — the survivor keeps the longest
-content, the max importance (never above 1) and ``metadata["merged_from"]`` with every
-source id. The new target memory is committed before its source is removed, so a
+``dedup_threshold`` (``memory.dedup_threshold``) they merge into one — the survivor
+keeps the longest content, the max importance (never above 1) and
+``metadata["merged_from"]`` with every source id. The new target memory is committed
+before its source is removed, so a
 failure in between leaves a duplicate, never a loss, and the next run recognises it
 (the target's ``merged_from`` already names the source) and only removes the source;
 a second run after a complete one finds nothing to do.
@@ -33,23 +38,31 @@ are not merged by a promotion run on its own accord: "Note 1 about the shed" and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.memory.reports import ConsolidateReport, ForgetReport
 from hello_memory.memory.scoring import EPISODIC, recency
 from hello_memory.stores.records import ItemFilter
-from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
-from hello_memory.validation import validate_importance
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
+from hello_memory.validation import (
+    require_namespace,
+    validate_importance,
+    validate_memory_type,
+)
 
 if TYPE_CHECKING:
-    from hello_memory.memory.manager import MemoryManager
+    from hello_memory.config import JobsSettings
+    from hello_memory.memory.working import WorkingMemory
+    from hello_memory.stores.bundle import Stores
+    from hello_memory.stores.records import MemoryRepository
 
-__all__ = ["ConsolidateReport", "ForgetReport", "consolidate", "forget", "restore"]
+__all__ = ["ConsolidateReport", "ForgetReport", "Lifecycle"]
 
 MAX_AGE_DAYS = 365_000  # a thousand years: any real age, and a cutoff datetime can hold
 
@@ -60,203 +73,271 @@ _PROMOTIONS = {
 }
 
 
-@dataclass(frozen=True)
-class ForgetReport:
-    strategy: str
-    namespace: str
-    ids: tuple[str, ...]
-    dry_run: bool
-    hard: bool
-
-    @property
-    def count(self) -> int:
-        return len(self.ids)
-
-
-@dataclass(frozen=True)
-class ConsolidateReport:
-    namespace: str
-    from_type: MemoryType
-    to_type: MemoryType
-    dry_run: bool
-    promoted: tuple[str, ...] = ()          # new target ids
-    merged: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target id -> sources
-    removed_sources: tuple[str, ...] = ()
-    # duplicates within a type: the kept memory's id -> the ids merged into it (removed)
-    deduplicated: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    @property
-    def count(self) -> int:
-        return sum(len(v) for v in self.merged.values())
-
-
 def _priority(item: MemoryItem, now: datetime) -> float:
     return item.importance * recency(item.event_time, now, EPISODIC.half_life_days)
 
 
-def forget(
-    mm: MemoryManager,
-    strategy: str = "importance",
-    *,
-    namespace: str | None = None,
-    threshold: float = 0.1,
-    max_age_days: float = 30.0,
-    max_items: int = 1000,
-    memory_types: Sequence[MemoryType | str] | None = None,
-    dry_run: bool = False,
-    hard: bool = False,
-) -> ForgetReport:
-    ns = mm._ns(namespace)
-    try:
-        types = tuple(MemoryType(t) for t in (memory_types or _STORED))
-    except ValueError as exc:
-        raise InvalidInputError(f"forget: {exc}; use episodic, semantic or working") from None
-    now = mm._clock()
-    working = MemoryType.WORKING in types
-    stored = tuple(t for t in types if t in _STORED)
-    items = (mm.stores.records.memories.list_items(ns, ItemFilter(memory_types=stored))
-             if stored else [])
-    if working:
-        items += mm.working.list(ns)
-    if strategy == "importance":
-        threshold = validate_importance(threshold)
-        chosen = [i for i in items if i.importance < threshold]
-    elif strategy == "time":
-        # Bounded so the cutoff is a date (1e10 days overflowed datetime: a 500).
-        if (isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float))
-                or not 0 <= max_age_days <= MAX_AGE_DAYS):
-            raise InvalidInputError(f"max_age_days must be a number from 0 to {MAX_AGE_DAYS}, "
-                                    f"got {max_age_days!r}")
-        cutoff = now - timedelta(days=float(max_age_days))
-        chosen = [i for i in items if i.event_time < cutoff]
-    elif strategy == "capacity":
-        if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0:
-            raise InvalidInputError("max_items must be a non-negative int")
-        ranked = sorted(items, key=lambda i: (-_priority(i, now), i.id))
-        chosen = ranked[max_items:]
-    else:
+def _default_jobs() -> JobsSettings:
+    from hello_memory.config import JobsSettings
+
+    return JobsSettings()
+
+
+class Lifecycle:
+    """Forget, forget by id, restore and consolidate over the stores and the working
+    memory, each returning its report (:mod:`hello_memory.memory.reports`).
+
+    Built from what it works on (the stores, the working memory) and what it decides
+    with: ``defaults``, the ``jobs`` settings every argument left out (None) comes from
+    (ARCHITECTURE decision 9), the ``dedup_threshold`` that merges near-duplicates, the
+    ``clock`` and ``namespace``, which turns None into the default namespace (the
+    facade passes its :meth:`~hello_memory.memory.manager.MemoryManager.resolve_namespace`).
+    """
+
+    def __init__(self, stores: Stores, working: WorkingMemory, *,
+                 defaults: JobsSettings | None = None, dedup_threshold: float = 0.92,
+                 clock: Callable[[], datetime] = utcnow,
+                 namespace: Callable[[str | None], str] = require_namespace) -> None:
+        self.stores = stores
+        self.working = working
+        self.defaults = defaults if defaults is not None else _default_jobs()
+        self.dedup_threshold = dedup_threshold
+        self._clock = clock
+        self._namespace = namespace
+
+    @property
+    def _memories(self) -> MemoryRepository:
+        return self.stores.records.memories
+
+    def _audit(self, namespace: str, action: str, details: dict[str, Any]) -> None:
+        self.stores.records.audit.add(namespace, action, details)
+
+    # --- forget / restore ------------------------------------------------------------
+    def forget(
+        self,
+        strategy: str | None = None,
+        *,
+        namespace: str | None = None,
+        threshold: float | None = None,
+        max_age_days: float | None = None,
+        max_items: int | None = None,
+        memory_types: Sequence[MemoryType | str] | None = None,
+        dry_run: bool = False,
+        hard: bool = False,
+    ) -> ForgetReport:
+        """Choose by ``strategy`` (``importance``, ``time`` or ``capacity``; left out:
+        :attr:`defaults`), then forget softly (``restore`` undoes it) or, ``hard``,
+        purge; working memories are dropped."""
+        args = self.defaults.forget_options(strategy, threshold, max_age_days, max_items)
+        ns = self._namespace(namespace)
+        chosen = self._forget_candidates(ns, self._forget_types(memory_types), **args)
+        ids = tuple(sorted(i.id for i in chosen))
+        report = ForgetReport(args["strategy"], ns, ids, dry_run, hard)
+        if dry_run or not ids:
+            return report
+        working_ids = [i.id for i in chosen if i.memory_type == MemoryType.WORKING]
+        stored_ids = [i.id for i in chosen if i.memory_type != MemoryType.WORKING]
+        for wid in working_ids:  # working memory has no soft state: it is short-lived anyway
+            self.working.remove(ns, wid)
+        if hard:
+            self.stores.delete(ns, stored_ids)
+        else:
+            for sid in stored_ids:
+                self._memories.update_item(ns, sid, status=MemoryStatus.FORGOTTEN)
+            self.stores.apply_outbox()
+        self._audit(ns, "forget", {"strategy": args["strategy"], "hard": hard,
+                                                     "count": len(ids), "ids": list(ids)})
+        return report
+
+    @staticmethod
+    def _forget_types(memory_types: Sequence[MemoryType | str] | None
+                      ) -> tuple[MemoryType, ...]:
+        try:
+            return tuple(MemoryType(t) for t in (memory_types or _STORED))
+        except ValueError as exc:
+            raise InvalidInputError(f"forget: {exc}; use episodic, semantic or working"
+                                    ) from None
+
+    def _forget_candidates(self, ns: str, types: tuple[MemoryType, ...], *, strategy: str,
+                           threshold: float, max_age_days: float, max_items: int
+                           ) -> list[MemoryItem]:
+        now = self._clock()
+        stored = tuple(t for t in types if t in _STORED)
+        items = (self._memories.list_items(ns, ItemFilter(memory_types=stored))
+                 if stored else [])
+        if MemoryType.WORKING in types:
+            items += self.working.list(ns)
+        if strategy == "importance":
+            threshold = validate_importance(threshold)
+            return [i for i in items if i.importance < threshold]
+        if strategy == "time":
+            # Bounded so the cutoff is a date (1e10 days overflowed datetime: a 500).
+            if (isinstance(max_age_days, bool) or not isinstance(max_age_days, (int, float))
+                    or not 0 <= max_age_days <= MAX_AGE_DAYS):
+                raise InvalidInputError("max_age_days must be a number from 0 to "
+                                        f"{MAX_AGE_DAYS}, got {max_age_days!r}")
+            cutoff = now - timedelta(days=float(max_age_days))
+            return [i for i in items if i.event_time < cutoff]
+        if strategy == "capacity":
+            if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0:
+                raise InvalidInputError("max_items must be a non-negative int")
+            return sorted(items, key=lambda i: (-_priority(i, now), i.id))[max_items:]
         raise InvalidInputError(f"unknown forget strategy {strategy!r}; "
                                 "use 'importance', 'time' or 'capacity'")
-    ids = tuple(sorted(i.id for i in chosen))
-    report = ForgetReport(strategy, ns, ids, dry_run, hard)
-    if dry_run or not ids:
+
+    def forget_ids(self, ids: Sequence[str], *, namespace: str | None = None,
+                   dry_run: bool = False) -> list[str]:
+        """Soft-forget the given memories of ``namespace`` (``restore`` undoes it); working
+        memories, which have no soft state, are dropped. Unknown ids are an error and
+        nothing is changed; already forgotten ones are skipped. Returns the ids forgotten
+        (with ``dry_run``: the ids that would be, changing nothing)."""
+        ns = self._namespace(namespace)
+        wanted = list(dict.fromkeys(ids))
+        if not wanted or not all(isinstance(i, str) and i for i in wanted):
+            raise InvalidInputError("memory_ids must be a non-empty list of ids")
+        working = [i for i in wanted if self.working.get(ns, i) is not None]
+        stored = {i.id: i for i in self._memories.get_items(
+            ns, [i for i in wanted if i not in working])}
+        if missing := [i for i in wanted if i not in stored and i not in working]:
+            raise NotFoundError(f"no memory {missing[0]!r} in namespace {ns!r}")
+        active = [i for i in stored.values() if i.status is MemoryStatus.ACTIVE]
+        if dry_run:
+            return working + [i.id for i in active]
+        for wid in working:
+            self.working.remove(ns, wid)
+        for item in active:
+            self._memories.update_item(ns, item.id, status=MemoryStatus.FORGOTTEN)
+        done = working + [i.id for i in active]
+        if active:
+            self.stores.apply_outbox()
+        if done:
+            self._audit(ns, "forget", {"strategy": "ids", "hard": False,
+                                                         "count": len(done), "ids": done})
+        return done
+
+    def restore(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
+        """Bring soft-forgotten memories back into search; returns how many."""
+        ns = self._namespace(namespace)
+        found = self._memories.get_items(ns, list(ids))
+        back = [i for i in found if i.status == MemoryStatus.FORGOTTEN]
+        for item in back:
+            self._memories.update_item(ns, item.id, status=MemoryStatus.ACTIVE)
+        if back:
+            self.stores.apply_outbox()
+            self._audit(ns, "restore", {"ids": [i.id for i in back]})
+        return len(back)
+
+    # --- consolidate -----------------------------------------------------------------
+    def consolidate(
+        self,
+        from_type: MemoryType | str | None = None,
+        to_type: MemoryType | str | None = None,
+        *,
+        namespace: str | None = None,
+        importance_threshold: float | None = None,
+        min_access_count: int | None = None,
+        dry_run: bool = False,
+    ) -> ConsolidateReport:
+        """Promote important memories one step (working -> episodic -> semantic); the
+        direction and thresholds left out come from :attr:`defaults` (one end of the
+        direction names the other); ``consolidate(t, t)`` merges near-duplicates of t."""
+        args = self.defaults.consolidate_options(from_type, to_type, importance_threshold,
+                                                 min_access_count)
+        src_type = validate_memory_type(args["from_type"])
+        dst_type = validate_memory_type(args["to_type"])
+        within_only = src_type == dst_type and src_type in _STORED
+        if (src_type, dst_type) not in _PROMOTIONS and not within_only:
+            raise InvalidInputError(
+                f"cannot consolidate {src_type.value} -> {dst_type.value}; use working -> "
+                "episodic or episodic -> semantic (or episodic -> episodic, semantic -> "
+                "semantic: near-duplicates within the type)")
+        ns = self._namespace(namespace)
+        threshold = validate_importance(args["importance_threshold"])
+        pool = ([] if within_only else self.working.list(ns) if src_type == MemoryType.WORKING
+                else self._memories.list_items(ns, ItemFilter(memory_types=(src_type,))))
+        sources = [i for i in pool if i.importance >= threshold
+                   and i.access_count >= args["min_access_count"]]
+        targets = self._memories.list_items(ns, ItemFilter(memory_types=(dst_type,)))
+        if not sources and len(targets) < 2:
+            return ConsolidateReport(ns, src_type, dst_type, dry_run)
+        run = _Run(ns, src_type, dst_type, dry_run)
+        self._promote(run, sources, targets, within_only)
+        report = ConsolidateReport(ns, src_type, dst_type, dry_run, tuple(run.promoted),
+                                   run.merged, tuple(run.removed), run.deduplicated)
+        if not dry_run and (run.merged or run.deduplicated):
+            self._audit(ns, "consolidate", {
+                "from": src_type.value, "to": dst_type.value,
+                "merged": {k: list(v) for k, v in run.merged.items()},
+                "deduplicated": {k: list(v) for k, v in run.deduplicated.items()}})
         return report
-    working_ids = [i.id for i in chosen if i.memory_type == MemoryType.WORKING]
-    stored_ids = [i.id for i in chosen if i.memory_type != MemoryType.WORKING]
-    for wid in working_ids:  # working memory has no soft state: it is short-lived anyway
-        mm.working.remove(ns, wid)
-    if hard:
-        mm.stores.delete(ns, stored_ids)
-    else:
-        for sid in stored_ids:
-            mm.stores.records.memories.update_item(ns, sid, status=MemoryStatus.FORGOTTEN)
-        mm.stores.apply_outbox()
-    mm.stores.records.audit.add(ns, "forget", {"strategy": strategy, "hard": hard,
-                                               "count": len(ids), "ids": list(ids)})
-    return report
 
+    def _promote(self, run: _Run, sources: list[MemoryItem], targets: list[MemoryItem],
+                 within_only: bool) -> None:
+        if sources or within_only:
+            vecs = self.stores.embedder.embed([s.content for s in sources]
+                                              + [t.content for t in targets])
+        else:  # only the copies of a text in the target type: no embedding needed
+            vecs = np.zeros((len(targets), 1), dtype=np.float32)
+        src_v, tgt_v = vecs[: len(sources)], vecs[len(sources):]
+        # Near-duplicates already inside the target type first: the promotions below then
+        # meet one memory of each, not its copies.
+        gone: set[str] = set()
+        for survivor, members in _within(self.stores, self.dedup_threshold, run.namespace,
+                                         targets, tgt_v, near=within_only):
+            run.deduplicated[survivor.id] = tuple(m.id for m in members)
+            gone.update(m.id for m in members)
+            if run.dry_run:
+                continue
+            _merge_into(self.stores, run.namespace, run.to_type, survivor, members)
+            self.stores.delete(run.namespace, [m.id for m in members])  # add-before-remove
+            run.removed.extend(m.id for m in members)
+        keep = [k for k, t in enumerate(targets) if t.id not in gone]
+        targets, tgt_v = [targets[k] for k in keep], tgt_v[keep]
+        done_before = {src: t for t in targets for src in t.metadata.get("merged_from", [])}
+        for g in _group(sources, src_v, targets, tgt_v, done_before, self.dedup_threshold):
+            self._apply_group(run, g)
 
-def restore(mm: MemoryManager, ids: Sequence[str], *, namespace: str) -> int:
-    """Bring soft-forgotten memories back into search; returns how many."""
-    found = mm.stores.records.memories.get_items(namespace, list(ids))
-    back = [i for i in found if i.status == MemoryStatus.FORGOTTEN]
-    for item in back:
-        mm.stores.records.memories.update_item(namespace, item.id, status=MemoryStatus.ACTIVE)
-    if back:
-        mm.stores.apply_outbox()
-        mm.stores.records.audit.add(namespace, "restore", {"ids": [i.id for i in back]})
-    return len(back)
-
-
-def consolidate(
-    mm: MemoryManager,
-    from_type: MemoryType,
-    to_type: MemoryType,
-    *,
-    namespace: str | None = None,
-    importance_threshold: float = 0.7,
-    min_access_count: int = 0,
-    dry_run: bool = False,
-) -> ConsolidateReport:
-    within_only = from_type == to_type and from_type in _STORED
-    if (from_type, to_type) not in _PROMOTIONS and not within_only:
-        raise InvalidInputError(f"cannot consolidate {from_type.value} -> {to_type.value}; "
-                                "use working -> episodic or episodic -> semantic (or "
-                                "episodic -> episodic, semantic -> semantic: near-duplicates "
-                                "within the type)")
-    ns = mm._ns(namespace)
-    importance_threshold = validate_importance(importance_threshold)
-    if within_only:
-        pool = []
-    elif from_type == MemoryType.WORKING:
-        pool = mm.working.list(ns)
-    else:
-        pool = mm.stores.records.memories.list_items(ns, ItemFilter(memory_types=(from_type,)))
-    sources = [i for i in pool if i.importance >= importance_threshold
-               and i.access_count >= min_access_count]
-    targets = mm.stores.records.memories.list_items(ns, ItemFilter(memory_types=(to_type,)))
-    if not sources and len(targets) < 2:
-        return ConsolidateReport(ns, from_type, to_type, dry_run)
-    if sources or within_only:
-        vecs = mm.stores.embedder.embed([s.content for s in sources]
-                                        + [t.content for t in targets])
-    else:  # only the copies of a text in the target type: no embedding needed
-        vecs = np.zeros((len(targets), 1), dtype=np.float32)
-    src_v, tgt_v = vecs[: len(sources)], vecs[len(sources):]
-    merged: dict[str, tuple[str, ...]] = {}
-    promoted: list[str] = []
-    removed: list[str] = []
-    # Near-duplicates already inside the target type first: the promotions below then
-    # meet one memory of each, not its copies.
-    gone: set[str] = set()
-    deduplicated: dict[str, tuple[str, ...]] = {}
-    for survivor, members in _within(mm, ns, targets, tgt_v, near=within_only):
-        deduplicated[survivor.id] = tuple(m.id for m in members)
-        gone.update(m.id for m in members)
-        if dry_run:
-            continue
-        _merge_into(mm, ns, to_type, survivor, members)
-        mm.stores.delete(ns, [m.id for m in members])  # add-before-remove, as below
-        removed.extend(m.id for m in members)
-    keep = [k for k, t in enumerate(targets) if t.id not in gone]
-    targets, tgt_v = [targets[k] for k in keep], tgt_v[keep]
-    done_before = {src: t for t in targets for src in t.metadata.get("merged_from", [])}
-    groups = _group(sources, src_v, targets, tgt_v, done_before, mm.dedup_threshold)
-    for g in groups:
+    def _apply_group(self, run: _Run, g: _Group) -> None:
         target, members = g.target, g.members
-        if dry_run:
+        if run.dry_run:
             key = target.id if target is not None else f"new:{members[0].id}"
-            merged[key] = tuple(m.id for m in members)
-            continue
-        tid = _merge_into(mm, ns, to_type, target, members)
-        merged[tid] = tuple(m.id for m in members)
+            run.merged[key] = tuple(m.id for m in members)
+            return
+        tid = _merge_into(self.stores, run.namespace, run.to_type, target, members)
+        run.merged[tid] = tuple(m.id for m in members)
         if target is None:
-            promoted.append(tid)
+            run.promoted.append(tid)
         for m in members:  # add-before-remove: the target is committed by now
             if m.memory_type == MemoryType.WORKING:
-                mm.working.remove(ns, m.id)
+                self.working.remove(run.namespace, m.id)
             else:
-                mm.stores.delete(ns, [m.id])
-            removed.append(m.id)
-    report = ConsolidateReport(ns, from_type, to_type, dry_run, tuple(promoted), merged,
-                               tuple(removed), deduplicated)
-    if not dry_run and (merged or deduplicated):
-        mm.stores.records.audit.add(ns, "consolidate", {
-            "from": from_type.value, "to": to_type.value,
-            "merged": {k: list(v) for k, v in merged.items()},
-            "deduplicated": {k: list(v) for k, v in deduplicated.items()}})
-    return report
+                self.stores.delete(run.namespace, [m.id])
+            run.removed.append(m.id)
+
+
+@dataclass
+class _Run:
+    """What one consolidate run has done so far (its report's parts)."""
+
+    namespace: str
+    from_type: MemoryType
+    to_type: MemoryType
+    dry_run: bool
+    promoted: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    merged: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    deduplicated: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # Neighbours a memory is compared with when looking for near-duplicates within a type.
 _WITHIN_NEIGHBOURS = 5
 
 
-def _within(mm: MemoryManager, ns: str, items: list[MemoryItem], vecs: np.ndarray, *,
-            near: bool) -> list[tuple[MemoryItem, list[MemoryItem]]]:
+def _within(stores: Stores, threshold: float, ns: str, items: list[MemoryItem],
+            vecs: np.ndarray, *, near: bool) -> list[tuple[MemoryItem, list[MemoryItem]]]:
     """Duplicates inside one type, oldest first: each memory not yet taken keeps the
     later ones with its ``content_hash`` and, with ``near``, those whose cosine with it
-    reaches ``mm.dedup_threshold`` (among its nearest neighbours in the vector store;
+    reaches ``threshold`` (among its nearest neighbours in the vector store;
     no chaining: a member is near the survivor itself). Returns (survivor, members)
     pairs with at least one member."""
     if len(items) < 2:
@@ -281,14 +362,14 @@ def _within(mm: MemoryManager, ns: str, items: list[MemoryItem], vecs: np.ndarra
                 taken.update(m.id for m in same)
                 out.append((head, same))
             continue
-        hits = mm.stores.vectors.nearest(
+        hits = stores.vectors.nearest(
             MEMORY_COLLECTION, vecs[k].tolist(), namespace=ns, using=DENSE,
-            limit=_WITHIN_NEIGHBOURS + 1, score_threshold=mm.dedup_threshold,
+            limit=_WITHIN_NEIGHBOURS + 1, score_threshold=threshold,
             filters={"memory_type": head.memory_type.value,
                      "status": MemoryStatus.ACTIVE.value})
         members = same + [items[order[rank[h.id]]] for h in hits
                           if h.id in rank and h.id != head.id and h.id not in taken
-                          and rank[h.id] > rank[head.id] and h.score >= mm.dedup_threshold
+                          and rank[h.id] > rank[head.id] and h.score >= threshold
                           and items[order[rank[h.id]]] not in same]
         if members:
             taken.update(m.id for m in members)
@@ -341,7 +422,7 @@ def _group(sources: list[MemoryItem], src_v: np.ndarray, targets: list[MemoryIte
     return [g for g in groups if g.members]
 
 
-def _merge_into(mm: MemoryManager, ns: str, to_type: MemoryType, target: MemoryItem | None,
+def _merge_into(stores: Stores, ns: str, to_type: MemoryType, target: MemoryItem | None,
                 members: list[MemoryItem]) -> str:
     ids = [m.id for m in members]
     importance = min(1.0, max(m.importance for m in members))
@@ -350,45 +431,14 @@ def _merge_into(mm: MemoryManager, ns: str, to_type: MemoryType, target: MemoryI
         if merged_from == target.metadata.get("merged_from"):
             return target.id  # already merged by an earlier, interrupted run
         longest = max([target, *members], key=lambda i: len(i.content)).content
-        mm.stores.update(ns, target.id, content=longest,
+        stores.update(ns, target.id, content=longest,
                          importance=max(target.importance, importance),
                          metadata={**target.metadata, "merged_from": merged_from})
         return target.id
     head = max(members, key=lambda i: len(i.content))
     meta = {**head.metadata, "promoted_from": head.id, "merged_from": ids}
-    [new] = mm.stores.add([MemoryItem(
+    [new] = stores.add([MemoryItem(
         content=head.content, namespace=ns, memory_type=to_type, importance=importance,
         user_id=head.user_id, agent_id=head.agent_id, session_id=head.session_id,
         event_time=min(m.event_time for m in members), metadata=meta)])
     return new.id
-
-
-def forget_ids(manager: MemoryManager, ids: Sequence[str], *, namespace: str | None = None,
-               dry_run: bool = False) -> list[str]:
-    """Soft-forget the given memories of ``namespace`` (``restore`` undoes it); working
-    memories, which have no soft state, are dropped. Unknown ids are an error and
-    nothing is changed; already forgotten ones are skipped. Returns the ids forgotten
-    (with ``dry_run``: the ids that would be, changing nothing)."""
-    ns = manager._ns(namespace)
-    wanted = list(dict.fromkeys(ids))
-    if not wanted or not all(isinstance(i, str) and i for i in wanted):
-        raise InvalidInputError("memory_ids must be a non-empty list of ids")
-    working = [i for i in wanted if manager.working.get(ns, i) is not None]
-    stored = {i.id: i for i in manager.stores.records.memories.get_items(
-        ns, [i for i in wanted if i not in working])}
-    if missing := [i for i in wanted if i not in stored and i not in working]:
-        raise NotFoundError(f"no memory {missing[0]!r} in namespace {ns!r}")
-    active = [i for i in stored.values() if i.status is MemoryStatus.ACTIVE]
-    if dry_run:
-        return working + [i.id for i in active]
-    for wid in working:
-        manager.working.remove(ns, wid)
-    for item in active:
-        manager.stores.records.memories.update_item(ns, item.id, status=MemoryStatus.FORGOTTEN)
-    done = working + [i.id for i in active]
-    if active:
-        manager.stores.apply_outbox()
-    if done:
-        manager.stores.records.audit.add(ns, "forget", {"strategy": "ids", "hard": False,
-                                                        "count": len(done), "ids": done})
-    return done

@@ -29,6 +29,13 @@ from hello_memory.memory import dedup
 from hello_memory.memory.dedup import duplicate_mode
 from hello_memory.memory.episodic import EpisodicMemory
 from hello_memory.memory.importance import classify_memory_type, estimate_importance
+from hello_memory.memory.lifecycle import Lifecycle
+from hello_memory.memory.reports import (
+    ClearReport,
+    ConsolidateReport,
+    ForgetReport,
+    MemoryStats,
+)
 from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit
 from hello_memory.memory.semantic import SemanticMemory
 from hello_memory.memory.supersede import Superseder
@@ -36,19 +43,16 @@ from hello_memory.memory.working import WorkingMemory
 from hello_memory.retrieval.hybrid import HybridRetriever
 
 if TYPE_CHECKING:
-    from hello_memory.config import JobsSettings, RetrievalSettings
+    from hello_memory.config import JobsSettings, RetrievalSettings, Settings
+    from hello_memory.embedding.base import Embedder
     from hello_memory.llm.base import LLMClient
+    from hello_memory.memory.maintenance import OptimizeReport, ReconcileReport, ReindexReport
     from hello_memory.memory.perceptual import PerceptualMemory
     from hello_memory.retrieval.recipes import SearchRecipe
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.stores.uploads import remove_namespace_uploads, uploads_root
-from hello_memory.text.entities import (
-    EntityExtractor,
-    RuleExtractor,
-    SpacyExtractor,
-    default_extractor,
-)
+from hello_memory.text.entities import EntityExtractor, default_extractor
 from hello_memory.text.people import SELF_ENTITY, role_key, role_links, self_names
 from hello_memory.text.timeparse import TimeRange as TimeSpan
 from hello_memory.text.timeparse import find_time_ranges
@@ -66,6 +70,7 @@ from hello_memory.validation import (
     validate_content,
     validate_importance,
     validate_item,
+    validate_memory_type,
 )
 
 log = logging.getLogger(__name__)
@@ -75,14 +80,6 @@ __all__ = ["MemoryManager", "added_to_json", "date_in_text", "hit_to_json", "ite
 
 TimeRange = tuple[datetime | None, datetime | None]
 STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
-
-
-def _memory_type(value: MemoryType | str) -> MemoryType:
-    try:
-        return MemoryType(value)
-    except ValueError:
-        names = ", ".join(t.value for t in MemoryType)
-        raise InvalidInputError(f"unknown memory type {value!r}; use one of {names}") from None
 
 
 def item_to_json(item: MemoryItem) -> dict[str, Any]:
@@ -151,7 +148,7 @@ def item_from_json(data: Mapping[str, Any], namespace: str | None = None) -> Mem
                                        f"hello-memory:{target_ns}:{memory_id}"))
         return MemoryItem(
             id=memory_id, namespace=target_ns,
-            content=data["content"], memory_type=_memory_type(data["memory_type"]),
+            content=data["content"], memory_type=validate_memory_type(data["memory_type"]),
             modality=data.get("modality", "text"), user_id=data.get("user_id"),
             agent_id=data.get("agent_id"), session_id=data.get("session_id"),
             event_time=when(data["event_time"]) or utcnow(),
@@ -195,12 +192,6 @@ def _validity_link(memory_id: Any, source_ns: str, target_ns: str) -> str | None
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"hello-memory:{target_ns}:{memory_id}"))
 
 
-def _default_lifecycle() -> JobsSettings:
-    from hello_memory.config import JobsSettings
-
-    return JobsSettings()
-
-
 class MemoryManager:
     """Facade over the memory types. Takes built stores; see :meth:`open`."""
 
@@ -233,7 +224,7 @@ class MemoryManager:
         self.episodic = EpisodicMemory(stores, profile=episodic_profile, clock=clock)
         self.semantic = SemanticMemory(stores, self.extractor, max_hops=max_hops, clock=clock)
         self.default_namespace = require_namespace(default_namespace)
-        self.default_type = _memory_type(default_type)
+        self.default_type = validate_memory_type(default_type)
         # Perceptual memory (images, audio) when the stores were opened with it; the
         # ``perceptual`` property raises a typed error naming the setting otherwise.
         self._perceptual: PerceptualMemory | None = stores.indexer(  # type: ignore[assignment]
@@ -255,24 +246,29 @@ class MemoryManager:
         # The one search engine (docs/RETRIEVAL.md), built from the ``retrieval``
         # settings and this manager's LLM; every interface searches through it.
         self.retriever = HybridRetriever(self, settings=retrieval, clock=clock)
-        # The lifecycle defaults (the ``jobs`` settings): forget / consolidate below, and
-        # so REST, the MemoryTool and the jobs, fill what a call leaves out from here.
-        self.lifecycle = lifecycle if lifecycle is not None else _default_lifecycle()
+        # Forget / restore / consolidate (memory/lifecycle.py), with the lifecycle
+        # defaults (the ``jobs`` settings, ARCHITECTURE decision 9) that fill what a call
+        # leaves out; REST, the MemoryTool and the jobs read them as ``lifecycle``.
+        self.lifecycle_service = Lifecycle(stores, self.working, defaults=lifecycle,
+                                           dedup_threshold=dedup_threshold, clock=clock,
+                                           namespace=self.resolve_namespace)
         # Facts that update (memory.supersede, hello_memory/memory/supersede.py) and
         # conversation extraction (memory.extract_facts, memory/extraction.py).
         self.superseder = Superseder(self, mode=supersede, candidates=supersede_candidates)
         self.extract_facts = extract_facts
         # Only semantic memories feed the entity graph.
-        stores.install_extractor(self._extract)  # runs the replay open() left for it
+        stores.install_extractor(self.extract_links)  # runs the replay open() left for it
 
     @classmethod
-    def open(cls, settings: Any = None, *, embedder: Any = None,
+    def open(cls, settings: Settings | None = None, *, embedder: Embedder | None = None,
              **overrides: Any) -> MemoryManager:
         """The composition root: every store, the LLM client and the search engine
         built from settings (``load_settings(**overrides)`` when None). ``embedder``
-        injects an already loaded embedder (tests and benchmarks share one)."""
+        injects an already loaded embedder (tests and benchmarks share one). The parts
+        come from ``factory.py``, the parts builder below this facade (it never imports
+        it; docs/ARCHITECTURE.md, Layers)."""
         from hello_memory.config import load_settings
-        from hello_memory.factory import open_stores
+        from hello_memory.factory import build_extractor, open_stores
         from hello_memory.llm.openai_compat import from_settings
 
         settings = settings or load_settings(**overrides)
@@ -280,16 +276,10 @@ class MemoryManager:
             telemetry.configure(tracing=True,
                                 capture_query=settings.observability.capture_query)
         w, m, sem = settings.working, settings.memory, settings.semantic
-        if sem.extractor == "rules":
-            extractor: EntityExtractor = RuleExtractor()
-        elif sem.extractor == "spacy":
-            extractor = SpacyExtractor(sem.spacy_model, require=True)
-        else:
-            extractor = default_extractor(spacy_model=sem.spacy_model)
         return cls(open_stores(settings, embedder=embedder),
                    working=WorkingMemory(capacity=w.capacity, ttl_minutes=w.ttl_minutes,
                                          token_budget=w.token_budget),
-                   extractor=extractor, default_namespace=settings.default_namespace,
+                   extractor=build_extractor(sem), default_namespace=settings.default_namespace,
                    default_type=m.default_type, dedup_threshold=m.dedup_threshold,
                    episodic_profile=EPISODIC.model_copy(
                        update={"half_life_days": m.episodic_half_life_days}),
@@ -310,6 +300,11 @@ class MemoryManager:
         return self._perceptual
 
     @property
+    def lifecycle(self) -> JobsSettings:
+        """The lifecycle defaults (the ``jobs`` settings) of forget and consolidate."""
+        return self.lifecycle_service.defaults
+
+    @property
     def has_perceptual(self) -> bool:
         """Whether perceptual memory is configured (``perceptual`` would not raise)."""
         return self._perceptual is not None
@@ -327,7 +322,9 @@ class MemoryManager:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _extract(self, item: MemoryItem) -> tuple[Sequence[Entity], Sequence[Relation]]:
+    def extract_links(self, item: MemoryItem) -> tuple[Sequence[Entity], Sequence[Relation]]:
+        """The entities and relations ``item`` puts in the graph (none unless it is
+        semantic); the stores call this on every write, the inspector to show them."""
         if item.memory_type != MemoryType.SEMANTIC:
             return (), ()
         ex = self.extractor.extract(item.content, item.namespace)
@@ -355,8 +352,13 @@ class MemoryManager:
                                       "is"))
         return entities, relations
 
-    def _ns(self, namespace: str | None) -> str:
+    _extract = extract_links  # the older, private name (ui/pages.py)
+
+    def resolve_namespace(self, namespace: str | None) -> str:
+        """``namespace`` checked, or this manager's ``default_namespace`` when None."""
         return require_namespace(self.default_namespace if namespace is None else namespace)
+
+    _ns = resolve_namespace
 
     # --- writes ---------------------------------------------------------------------
     def _build(self, content: Any, memory_type: MemoryType | str | None, importance: Any,
@@ -366,7 +368,7 @@ class MemoryManager:
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInputError("metadata must be a mapping")
         if memory_type is not None:
-            mtype = _memory_type(memory_type)
+            mtype = validate_memory_type(memory_type)
         elif auto_classify:
             mtype = classify_memory_type(content)
         else:
@@ -541,7 +543,7 @@ class MemoryManager:
             min_importance, time_range = merged["min_importance"], merged["time_range"]
             user_id, agent_id = merged["user_id"], merged["agent_id"]
             session_id, as_of = merged["session_id"], merged["as_of"]
-        types = [_memory_type(t) for t in memory_types] if memory_types else None
+        types = [validate_memory_type(t) for t in memory_types] if memory_types else None
         if min_importance is not None:
             min_importance = validate_importance(min_importance)
         return self.retriever.retrieve(
@@ -599,7 +601,9 @@ class MemoryManager:
             return True
         return self.stores.delete(ns, [memory_id]) == 1
 
-    def stats(self, namespace: str | None = None) -> dict[str, Any]:
+    def stats(self, namespace: str | None = None) -> MemoryStats:
+        """Counts of one namespace: memories per type, forgotten ones, vectors, the
+        entity graph and working memory's tokens (a ``MemoryStats`` dict)."""
         ns = self._ns(namespace)
         rec = self.stores.records
         by_type = {t.value: rec.memories.count_items(ns, ItemFilter(memory_types=(t,)))
@@ -618,7 +622,7 @@ class MemoryManager:
         }
 
     def clear(self, namespace: str, *, confirm: bool = False,
-              uploads_dir: str | Path | None = None) -> dict[str, Any]:
+              uploads_dir: str | Path | None = None) -> ClearReport:
         """Delete everything of ONE namespace: memories of every type, documents and
         their chunks, outbox and audit rows, entity graph, namespace totals (every row
         of every table that belongs to it, see RecordStore.purge_namespace), its points
@@ -643,7 +647,7 @@ class MemoryManager:
         working = self.working.clear(ns)
         root = uploads_dir if uploads_dir is not None else self.uploads_dir
         files = remove_namespace_uploads(root, ns) if root is not None else 0
-        report: dict[str, Any] = {
+        report: ClearReport = {
             "records": rows.get("hm_memory_items", 0), "working": working,
             "documents": rows.get("hm_documents", 0), "chunks": rows.get("hm_chunks", 0),
             "entities": graph.entities, "relations": graph.relations,
@@ -710,48 +714,58 @@ class MemoryManager:
         return {"imported": len(fresh), "skipped": skipped,
                 "duplicates": len(plan.existing) + len(plan.earlier)}
 
-    # --- lifecycle (forget / restore / consolidate) live in lifecycle.py --------------
+    # --- lifecycle (forget / restore / consolidate): the Lifecycle service ----------
     @telemetry.traced("delete_memory", name="forget hello-memory")
-    def forget(self, strategy: str | None = None, **kwargs: Any) -> Any:
+    def forget(
+        self,
+        strategy: str | None = None,
+        *,
+        namespace: str | None = None,
+        threshold: float | None = None,
+        max_age_days: float | None = None,
+        max_items: int | None = None,
+        memory_types: Sequence[MemoryType | str] | None = None,
+        dry_run: bool = False,
+        hard: bool = False,
+    ) -> ForgetReport:
         """Forget by ``strategy``; the strategy and its parameters left out (or None)
-        come from :attr:`lifecycle` (the ``jobs`` settings)."""
-        from hello_memory.memory.lifecycle import forget
-
-        args = self.lifecycle.forget_options(
-            strategy, kwargs.pop("threshold", None), kwargs.pop("max_age_days", None),
-            kwargs.pop("max_items", None))
-        return forget(self, args.pop("strategy"), **args, **kwargs)
+        come from :attr:`lifecycle` (the ``jobs`` settings). See memory/lifecycle.py."""
+        return self.lifecycle_service.forget(
+            strategy, namespace=namespace, threshold=threshold, max_age_days=max_age_days,
+            max_items=max_items, memory_types=memory_types, dry_run=dry_run, hard=hard)
 
     def forget_ids(self, ids: Sequence[str], *, namespace: str | None = None,
                    dry_run: bool = False) -> list[str]:
         """Soft-forget these memories (``restore`` undoes it; working memories are
         dropped). An unknown id changes nothing and raises NotFoundError; ids already
         forgotten are skipped. Returns the ids forgotten (or, dry run, that would be)."""
-        from hello_memory.memory.lifecycle import forget_ids
-
-        return forget_ids(self, ids, namespace=namespace, dry_run=dry_run)
+        return self.lifecycle_service.forget_ids(ids, namespace=namespace, dry_run=dry_run)
 
     def restore(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
-        from hello_memory.memory.lifecycle import restore
-
-        return restore(self, ids, namespace=self._ns(namespace))
+        """Bring soft-forgotten memories back into search; returns how many."""
+        return self.lifecycle_service.restore(ids, namespace=namespace)
 
     @telemetry.traced("update_memory", name="consolidate hello-memory")
-    def consolidate(self, from_type: MemoryType | str | None = None,
-                    to_type: MemoryType | str | None = None, **kwargs: Any) -> Any:
+    def consolidate(
+        self,
+        from_type: MemoryType | str | None = None,
+        to_type: MemoryType | str | None = None,
+        *,
+        namespace: str | None = None,
+        importance_threshold: float | None = None,
+        min_access_count: int | None = None,
+        dry_run: bool = False,
+    ) -> ConsolidateReport:
         """Promote important memories one step (working -> episodic -> semantic); the
         direction and thresholds left out come from :attr:`lifecycle` (default episodic
         -> semantic; one end of the direction names the other)."""
-        from hello_memory.memory.lifecycle import consolidate
-
-        args = self.lifecycle.consolidate_options(
-            from_type, to_type, kwargs.pop("importance_threshold", None),
-            kwargs.pop("min_access_count", None))
-        return consolidate(self, _memory_type(args.pop("from_type")),
-                           _memory_type(args.pop("to_type")), **args, **kwargs)
+        return self.lifecycle_service.consolidate(
+            from_type, to_type, namespace=namespace, importance_threshold=importance_threshold,
+            min_access_count=min_access_count, dry_run=dry_run)
 
     # --- maintenance (records are the truth; see maintenance.py) ----------------------
-    def reconcile(self, *, namespace: str | None = None, dry_run: bool = False) -> Any:
+    def reconcile(self, *, namespace: str | None = None,
+                  dry_run: bool = False) -> ReconcileReport:
         """Bring vectors and graph in line with the records; a ``ReconcileReport``.
         ``namespace`` None means every namespace."""
         from hello_memory.memory.maintenance import reconcile
@@ -759,14 +773,14 @@ class MemoryManager:
         return reconcile(self, namespace=namespace, dry_run=dry_run)
 
     def reindex(self, *, namespace: str | None = None, dry_run: bool = False,
-                progress: bool = False) -> Any:
+                progress: bool = False) -> ReindexReport:
         """Rebuild vectors and graph from the records alone; a ``ReindexReport``.
         ``namespace`` None means every namespace."""
         from hello_memory.memory.maintenance import reindex
 
         return reindex(self, namespace=namespace, dry_run=dry_run, progress=progress)
 
-    def optimize(self) -> Any:
+    def optimize(self) -> OptimizeReport:
         """Build the vector index where the backend builds it only on request (embedded
         Qdrant Edge: HNSW, ``vector.hnsw``); an ``OptimizeReport``. Blocks: about a
         minute per 100k memories on 2 cores."""
