@@ -20,11 +20,16 @@ Vectors are overwritten in place (never dropped first), so search keeps answerin
 it runs. Perceptual media vectors are kept when present (their source may be bytes
 that cannot be re-read); missing ones are re-encoded from their source file.
 
-Both use only the public protocols of the stores (``VectorStore``, ``GraphStore``,
-``RecordStore``, ``Stores``), so they work on any backend. Snapshots are taken in the
-order index-then-records: a vector or link seen before the record snapshot cannot be
-the not-yet-committed half of a concurrent write (records commit first), so a write
-racing with ``reconcile`` is never mistaken for an orphan.
+Both are methods of :class:`Maintenance`, a service over the stores that uses only
+their public protocols (``VectorStore``, ``GraphStore``, the record store's
+repositories, ``Stores``), so they work on any backend. Every repair is queued as an
+outbox row and applied by the one index-maintenance engine
+(hello_memory/stores/indexing.py): the same converging apply under the same per-key
+locks as a write, so a repair racing with a write cannot undo it, and a crash
+half-way leaves rows that the next open replays (ARCHITECTURE decision 1). Snapshots
+are taken in the order index-then-records: a vector or link seen before the record
+snapshot cannot be the not-yet-committed half of a concurrent write (records commit
+first), so a write racing with ``reconcile`` is never mistaken for an orphan.
 """
 
 from __future__ import annotations
@@ -36,12 +41,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-
 from hello_memory.errors import CollectionNotFoundError
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores, memory_payload
+from hello_memory.stores.indexing import CHUNK_COLLECTION
 from hello_memory.stores.records import ItemFilter
-from hello_memory.stores.records.models import OutboxRow
 from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace
 
@@ -50,8 +53,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OptimizeReport", "ReconcileReport", "ReindexReport", "optimize", "reconcile",
-           "reindex"]
+__all__ = ["Maintenance", "OptimizeReport", "ReconcileReport", "ReindexReport", "optimize",
+           "reconcile", "reindex"]
 
 BATCH = 128
 
@@ -126,36 +129,9 @@ class OptimizeReport:
 
 
 # --- helpers ------------------------------------------------------------------------
-def _namespaces(stores: Stores, namespace: str | None) -> list[str]:
-    """The one given, else every namespace that has records or ever had an index
-    operation (the outbox remembers namespaces whose records were all deleted)."""
-    if namespace is not None:
-        return [require_namespace(namespace)]
-    found = set(stores.records.memories.namespaces())
-    with stores.records.transaction() as s:
-        found.update(s.scalars(select(OutboxRow.namespace).distinct()).all())
-    return sorted(found)
-
-
-def _chunks(items: Sequence[MemoryItem], size: int = BATCH) -> Iterator[Sequence[MemoryItem]]:
+def _chunks(items: Sequence[Any], size: int = BATCH) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
-
-
-def _perceptual_collections(stores: Stores) -> list[str]:
-    if stores.indexer(MemoryType.PERCEPTUAL) is None:
-        return []
-    from hello_memory.memory.perceptual import COLLECTIONS  # only when it is configured
-
-    return list(COLLECTIONS.values())
-
-
-def _ids_or_empty(stores: Stores, collection: str, namespace: str) -> set[str]:
-    """Point ids of a perceptual collection; one never created holds none."""
-    try:
-        return stores.vectors.ids(collection, namespace=namespace)
-    except CollectionNotFoundError:
-        return set()
 
 
 def _same(have: Any, want: Any) -> bool:
@@ -175,204 +151,268 @@ def _progress(total: int, desc: str, enabled: bool) -> Any:
     return tqdm(total=total, desc=desc, unit="mem", disable=not enabled)
 
 
-# --- reconcile ------------------------------------------------------------------------
-def reconcile(
-    manager: MemoryManager, *, namespace: str | None = None, dry_run: bool = False,
-    retry_failed: Sequence[str] = (), drop_failed: Sequence[str] = (),
-) -> ReconcileReport:
-    """Bring the vector store and the graph in line with the records (see module doc).
-    With ``dry_run`` nothing is written and the report says what would change.
+@dataclass
+class _Snapshot:
+    """One namespace as reconcile sees it: the indexes first, then the records."""
 
-    A memory whose index work keeps failing is isolated (it stays pending, the others
-    are repaired) and listed in ``index_failures`` with its error; ``retry_failed``
-    retries the named ones first, ``drop_failed`` deletes them (record included)."""
-    stores = manager.stores
-    report = ReconcileReport(dry_run=dry_run, namespaces=_namespaces(stores, namespace))
-    if (retry_failed or drop_failed) and not dry_run:
-        mine = {f.memory_id for f in stores.index_failures.values()
-                if namespace is None or f.namespace == namespace}
-        retried = stores.retry_failed([m for m in retry_failed if m in mine])
-        report.retried = sorted(m for m, error in retried.items() if error is None)
-        report.dropped = sorted(stores.drop_failed([m for m in drop_failed if m in mine]))
-    if dry_run:
-        report.outbox_replayed = len(stores.records.outbox.pending_outbox(limit=1_000_000))
-    else:
-        report.outbox_replayed = stores.apply_outbox()
-    for ns in report.namespaces:
-        _reconcile_namespace(stores, ns, report)
-    report.index_failures = sorted(
-        (f.as_dict() for f in stores.index_failures.values()
-         if f.namespace in report.namespaces), key=lambda f: str(f["memory_id"]))
-    for name in ("reindexed", "orphan_vectors", "orphan_graph_links", "payloads_refreshed",
-                 "graph_relinked"):
-        getattr(report, name).sort()
-    if report.changed:
-        log.info("reconcile%s: %s", " (dry run)" if dry_run else "", report.as_dict())
-    return report
+    vector_ids: set[str]
+    graph_ids: set[str]
+    media: dict[str, set[str]]
+    text_items: list[MemoryItem]
+    perceptual_items: list[MemoryItem]
 
 
-def _reconcile_namespace(stores: Stores, ns: str, report: ReconcileReport) -> None:
-    dry = report.dry_run
-    # Index snapshots first, records second (see the module doc).
-    vector_ids = stores.vectors.ids(MEMORY_COLLECTION, namespace=ns)
-    graph_ids = stores.graph.memory_ids(ns)
-    media = {c: _ids_or_empty(stores, c, ns) for c in _perceptual_collections(stores)}
-    items = stores.records.memories.list_items(ns, ItemFilter(status=None))
-    text_items = [i for i in items if i.memory_type != MemoryType.PERCEPTUAL]
-    perceptual_items = [i for i in items if i.memory_type == MemoryType.PERCEPTUAL]
-    text_ids = {i.id for i in text_items}
-    semantic_ids = {i.id for i in text_items if i.memory_type == MemoryType.SEMANTIC}
+class Maintenance:
+    """reconcile, reindex and optimize over built stores (see the module doc); the
+    facade's ``reconcile`` / ``reindex`` / ``optimize`` call these."""
 
-    orphans = sorted(vector_ids - text_ids)
-    report.orphan_vectors += orphans
-    if orphans and not dry:
-        stores.vectors.delete(MEMORY_COLLECTION, orphans, namespace=ns)
-    perceptual_ids = {i.id for i in perceptual_items}
-    for collection, points in media.items():
-        lost = sorted(points - perceptual_ids)
+    def __init__(self, stores: Stores) -> None:
+        self.stores = stores
+
+    # --- shared ---------------------------------------------------------------------
+    def namespaces(self, namespace: str | None) -> list[str]:
+        """The one given, else every namespace that has records or ever had index
+        work (the outbox remembers namespaces whose records were all deleted)."""
+        if namespace is not None:
+            return [require_namespace(namespace)]
+        records = self.stores.records
+        return sorted(set(records.memories.namespaces()) | set(records.outbox.namespaces()))
+
+    def _perceptual_collections(self) -> list[str]:
+        if self.stores.indexer(MemoryType.PERCEPTUAL) is None:
+            return []
+        from hello_memory.memory.perceptual import COLLECTIONS  # only when it is configured
+
+        return list(COLLECTIONS.values())
+
+    def _ids_or_empty(self, collection: str, namespace: str) -> set[str]:
+        """Point ids of a perceptual collection; one never created holds none."""
+        try:
+            return self.stores.vectors.ids(collection, namespace=namespace)
+        except CollectionNotFoundError:
+            return set()
+
+    def _snapshot(self, ns: str) -> _Snapshot:
+        st = self.stores
+        vector_ids = st.vectors.ids(MEMORY_COLLECTION, namespace=ns)
+        graph_ids = st.graph.memory_ids(ns)
+        media = {c: self._ids_or_empty(c, ns) for c in self._perceptual_collections()}
+        items = st.records.memories.list_items(ns, ItemFilter(status=None))
+        return _Snapshot(vector_ids, graph_ids, media,
+                         [i for i in items if i.memory_type != MemoryType.PERCEPTUAL],
+                         [i for i in items if i.memory_type == MemoryType.PERCEPTUAL])
+
+    # --- reconcile ------------------------------------------------------------------
+    def reconcile(self, *, namespace: str | None = None, dry_run: bool = False,
+                  retry_failed: Sequence[str] = (), drop_failed: Sequence[str] = (),
+                  ) -> ReconcileReport:
+        """Bring the vector store and the graph in line with the records (see module
+        doc). With ``dry_run`` nothing is written and the report says what would change.
+
+        An item whose index work keeps failing is isolated (it stays pending, the
+        others are repaired) and listed in ``index_failures`` with its error;
+        ``retry_failed`` retries the named ones first, ``drop_failed`` deletes them
+        (record included)."""
+        st = self.stores
+        report = ReconcileReport(dry_run=dry_run, namespaces=self.namespaces(namespace))
+        if (retry_failed or drop_failed) and not dry_run:
+            mine = {f.memory_id for f in st.index_failures.values()
+                    if namespace is None or f.namespace == namespace}
+            retried = st.retry_failed([m for m in retry_failed if m in mine])
+            report.retried = sorted(m for m, error in retried.items() if error is None)
+            report.dropped = sorted(st.drop_failed([m for m in drop_failed if m in mine]))
+        if dry_run:
+            report.outbox_replayed = len(st.records.outbox.pending_outbox(limit=1_000_000))
+        else:
+            report.outbox_replayed = st.apply_outbox()
+        for ns in report.namespaces:
+            self._reconcile_namespace(ns, report)
+        report.index_failures = sorted(
+            (f.as_dict() for f in st.index_failures.values()
+             if f.namespace in report.namespaces), key=lambda f: str(f["memory_id"]))
+        for name in ("reindexed", "orphan_vectors", "orphan_graph_links", "payloads_refreshed",
+                     "graph_relinked"):
+            getattr(report, name).sort()
+        if report.changed:
+            log.info("reconcile%s: %s", " (dry run)" if dry_run else "", report.as_dict())
+        return report
+
+    def _reconcile_namespace(self, ns: str, report: ReconcileReport) -> None:
+        snap = self._snapshot(ns)  # indexes first, records second (see the module doc)
+        text_ids = {i.id for i in snap.text_items}
+        semantic_ids = {i.id for i in snap.text_items if i.memory_type == MemoryType.SEMANTIC}
+        orphans = sorted(snap.vector_ids - text_ids)
+        report.orphan_vectors += orphans
+        perceptual_ids = {i.id for i in snap.perceptual_items}
+        lost = sorted(set().union(*snap.media.values()) - perceptual_ids) if snap.media else []
         report.orphan_vectors += lost
-        if lost and not dry:
-            stores.vectors.delete(collection, lost, namespace=ns)
+        stale_links = sorted(snap.graph_ids - semantic_ids)
+        report.orphan_graph_links += stale_links
+        missing = [i.id for i in snap.text_items if i.id not in snap.vector_ids]
+        report.reindexed += missing
+        present = [i for i in snap.text_items if i.id in snap.vector_ids]
+        stale = self._stale_payloads(ns, present)
+        report.payloads_refreshed += stale
+        unlinked = self._unlinked(ns, present, snap.graph_ids)
+        report.graph_relinked += unlinked
+        if not report.dry_run:
+            # Each repair is a row for the engine: "delete" converges a vector or link
+            # without a record to gone; an orphan link of a record that is not semantic
+            # is re-derived ("upsert": old links dropped, none extracted).
+            rec = self.stores.requeue
+            rec("memory", "delete", ns, orphans + [i for i in stale_links if i not in text_ids])
+            rec("media", "delete", ns, lost)
+            rec("memory", "upsert", ns, [i for i in stale_links if i in text_ids])
+            rec("memory", "add", ns, missing + unlinked)
+            rec("memory", "payload", ns, stale)
+        self._reconcile_media(ns, snap, report)
 
-    stale_links = sorted(graph_ids - semantic_ids)
-    report.orphan_graph_links += stale_links
-    if not dry:
-        for memory_id in stale_links:
-            stores.graph.remove_memory(ns, memory_id)
+    def _stale_payloads(self, ns: str, present: Sequence[MemoryItem]) -> list[str]:
+        stale: list[str] = []
+        for chunk in _chunks(present, 512):
+            by_id = {h.id: h.payload for h in self.stores.vectors.retrieve(
+                MEMORY_COLLECTION, [i.id for i in chunk], namespace=ns)}
+            stale += [i.id for i in chunk
+                      if i.id in by_id and _payload_differs(by_id[i.id], memory_payload(i))]
+        return stale
 
-    missing = [i for i in text_items if i.id not in vector_ids]
-    report.reindexed += [i.id for i in missing]
-    if missing and not dry:
-        for chunk in _chunks(missing):
-            stores.index(chunk)  # also re-links the graph of semantic ones
-
-    present = [i for i in text_items if i.id in vector_ids]
-    for chunk in _chunks(present, 512):
-        by_id = {h.id: h.payload for h in stores.vectors.retrieve(
-            MEMORY_COLLECTION, [i.id for i in chunk], namespace=ns)}
-        for item in chunk:
-            want = memory_payload(item)
-            if item.id in by_id and _payload_differs(by_id[item.id], want):
-                report.payloads_refreshed.append(item.id)
-                if not dry:
-                    stores.vectors.set_payload(MEMORY_COLLECTION, [item.id], want, namespace=ns)
-
-    if stores.extractor is not None:
-        unlinked = [i for i in present if i.memory_type == MemoryType.SEMANTIC
-                    and i.id not in graph_ids]
-        for item in unlinked:
+    def _unlinked(self, ns: str, present: Sequence[MemoryItem], graph_ids: set[str]
+                  ) -> list[str]:
+        """Semantic memories with a vector but no graph link whose text the extractor
+        finds entities in (a graph server that came back empty)."""
+        extractor = self.stores.extractor
+        if extractor is None:
+            return []
+        found: list[str] = []
+        for item in present:
+            if item.memory_type != MemoryType.SEMANTIC or item.id in graph_ids:
+                continue
             try:
-                entities, relations = stores.extractor(item)
-            except Exception as exc:  # one text the analysis refuses: reported, skipped
-                stores.note_failure(ns, item.id, exc)
+                entities, relations = extractor(item)
+            except Exception as exc:  # noqa: BLE001 - one text the analysis refuses
+                self.stores.note_failure(ns, item.id, exc)
                 continue
             if entities or relations:
-                report.graph_relinked.append(item.id)
-                if not dry:
-                    stores.graph.add_mentions(ns, item.id, entities, relations)
+                found.append(item.id)
+        return found
 
-    indexer = stores.indexer(MemoryType.PERCEPTUAL)
-    if perceptual_items and indexer is None:
-        for item in perceptual_items:
-            report.skipped[item.id] = "perceptual memory is not configured in this process"
-    elif perceptual_items and indexer is not None:
-        have = set().union(*media.values()) if media else set()
-        lacking = [i for i in perceptual_items if i.id not in have]
-        if dry or not lacking:
-            report.reindexed += [i.id for i in lacking]
+    def _reconcile_media(self, ns: str, snap: _Snapshot, report: ReconcileReport) -> None:
+        items = snap.perceptual_items
+        if not items:
             return
-        indexer.upsert(lacking)  # re-encodes from the source where it can
-        now = set().union(*(_ids_or_empty(stores, c, ns) for c in media))
-        for item in lacking:
-            if item.id in now:
-                report.reindexed.append(item.id)
+        if self.stores.indexer(MemoryType.PERCEPTUAL) is None:
+            for item in items:
+                report.skipped[item.id] = "perceptual memory is not configured in this process"
+            return
+        have = set().union(*snap.media.values()) if snap.media else set()
+        lacking = [i.id for i in items if i.id not in have]
+        if report.dry_run or not lacking:
+            report.reindexed += lacking
+            return
+        self.stores.requeue("media", "add", ns, lacking)  # re-encodes from the source
+        now = set().union(*(self._ids_or_empty(c, ns) for c in snap.media))
+        for memory_id in lacking:
+            if memory_id in now:
+                report.reindexed.append(memory_id)
             else:
-                report.skipped[item.id] = ("perceptual vector could not be re-encoded (source "
-                                           "given as bytes, moved or changed); add it again")
+                report.skipped[memory_id] = (
+                    "perceptual vector could not be re-encoded (source given as bytes, "
+                    "moved or changed); add it again")
+
+    # --- reindex --------------------------------------------------------------------
+    def reindex(self, *, namespace: str | None = None, dry_run: bool = False,
+                progress: bool = False) -> ReindexReport:
+        """Rebuild the vector store and the graph from the records alone (see module
+        doc). ``progress`` shows a progress bar per namespace."""
+        st = self.stores
+        report = ReindexReport(dry_run=dry_run, namespaces=self.namespaces(namespace))
+        if not dry_run:
+            # Settle pending rows first so a later replay does not redo (older) work.
+            report.outbox_replayed = st.apply_outbox()
+        for ns in report.namespaces:
+            self._reindex_namespace(ns, report, progress)
+        if not dry_run and namespace is None:
+            # Every memory's keyword vector now comes from this analyzer.
+            from hello_memory.stores.lexical_version import record_lexical_version
+
+            record_lexical_version(st.records)
+        log.info("reindex%s: %s", " (dry run)" if dry_run else "", report.as_dict())
+        return report
+
+    def _reindex_namespace(self, ns: str, report: ReindexReport, progress: bool) -> None:
+        st = self.stores
+        vector_ids = st.vectors.ids(MEMORY_COLLECTION, namespace=ns)
+        items = st.records.memories.list_items(ns, ItemFilter(status=None))
+        report.records += len(items)
+        text_items = [i for i in items if i.memory_type != MemoryType.PERCEPTUAL]
+        perceptual_items = [i for i in items if i.memory_type == MemoryType.PERCEPTUAL]
+        orphans = sorted(vector_ids - {i.id for i in text_items})
+        report.orphan_vectors += len(orphans)
+        report.vectors_written += len(text_items)
+        report.graph_memories += sum(1 for i in text_items if i.memory_type == MemoryType.SEMANTIC)
+        report.perceptual += len(perceptual_items)
+        if st.indexer(MemoryType.PERCEPTUAL) is None:
+            for item in perceptual_items:
+                report.skipped[item.id] = "perceptual memory is not configured in this process"
+        if report.dry_run:
+            return
+        # The graph is derived from semantic records only: clear it, then re-extract.
+        st.graph.clear(ns)
+        with _progress(len(text_items), f"reindex {ns}", progress) as bar:
+            for chunk in _chunks(text_items):
+                st.index(chunk)
+                bar.update(len(chunk))
+        st.requeue("memory", "delete", ns, orphans)
+        perceptual_ids = {i.id for i in perceptual_items}
+        for collection in self._perceptual_collections():
+            lost = sorted(self._ids_or_empty(collection, ns) - perceptual_ids)
+            report.orphan_vectors += len(lost)
+            st.requeue("media", "delete", ns, lost)
+        if perceptual_items and st.indexer(MemoryType.PERCEPTUAL) is not None:
+            for chunk in _chunks(sorted(perceptual_ids)):
+                st.requeue("media", "upsert", ns, list(chunk))
+
+    # --- optimize -------------------------------------------------------------------
+    def optimize(self) -> OptimizeReport:
+        """Build the search index of every collection hello-memory writes (memories,
+        document chunks, media) where the vector backend builds it only on request:
+        the embedded Edge engine's HNSW segments (``vector.hnsw``). Blocks until done;
+        searches are exact before and approximate (``vector.hnsw.ef``) after, for
+        namespaces larger than ``full_scan_threshold_kb``. Collections never created
+        are skipped."""
+        st = self.stores
+        st.apply_outbox()  # index what is pending first, so it lands in the graph too
+        report = OptimizeReport()
+        optional = [CHUNK_COLLECTION, *self._perceptual_collections()]
+        for collection in [MEMORY_COLLECTION, *optional]:
+            started = time.perf_counter()
+            try:
+                report.collections[collection] = st.vectors.optimize(collection)
+            except CollectionNotFoundError:
+                if collection not in optional:
+                    raise
+                continue  # a knowledge base or modality this store never used
+            report.seconds[collection] = round(time.perf_counter() - started, 3)
+        return report
 
 
-# --- reindex --------------------------------------------------------------------------
-def reindex(
-    manager: MemoryManager,
-    *,
-    namespace: str | None = None,
-    dry_run: bool = False,
-    progress: bool = False,
-) -> ReindexReport:
-    """Rebuild the vector store and the graph from the records alone (see module doc).
-    ``progress`` shows a progress bar per namespace."""
-    stores = manager.stores
-    report = ReindexReport(dry_run=dry_run, namespaces=_namespaces(stores, namespace))
-    if not dry_run:
-        # Settle pending rows first so a later replay does not redo (older) work.
-        report.outbox_replayed = stores.apply_outbox()
-    for ns in report.namespaces:
-        _reindex_namespace(stores, ns, report, progress)
-    if not dry_run and namespace is None:
-        # Every memory's keyword vector now comes from this analyzer.
-        from hello_memory.stores.lexical_version import record_lexical_version
-
-        record_lexical_version(stores.records)
-    log.info("reindex%s: %s", " (dry run)" if dry_run else "", report.as_dict())
-    return report
+# --- the facade's entry points ----------------------------------------------------------
+def reconcile(manager: MemoryManager, *, namespace: str | None = None, dry_run: bool = False,
+              retry_failed: Sequence[str] = (), drop_failed: Sequence[str] = (),
+              ) -> ReconcileReport:
+    """:meth:`Maintenance.reconcile` over ``manager``'s stores."""
+    return Maintenance(manager.stores).reconcile(namespace=namespace, dry_run=dry_run,
+                                                 retry_failed=retry_failed,
+                                                 drop_failed=drop_failed)
 
 
-def _reindex_namespace(stores: Stores, ns: str, report: ReindexReport, progress: bool) -> None:
-    dry = report.dry_run
-    vector_ids = stores.vectors.ids(MEMORY_COLLECTION, namespace=ns)
-    items = stores.records.memories.list_items(ns, ItemFilter(status=None))
-    report.records += len(items)
-    text_items = [i for i in items if i.memory_type != MemoryType.PERCEPTUAL]
-    perceptual_items = [i for i in items if i.memory_type == MemoryType.PERCEPTUAL]
-    orphans = sorted(vector_ids - {i.id for i in text_items})
-    report.orphan_vectors += len(orphans)
-    report.vectors_written += len(text_items)
-    semantic = [i for i in text_items if i.memory_type == MemoryType.SEMANTIC]
-    report.graph_memories += len(semantic)
-    report.perceptual += len(perceptual_items)
-    indexer = stores.indexer(MemoryType.PERCEPTUAL)
-    if indexer is None:
-        for item in perceptual_items:
-            report.skipped[item.id] = "perceptual memory is not configured in this process"
-    if dry:
-        return
-    # The graph is derived from semantic records only: clear it, then re-extract.
-    stores.graph.clear(ns)
-    with _progress(len(text_items), f"reindex {ns}", progress) as bar:
-        for chunk in _chunks(text_items):
-            stores.index(chunk)
-            bar.update(len(chunk))
-    if orphans:
-        stores.vectors.delete(MEMORY_COLLECTION, orphans, namespace=ns)
-    for collection in _perceptual_collections(stores):
-        lost = sorted(_ids_or_empty(stores, collection, ns) - {i.id for i in perceptual_items})
-        report.orphan_vectors += len(lost)
-        if lost:
-            stores.vectors.delete(collection, lost, namespace=ns)
-    if perceptual_items and indexer is not None:
-        indexer.upsert(perceptual_items)
+def reindex(manager: MemoryManager, *, namespace: str | None = None, dry_run: bool = False,
+            progress: bool = False) -> ReindexReport:
+    """:meth:`Maintenance.reindex` over ``manager``'s stores."""
+    return Maintenance(manager.stores).reindex(namespace=namespace, dry_run=dry_run,
+                                               progress=progress)
 
 
-# --- optimize -------------------------------------------------------------------------
 def optimize(manager: MemoryManager) -> OptimizeReport:
-    """Build the search index of every collection hello-memory writes (memories,
-    document chunks, media) where the vector backend builds it only on request: the
-    embedded Edge engine's HNSW segments (``vector.hnsw``). Blocks until done; searches
-    are exact before and approximate (``vector.hnsw.ef``) after, for namespaces larger
-    than ``full_scan_threshold_kb``. Collections never created are skipped."""
-    from hello_memory.rag.indexing import CHUNK_COLLECTION
-
-    stores = manager.stores
-    stores.apply_outbox()  # index what is pending first, so it lands in the graph too
-    report = OptimizeReport()
-    optional = [CHUNK_COLLECTION, *_perceptual_collections(stores)]
-    for collection in [MEMORY_COLLECTION, *optional]:
-        started = time.perf_counter()
-        try:
-            report.collections[collection] = stores.vectors.optimize(collection)
-        except CollectionNotFoundError:
-            if collection not in optional:
-                raise
-            continue  # a knowledge base or modality this store never used
-        report.seconds[collection] = round(time.perf_counter() - started, 3)
-    return report
+    """:meth:`Maintenance.optimize` over ``manager``'s stores."""
+    return Maintenance(manager.stores).optimize()

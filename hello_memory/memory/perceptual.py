@@ -8,17 +8,20 @@ query only images, an audio query only audio. Hits are joined to their records (
 truth) and scored with the PERCEPTUAL profile, (0.8·similarity + 0.2·recency) ×
 (0.8 + 0.4·importance).
 
-Writes follow the records-first path: validate and encode, commit the record with its
-outbox row, upsert the vector, mark the row applied. Register the memory with
-``Stores.register_indexer(MemoryType.PERCEPTUAL, memory)`` (before ``Stores.open()``)
-so replayed outbox rows reach these collections.
+Writes follow the records-first path of the one index-maintenance engine
+(hello_memory/stores/indexing.py, ARCHITECTURE decision 1): validate and encode, commit
+the record with its "media" outbox row, then apply that row (this class is the "media"
+kind's indexer: it reads the current record and upserts or deletes its vector).
+Register the memory with ``Stores.register_indexer(MemoryType.PERCEPTUAL, memory)``
+(before ``Stores.open()``) so it shares the stores' engine and its backlog is replayed
+at open; on its own it keeps an engine of its own over the same outbox.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import func, select
 
 from hello_memory.embedding.base import Embedder
 from hello_memory.embedding.clap import ClapEncoder, audio_mime_type
@@ -37,12 +39,13 @@ from hello_memory.errors import (
     HelloMemoryError,
     InvalidInputError,
     PerceptualNotConfiguredError,
+    StoreError,
 )
 from hello_memory.memory import scoring
 from hello_memory.memory.scoring import PERCEPTUAL, ScoringProfile, SearchHit
 from hello_memory.stores.bundle import DENSE, PAYLOAD_INDEXES, memory_payload
-from hello_memory.stores.records import RecordStore
-from hello_memory.stores.records.models import MemoryRow, OutboxRow
+from hello_memory.stores.indexing import IndexEngine
+from hello_memory.stores.records import ItemFilter, OutboxEntry, RecordStore
 from hello_memory.stores.vector.base import CollectionSpec, Range, VectorStore
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality, VectorPoint, utcnow
 from hello_memory.validation import (
@@ -116,6 +119,14 @@ class PerceptualMemory:
         self.profile = profile
         self._clock = clock
         self._ready: set[Modality] = set()
+        self.engine = IndexEngine(lambda: self.records.outbox)
+        self.engine.register("media", self)
+
+    def attach(self, engine: IndexEngine) -> None:
+        """Apply this memory's rows through ``engine`` (the stores' one engine: shared
+        per-key locks, one backlog replay) instead of an engine of its own."""
+        self.engine = engine
+        engine.register("media", self)
 
     # lifecycle ---------------------------------------------------------------------
     def open(self) -> None:
@@ -130,6 +141,7 @@ class PerceptualMemory:
                     dense={DENSE: int(self._encoder_or_none(modality).dimension)},
                     payload_indexes=PAYLOAD_INDEXES))
                 self._ready.add(modality)
+        self.engine.replay(["media"])  # what a crash left pending
 
     def close(self) -> None:
         """Close both stores (also for other users of the same store objects)."""
@@ -244,9 +256,14 @@ class PerceptualMemory:
         except InvalidInputError as exc:
             raise InvalidInputError(f"source {path or '(bytes)'}: {exc}") from exc
         seqs = self.records.memories.add_items([item])
-        self._upsert(item, vector)
-        self.records.outbox.mark_applied(seqs)
+        self._raise_failure(self.engine.apply(seqs, {item.id: (item.content, vector)}),
+                            item.id)
         return item
+
+    def _raise_failure(self, result: Any, memory_id: str) -> None:
+        failure = self.engine.first_failure(result, {memory_id})
+        if failure is not None:
+            raise failure  # the write is durable, its row pending (reconcile retries)
 
     @staticmethod
     def _payload(item: MemoryItem) -> dict[str, Any]:
@@ -273,16 +290,6 @@ class PerceptualMemory:
                     raise
                 log.debug("collection %s not present; nothing to delete", name)
 
-    def _settle_outbox(self, namespace: str, ids: Sequence[str]) -> None:
-        """Mark the pending outbox rows of ``ids`` applied (their index work is done)."""
-        seqs: list[int] = []
-        for start in range(0, len(ids), 500):
-            with self.records.transaction() as s:
-                seqs += s.scalars(select(OutboxRow.seq).where(
-                    OutboxRow.namespace == namespace, OutboxRow.applied_at.is_(None),
-                    OutboxRow.memory_id.in_(list(ids[start:start + 500])))).all()
-        self.records.outbox.mark_applied(seqs)
-
     def remove(self, namespace: str, memory_id: str) -> bool:
         """Delete one perceptual memory (record and vector); False if there is none."""
         ns = require_namespace(namespace)
@@ -290,27 +297,55 @@ class PerceptualMemory:
                  if i.memory_type is MemoryType.PERCEPTUAL]
         if not found:
             return False
-        self.records.memories.delete_items(namespace, [memory_id])
-        self._drop_vectors(namespace, [memory_id], [found[0].modality])
-        self._settle_outbox(namespace, [memory_id])
+        _, seqs = self.records.memories.delete_queued(ns, [memory_id])
+        self._raise_failure(self.engine.apply(seqs), memory_id)
         return True
 
     def clear(self, namespace: str) -> int:
         """Delete every perceptual memory of ``namespace`` (any status) and the
         namespace's points in the perceptual collections; returns records deleted."""
         require_namespace(namespace)
-        with self.records.transaction() as s:
-            ids = list(s.scalars(select(MemoryRow.id).where(
-                MemoryRow.namespace == namespace,
-                MemoryRow.memory_type == MemoryType.PERCEPTUAL.value)).all())
-        deleted = 0
+        ids = [i.id for i in self.records.memories.list_items(
+            namespace, ItemFilter(memory_types=(MemoryType.PERCEPTUAL,), status=None))]
+        deleted, seqs = 0, list[int]()
         for start in range(0, len(ids), 500):
-            deleted += self.records.memories.delete_items(namespace, ids[start:start + 500])
-        self._drop_vectors(namespace, None)
-        self._settle_outbox(namespace, ids)
+            n, queued = self.records.memories.delete_queued(namespace, ids[start:start + 500])
+            deleted, seqs = deleted + n, seqs + queued
+        self.engine.apply(seqs)
+        self._drop_vectors(namespace, None)  # and any point without a record
         return deleted
 
-    # Indexer protocol (Stores.apply_outbox replays perceptual rows through these) ------
+    # the "media" kind's indexer (hello_memory/stores/indexing.py) ----------------------
+    def apply(self, namespace: str, entries: Sequence[OutboxEntry],
+              prepared: Mapping[str, Any]) -> None:
+        """Bring the vectors of ``entries``' memories in line with their CURRENT records
+        (the engine holds their key locks): a memory gone (or no longer perceptual)
+        loses its vectors; a new one gets the vector its add encoded, when the record
+        still has that content; any other is refreshed from its record (text
+        re-embedded, a media payload rewritten, a missing media vector re-encoded from
+        its source file, logged when impossible). A backend failure raises (the rows
+        stay pending)."""
+        ids = list(dict.fromkeys(e.item_id for e in entries))
+        items = {i.id: i for i in self.records.memories.get_items(namespace, ids)
+                 if i.memory_type is MemoryType.PERCEPTUAL}
+        gone = [i for i in ids if i not in items]
+        if gone:
+            self._drop_vectors(namespace, gone)
+        for memory_id, item in items.items():
+            ready = prepared.get(memory_id)
+            if ready is not None and ready[0] == item.content:
+                self._require(item.modality)
+                self._upsert(item, np.asarray(ready[1], dtype=np.float32))
+                continue
+            try:
+                outcome = self._reindex_one(item, refresh=True)
+            except StoreError:
+                raise
+            except (HelloMemoryError, OSError) as exc:
+                outcome = f"{type(exc).__name__}: {exc}"
+            if outcome not in ("reindexed", "present"):
+                log.warning("perceptual memory %s not re-indexed: %s", memory_id, outcome)
+
     def upsert(self, items: Sequence[MemoryItem]) -> None:
         """Bring the vectors of ``items`` in line with their records: text is re-embedded,
         media whose vector exists get the new payload, missing media vectors are
@@ -412,10 +447,6 @@ class PerceptualMemory:
 
     def count(self, namespace: str, modality: Modality | str | None = None) -> int:
         """Active perceptual memories of ``namespace`` (of one modality when given)."""
-        conds = [MemoryRow.namespace == require_namespace(namespace),
-                 MemoryRow.memory_type == MemoryType.PERCEPTUAL.value,
-                 MemoryRow.status == MemoryStatus.ACTIVE.value]
-        if modality is not None:
-            conds.append(MemoryRow.modality == _modality(modality, "modality").value)
-        with self.records.transaction() as s:
-            return int(s.scalar(select(func.count()).select_from(MemoryRow).where(*conds)) or 0)
+        return self.records.memories.count_of_type(
+            require_namespace(namespace), MemoryType.PERCEPTUAL,
+            modality=None if modality is None else _modality(modality, "modality"))

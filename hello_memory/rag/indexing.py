@@ -1,37 +1,39 @@
 """The chunk index: chunk records in the record store, their dense and BM25 vectors in
-one Qdrant collection, written records first.
+one Qdrant collection, written records first through the one index-maintenance engine
+(hello_memory/stores/indexing.py, ARCHITECTURE decision 1).
 
 Replacing a document commits the document row, its new chunk rows, the deletion of
-its old chunk rows and one ``hm_rag_outbox`` row per vector change in ONE
-transaction; the vectors (embedded before the commit, so a failing embedder writes
-nothing) are then upserted, the old ones deleted, and the outbox rows marked applied.
-A crash in between leaves outbox rows that :meth:`ChunkIndex.apply_outbox` replays
-(re-embedding from the records); searches join hits to records, so a stale vector is
-never returned meanwhile. Chunk ids are fresh UUIDs on every write and never reused,
-so replaying upserts and deletes in any order converges.
+its old chunk rows and one "chunk" outbox row per vector change in ONE transaction;
+the vectors (embedded before the commit, so a failing embedder writes nothing) are
+then applied by the engine, this class being the "chunk" kind's indexer: it reads the
+current chunk records and upserts (record present) or deletes (record gone) their
+vectors. A crash in between leaves outbox rows that :meth:`ChunkIndex.open` replays;
+searches join hits to records, so a stale vector is never returned meanwhile. Chunk
+ids are fresh UUIDs on every write and never reused.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from hello_memory.embedding.base import Embedder
 from hello_memory.rag.chunker import heading_prefixes
-from hello_memory.text.bm25 import BM25_VECTOR, LexicalEncoder
-from hello_memory.stores.records import RecordStore
+from hello_memory.stores.indexing import CHUNK_COLLECTION, ApplyResult, IndexEngine
+from hello_memory.stores.records import OutboxEntry, RecordStore
 from hello_memory.stores.records.documents import ChunkRecord, DocumentRecord
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore
+from hello_memory.text.bm25 import BM25_VECTOR, LexicalEncoder
 from hello_memory.types import VectorPoint
 
 __all__ = ["CHUNK_COLLECTION", "DENSE", "ChunkIndex", "chunk_payload", "embedding_text"]
 
 log = logging.getLogger(__name__)
 
-CHUNK_COLLECTION = "rag_chunks"
 DENSE = "dense"
 _PAYLOAD_INDEXES = {"document_id": "keyword", "source": "keyword", "headings": "keyword",
                     "language": "keyword"}
@@ -58,15 +60,20 @@ def chunk_payload(chunk: ChunkRecord) -> dict[str, object]:
 
 
 class ChunkIndex:
-    """Write path and replay for document chunks; takes built stores."""
+    """Write path and replay for document chunks; takes built stores. ``engine``: the
+    stores' one engine (shared locks, replayed by ``reconcile`` too); by default one of
+    its own over the same outbox."""
 
     def __init__(self, records: RecordStore, vectors: VectorStore, embedder: Embedder,
-                 lexical: LexicalEncoder, *, batch_size: int = 32) -> None:
+                 lexical: LexicalEncoder, *, batch_size: int = 32,
+                 engine: IndexEngine | None = None) -> None:
         self.records = records
         self.vectors = vectors
         self.embedder = embedder
         self.lexical = lexical
         self.batch_size = batch_size
+        self.engine = engine if engine is not None else IndexEngine(lambda: records.outbox)
+        self.engine.register("chunk", self)
 
     def open(self) -> int:
         """Make sure the chunk collection exists with the embedder's size, then replay
@@ -74,10 +81,7 @@ class ChunkIndex:
         self.vectors.ensure_collection(CollectionSpec(
             name=CHUNK_COLLECTION, dense={DENSE: self.embedder.dimension},
             sparse=(BM25_VECTOR,), payload_indexes=_PAYLOAD_INDEXES))  # type: ignore[arg-type]
-        replayed = self.apply_outbox()
-        if replayed:
-            log.info("replayed %d pending chunk index operations", replayed)
-        return replayed
+        return self.apply_outbox()
 
     def embed(self, chunks: Sequence[ChunkRecord], progress: Progress | None = None
               ) -> npt.NDArray[np.float32]:
@@ -96,18 +100,40 @@ class ChunkIndex:
     def write(self, doc: DocumentRecord, chunks: Sequence[ChunkRecord],
               vectors: npt.NDArray[np.float32]) -> None:
         """Replace ``doc`` and its chunks (records first), then their vectors."""
-        seqs, old = self.records.documents.replace_document(doc, chunks)
+        seqs, _old = self.records.documents.replace_document(doc, chunks)
         filled = [ChunkRecord(**{**c.__dict__, "source_path": doc.source_path}) for c in chunks]
-        self._upsert(filled, vectors)
-        if old:
-            self.vectors.delete(CHUNK_COLLECTION, old, namespace=doc.namespace)
-        self.records.outbox.mark_rag_applied(seqs)
+        self._raise(self.engine.apply(seqs, {c.id: (embedding_text(c), v)
+                                             for c, v in zip(filled, vectors, strict=True)}))
 
-    def _upsert(self, chunks: Sequence[ChunkRecord], vectors: npt.NDArray[np.float32]) -> None:
+    def _raise(self, result: ApplyResult) -> None:
+        failure = self.engine.first_failure(result)
+        if failure is not None:
+            raise failure  # durable: the rows stay pending, replayed at open
+
+    # the "chunk" kind's indexer (hello_memory/stores/indexing.py) ----------------------
+    def apply(self, namespace: str, entries: Sequence[OutboxEntry],
+              prepared: Mapping[str, Any]) -> None:
+        """Upsert the vectors of the entries' chunks that exist (the write's own vectors
+        where their text still matches, else embedded now) and delete the others'."""
+        ids = list(dict.fromkeys(e.item_id for e in entries))
+        chunks = {c.id: c for c in self.records.documents.get_chunks(namespace, ids)}
+        gone = [i for i in ids if i not in chunks]
+        if gone:
+            self.vectors.delete(CHUNK_COLLECTION, gone, namespace=namespace)
+        present = [chunks[i] for i in ids if i in chunks]
+        ready = {c.id: prepared[c.id][1] for c in present
+                 if c.id in prepared and prepared[c.id][0] == embedding_text(c)}
+        todo = [c for c in present if c.id not in ready]
+        if todo:
+            ready.update(zip([c.id for c in todo], self.embed(todo), strict=True))
+        if present:
+            self._upsert(present, [ready[c.id] for c in present])
+
+    def _upsert(self, chunks: Sequence[ChunkRecord], vectors: Sequence[Any]) -> None:
         points = []
         for chunk, vector in zip(chunks, vectors, strict=True):
             sparse = self.lexical.document(embedding_text(chunk))
-            points.append(VectorPoint(id=chunk.id, vectors={DENSE: vector.tolist()},
+            points.append(VectorPoint(id=chunk.id, vectors={DENSE: np.asarray(vector).tolist()},
                                       payload=chunk_payload(chunk),
                                       sparse={BM25_VECTOR: sparse} if sparse else {}))
         for start in range(0, len(points), 256):
@@ -115,43 +141,27 @@ class ChunkIndex:
 
     def delete_documents(self, namespace: str, document_ids: Sequence[str]) -> tuple[int, int]:
         """Delete documents, their chunk records and vectors; (documents, chunks)."""
-        counts = self.records.documents.delete_documents(namespace, document_ids)
-        if counts[1]:
-            self.apply_outbox()
-        return counts
+        docs, chunks, seqs = self.records.documents.delete_documents_queued(namespace,
+                                                                          document_ids)
+        self._raise(self.engine.apply(seqs))
+        return docs, chunks
 
-    def apply_outbox(self, batch: int = 256) -> int:
-        """Apply pending chunk outbox rows to Qdrant; safe to repeat."""
-        done = 0
-        while True:
-            pending = self.records.outbox.pending_rag_outbox(limit=batch)
-            if not pending:
-                return done
-            by_ns: dict[str, tuple[list[str], list[str]]] = {}
-            for e in pending:
-                ups, dels = by_ns.setdefault(e.namespace, ([], []))
-                (dels if e.op == "delete" else ups).append(e.memory_id)
-            for ns, (ups, dels) in by_ns.items():
-                if dels:
-                    self.vectors.delete(CHUNK_COLLECTION, dels, namespace=ns)
-                chunks = self.records.documents.get_chunks(ns, ups)  # gone since: nothing to index
-                if chunks:
-                    self._upsert(chunks, self.embed(chunks))
-            self.records.outbox.mark_rag_applied([e.seq for e in pending])
-            done += len(pending)
+    def apply_outbox(self) -> int:
+        """Replay every pending chunk row (the backlog); safe to repeat."""
+        return self.engine.replay(["chunk"]).applied
 
     def reconcile(self, namespace: str) -> dict[str, int]:
         """Delete vectors without a chunk record and index records without a vector
-        (e.g. after a Qdrant directory was restored from an older backup)."""
+        (e.g. after a Qdrant directory was restored from an older backup), through the
+        engine: each repair is an outbox row, applied like a write."""
         self.apply_outbox()
         have = self.vectors.ids(CHUNK_COLLECTION, namespace=namespace)
         want = self.records.documents.all_chunk_ids(namespace)
         orphans = sorted(have - want)
         missing = sorted(want - have)
-        if orphans:
-            self.vectors.delete(CHUNK_COLLECTION, orphans, namespace=namespace)
-        for start in range(0, len(missing), 512):
-            chunks = self.records.documents.get_chunks(namespace, missing[start:start + 512])
-            if chunks:
-                self._upsert(chunks, self.embed(chunks))
+        outbox = self.records.outbox
+        for op, ids in (("delete", orphans), ("add", missing)):
+            for start in range(0, len(ids), 512):
+                self._raise(self.engine.apply(outbox.enqueue(
+                    "chunk", op, namespace, ids[start:start + 512])))
         return {"orphan_vectors_deleted": len(orphans), "chunks_indexed": len(missing)}

@@ -46,9 +46,9 @@ from hello_memory.rag.search import (
     search_chunks,
 )
 from hello_memory.rag.types import Answer, IngestReport, RAGHit
-from hello_memory.text.bm25 import LexicalEncoder
 from hello_memory.stores.records.documents import ChunkRecord, DocumentRecord
 from hello_memory.text import detect_language
+from hello_memory.text.bm25 import LexicalEncoder
 from hello_memory.text.tokens import TokenCounter, default_token_counter
 from hello_memory.types import new_id, utcnow
 from hello_memory.validation import (
@@ -82,8 +82,9 @@ class RAGPipeline:
         # Same tokenizer, term hashing and BM25 parameters as memories; only the
         # average length differs (a chunk holds ~half as many terms as tokens).
         lexical = LexicalEncoder(k1=base.k1, b=base.b, avgdl=max(16.0, s.chunk_size * 0.5))
+        # the stores' one index engine (shared key locks; reconcile replays chunks too)
         self.index = ChunkIndex(stores.records, stores.vectors, stores.embedder, lexical,
-                                batch_size=s.batch_size)
+                                batch_size=s.batch_size, engine=stores.engine)
         self._opened = False
 
     @classmethod
@@ -338,7 +339,8 @@ class RAGPipeline:
         counts = self.index.records.documents.document_stats(ns)
         return {"namespace": ns, **counts,
                 "vectors": self.index.vectors.count(CHUNK_COLLECTION, namespace=ns),
-                "pending_index": len(self.index.records.outbox.pending_rag_outbox(namespace=ns)),
+                "pending_index": len(self.index.records.outbox.pending_outbox(
+                    kinds=["chunk"], namespace=ns)),
                 "llm": self.llm is not None}
 
     def clear(self, namespace: str, *, confirm: bool = False) -> dict[str, int]:

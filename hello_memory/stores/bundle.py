@@ -1,10 +1,14 @@
 """The three stores and the text embedder, opened together, with the write path of
-ARCHITECTURE decision 1: records commit first (with outbox rows), then the derived
-indexes (Qdrant, graph) are updated idempotently and the outbox rows marked applied.
+ARCHITECTURE decision 1: records commit first (with their outbox rows), then the
+derived indexes are brought in line by the one index-maintenance engine
+(:mod:`hello_memory.stores.indexing`): the write applies only the rows its own
+transaction wrote, each indexer converging to the records' current state under
+per-key locks; the rest of the backlog is replayed at :meth:`Stores.open` and by
+``reconcile``.
 
-A crash between the commit and the index update leaves outbox rows pending; they are
-replayed by :meth:`Stores.apply_outbox`, which :meth:`Stores.open` runs. Replaying is
-safe: vector upserts are keyed by the memory's UUID and graph links are upserts.
+The "memory" kind's indexer lives here (:class:`MemoryIndexer`: the ``memories``
+collection and the graph); perceptual memory registers the "media" kind, the RAG chunk
+index the "chunk" kind.
 """
 
 from __future__ import annotations
@@ -12,8 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,23 +24,29 @@ import numpy.typing as npt
 
 from hello_memory.embedding.base import Embedder
 from hello_memory.errors import (
-    HelloMemoryError,
-    IndexWorkError,
     InsufficientStorageError,
     InvalidInputError,
     StoreError,
 )
-from hello_memory.text.bm25 import BM25_VECTOR, LexicalEncoder
 from hello_memory.stores.graph.base import GraphStore
+from hello_memory.stores.indexing import (
+    ApplyResult,
+    IndexEngine,
+    Indexer,
+    IndexFailure,
+)
 from hello_memory.stores.records import OutboxEntry, RecordStore
+from hello_memory.stores.records.outbox import kind_of
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore
+from hello_memory.text.bm25 import BM25_VECTOR, LexicalEncoder
 from hello_memory.types import Entity, MemoryItem, MemoryType, Relation, VectorPoint
 from hello_memory.validation import validate_batch, validate_item
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "MEMORY_COLLECTION", "Extractor", "IndexFailure", "Indexer", "Stores", "memory_payload",
+    "MEMORY_COLLECTION", "Extractor", "IndexFailure", "Indexer", "MemoryIndexer",
+    "TypeIndexer", "Stores", "memory_payload",
 ]
 
 MEMORY_COLLECTION = "memories"
@@ -47,45 +56,16 @@ DENSE = "dense"
 # types plug theirs in). None means the graph is not fed.
 Extractor = Callable[[MemoryItem], tuple[Sequence[Entity], Sequence[Relation]]]
 
-@dataclass
-class IndexFailure:
-    """A memory whose index work failed (its outbox rows stay pending): what
-    ``reconcile`` reports, and ``jobs reconcile --retry / --drop-failed`` act on."""
-
-    namespace: str
-    memory_id: str
-    error: str
-    attempts: int = 1
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"namespace": self.namespace, "memory_id": self.memory_id,
-                "error": self.error, "attempts": self.attempts}
-
-
-def _typed(exc: BaseException, memory_id: str) -> StoreError:
-    """Any failure of index work as a StoreError (an untyped ValueError from an
-    analysis library must not escape open() or reconcile)."""
-    if isinstance(exc, StoreError):
-        return exc
-    return IndexWorkError(f"index work for memory {memory_id} failed: "
-                          f"{type(exc).__name__}: {exc}")
-
-
-class Indexer(Protocol):
-    """Index work for a memory type whose vectors live outside the text collection."""
+class TypeIndexer(Indexer, Protocol):
+    """A memory type whose vectors live outside the text collection (perceptual
+    memory): its collections are made at open, its rows are of its own kind, and
+    reindex hands it the records to re-encode."""
 
     def open(self) -> None: ...
 
+    def attach(self, engine: IndexEngine) -> None: ...
+
     def upsert(self, items: Sequence[MemoryItem]) -> None: ...
-
-    def delete(self, namespace: str, ids: Sequence[str]) -> None: ...
-
-
-def _group_by_namespace(entries: Sequence[OutboxEntry]) -> dict[str, list[OutboxEntry]]:
-    out: dict[str, list[OutboxEntry]] = {}
-    for e in entries:
-        out.setdefault(e.namespace, []).append(e)
-    return out
 
 
 PAYLOAD_INDEXES: Mapping[str, Any] = {
@@ -110,6 +90,42 @@ def memory_payload(item: MemoryItem) -> dict[str, Any]:
     }
 
 
+class MemoryIndexer:
+    """The "memory" kind: a memory's dense and BM25 vectors in the ``memories``
+    collection and its graph links, derived from its CURRENT record (ARCHITECTURE
+    decision 1): gone → vector and links deleted; ``add`` / ``upsert`` rows →
+    (re-)embedded and (re-)extracted (``upsert``: the old links dropped first, the
+    content or type changed); ``payload`` rows → the filter fields rewritten."""
+
+    def __init__(self, stores: Stores) -> None:
+        self._stores = stores
+
+    def apply(self, namespace: str, entries: Sequence[OutboxEntry],
+              prepared: Mapping[str, Any]) -> None:
+        st = self._stores
+        ops: dict[str, set[str]] = {}
+        for e in entries:
+            ops.setdefault(e.item_id, set()).add(e.op)
+        # a perceptual memory's vectors live elsewhere (the "media" kind): none here
+        items = {i.id: i for i in st.records.memories.get_items(namespace, list(ops))
+                 if kind_of(i.memory_type) == "memory"}
+        gone = [i for i in ops if i not in items]
+        if gone:
+            st.vectors.delete(MEMORY_COLLECTION, gone, namespace=namespace)
+            for memory_id in gone:
+                st.graph.remove_memory(namespace, memory_id)
+        fresh = [items[i] for i in ops if i in items and ops[i] - {"payload"}]
+        if fresh:
+            for item in fresh:
+                if "upsert" in ops[item.id]:  # content or type changed: old links go
+                    st.graph.remove_memory(namespace, item.id)
+            st.index_now(fresh, st.vectors_for(fresh, prepared))
+        for memory_id in ops:
+            if memory_id in items and not ops[memory_id] - {"payload"}:
+                st.vectors.set_payload(MEMORY_COLLECTION, [memory_id],
+                                       memory_payload(items[memory_id]), namespace=namespace)
+
+
 class Stores:
     """Built stores plus embedder; no settings are read here (see factory.py)."""
 
@@ -127,13 +143,20 @@ class Stores:
         self.graph = graph
         self.embedder = embedder
         self.extractor = extractor
-        self._indexers: dict[MemoryType, Indexer] = {}
+        self._indexers: dict[MemoryType, TypeIndexer] = {}
         self.lexical = LexicalEncoder()
+        # The one apply loop over the one outbox; the "memory" kind is registered once
+        # the graph can be fed (see open / install_extractor).
+        self.engine = IndexEngine(lambda: self.records.outbox)
+        self._memory_indexer = MemoryIndexer(self)
         self._replay_deferred = False
-        # memory id -> its failing index work (this process's view; every open replays)
-        self.index_failures: dict[str, IndexFailure] = {}
         self._disk_path: str | None = None
         self._min_free_bytes = 0
+
+    @property
+    def index_failures(self) -> dict[str, IndexFailure]:
+        """Item id -> its failing index work (this process's view; every open replays)."""
+        return self.engine.failures
 
     def guard_disk(self, path: str | os.PathLike[str], min_free_bytes: int) -> None:
         """Refuse writes (:class:`InsufficientStorageError`) while the file system of
@@ -164,7 +187,7 @@ class Stores:
 
     def open(self) -> None:
         """Open every store, make sure the memory collection matches the embedder's
-        dimension, and replay index work a crash left pending."""
+        dimension, and replay the index work a crash left pending (the backlog)."""
         try:
             self.records.open()
             self.vectors.open()
@@ -181,8 +204,9 @@ class Stores:
             # Graph links need the extractor, which a MemoryManager installs right after
             # opening: replaying now would mark semantic rows applied without links.
             self._replay_deferred = True
+            self.engine.replay()  # the other kinds need no extractor
         else:
-            self._replay()
+            self._register_memory_kind()
 
     def install_extractor(self, extractor: Extractor) -> None:
         """Set the function that turns an item into graph mentions, then run the replay
@@ -193,12 +217,11 @@ class Stores:
     def _ensure_replayed(self) -> None:
         if self._replay_deferred:
             self._replay_deferred = False
-            self._replay()
+            self._register_memory_kind()
 
-    def _replay(self) -> None:
-        replayed = self.apply_outbox()
-        if replayed:
-            log.info("replayed %d pending index operations", replayed)
+    def _register_memory_kind(self) -> None:
+        self.engine.register("memory", self._memory_indexer)
+        self.engine.replay(["memory"])
 
     def close(self) -> None:
         for store in (self.graph, self.vectors, self.records):
@@ -228,29 +251,47 @@ class Stores:
         if vectors is None or len(vectors) != len(items):
             vectors = self.embedder.embed([i.content for i in items])
         seqs = self.records.memories.add_items(items)
-        try:
-            self._index(items, vectors)
-        except StoreError:
-            raise  # a backend failed: the write is durable and queued (reconcile)
-        except Exception as exc:
-            # The input itself cannot be indexed (an analysis library refused it):
-            # take the records back out rather than keep a row that fails every replay.
-            by_ns: dict[str, list[str]] = {}
-            for item in items:
-                by_ns.setdefault(item.namespace, []).append(item.id)
-            for ns, ids in by_ns.items():
-                self.records.memories.delete_items(ns, ids)
-            self.apply_outbox()
-            raise InvalidInputError(f"this memory cannot be indexed ({type(exc).__name__}: "
-                                    f"{exc}); nothing was stored") from exc
-        self.records.outbox.mark_applied(seqs)
-        return list(items)
+        result = self.engine.apply(seqs, {i.id: (i.content, v)
+                                          for i, v in zip(items, vectors, strict=True)})
+        raw = next(iter(result.failed.values()), None)
+        if raw is None:
+            return list(items)
+        if isinstance(raw, StoreError):
+            raise raw  # a backend failed: the write is durable and queued (reconcile)
+        # The input itself cannot be indexed (an analysis library refused it): take the
+        # records back out rather than keep a row that fails every replay.
+        by_ns: dict[str, list[str]] = {}
+        for item in items:
+            by_ns.setdefault(item.namespace, []).append(item.id)
+        for ns, ids in by_ns.items():
+            self.engine.apply(self.records.memories.delete_queued(ns, ids)[1]
+                              + self.records.outbox.pending_seqs(ns, ids))
+        raise InvalidInputError(f"this memory cannot be indexed ({type(raw).__name__}: "
+                                f"{raw}); nothing was stored") from raw
 
-    def _index(self, items: Sequence[MemoryItem], vectors: npt.NDArray[np.float32]) -> None:
+    def vectors_for(self, items: Sequence[MemoryItem], prepared: Mapping[str, Any]
+                    ) -> list[list[float]]:
+        """Dense vectors of ``items``: the write path's own where its text is still the
+        record's, the rest embedded now (one batch)."""
+        out: dict[str, list[float]] = {}
+        for item in items:
+            ready = prepared.get(item.id)
+            if ready is not None and ready[0] == item.content:
+                out[item.id] = np.asarray(ready[1], dtype=np.float32).tolist()
+        todo = [i for i in items if i.id not in out]
+        if todo:
+            for item, vec in zip(todo, self.embedder.embed([i.content for i in todo]),
+                                 strict=True):
+                out[item.id] = vec.tolist()
+        return [out[i.id] for i in items]
+
+    def index_now(self, items: Sequence[MemoryItem], vectors: Sequence[list[float]]) -> None:
+        """Upsert the vectors and graph links of ``items`` as given (the "memory"
+        indexer's work; callers hold the items' key locks)."""
         points = []
         for item, vector in zip(items, vectors, strict=True):
             lexical = self.lexical.document(item.content)
-            points.append(VectorPoint(id=item.id, vectors={DENSE: vector.tolist()},
+            points.append(VectorPoint(id=item.id, vectors={DENSE: vector},
                                       payload=memory_payload(item),
                                       sparse={BM25_VECTOR: lexical} if lexical else {}))
         self.vectors.upsert(MEMORY_COLLECTION, points)
@@ -260,128 +301,78 @@ class Stores:
                 if entities or relations:
                     self.graph.add_mentions(item.namespace, item.id, entities, relations)
 
-    def index(self, items: Sequence[MemoryItem]) -> None:
-        """Embed ``items`` (one batch) and upsert their text-collection vectors and graph
-        links from the records as given; records are not touched (reconcile, reindex).
-        A backend failure raises (StoreError); a memory whose own index work fails
-        (an analysis library refuses its text) is skipped and recorded in
-        :attr:`index_failures`, so one bad row never stops a reconcile or reindex."""
-        if not items:
-            return
-        try:
-            self._index(items, self.embedder.embed([i.content for i in items]))
-            for item in items:
-                self.index_failures.pop(item.id, None)
-            return
-        except StoreError:
-            raise
-        except Exception as exc:
-            if len(items) == 1:
-                self._failed(items[0].namespace, items[0].id, _typed(exc, items[0].id))
-                return
-        for item in items:  # isolate the one that fails; the others are indexed
-            try:
-                self._index([item], self.embedder.embed([item.content]))
-                self.index_failures.pop(item.id, None)
-            except StoreError:
-                raise
-            except Exception as exc:
-                self._failed(item.namespace, item.id, _typed(exc, item.id))
-
     def update(self, namespace: str, memory_id: str, **changes: Any) -> MemoryItem:
         """Change a record, then its index: new content is re-embedded and re-extracted;
         other fields only rewrite the vector payload."""
         content = changes.get("content")
         self.check_disk(8 * len(content) + 4096 if isinstance(content, str) else 4096)
-        item = self.records.memories.update_item(namespace, memory_id, **changes)
-        self.apply_outbox(raise_for={memory_id})
+        item, seqs = self.records.memories.update_queued(namespace, memory_id, **changes)
+        self._apply_own(seqs, {memory_id})
         return item
 
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         """Delete records with their vectors and graph links; returns how many."""
-        n = self.records.memories.delete_items(namespace, ids)
+        n, seqs = self.records.memories.delete_queued(namespace, ids)
         if n:
-            self.apply_outbox(raise_for=set(ids))
+            self._apply_own(seqs, set(ids))
         return n
 
-    def register_indexer(self, memory_type: MemoryType, indexer: Indexer) -> None:
-        """Route index work of ``memory_type`` (e.g. perceptual items, whose vectors live
-        in per-modality collections) to ``indexer`` instead of the text collection."""
-        self._indexers[memory_type] = indexer
-
-    def indexer(self, memory_type: MemoryType) -> Indexer | None:
-        return self._indexers.get(memory_type)
-
-    def apply_outbox(self, batch: int = 256, *, raise_for: Collection[str] = ()) -> int:
-        """Apply pending outbox rows to Qdrant and the graph; returns how many.
-        Safe to repeat: every step is an idempotent upsert or delete.
-
-        A row whose index work fails stays pending (``reconcile`` retries it) and does
-        not hold up the others: one memory the graph server refuses must not block
-        writes to every other memory and namespace. The failure is raised only when it
-        concerns a memory in ``raise_for`` (the caller's own write); otherwise logged."""
-        done, after = 0, 0
-        failure: HelloMemoryError | None = None
-        while True:
-            pending = self.records.outbox.pending_outbox(limit=batch, after=after)
-            if not pending:
-                break
-            after = pending[-1].seq
-            applied: list[int] = []
-            for ns, entries in _group_by_namespace(pending).items():
-                try:
-                    self._apply(ns, entries)
-                    applied.extend(e.seq for e in entries)
-                except Exception:  # any error: a poison row must not stop open()
-                    for entry in entries:  # isolate the failing memory
-                        try:
-                            self._apply(ns, [entry])
-                            applied.append(entry.seq)
-                        except Exception as exc:
-                            typed = _typed(exc, entry.memory_id)
-                            self._failed(ns, entry.memory_id, typed)
-                            if entry.memory_id in raise_for and failure is None:
-                                failure = typed
-            for seq_entry in pending:
-                if seq_entry.seq in applied:
-                    self.index_failures.pop(seq_entry.memory_id, None)
-            self.records.outbox.mark_applied(applied)
-            done += len(applied)
+    def _apply_own(self, seqs: Sequence[int], keys: set[str]) -> ApplyResult:
+        """Apply the caller's own rows; a failure of one of its items is raised (the
+        write is durable, its row pending)."""
+        self._ensure_replayed()
+        result = self.engine.apply(seqs)
+        failure = self.engine.first_failure(result, keys)
         if failure is not None:
             raise failure
-        return done
+        return result
 
-    def _failed(self, namespace: str, memory_id: str, exc: BaseException) -> None:
-        log.warning("index work for memory %s in %r left pending: %s", memory_id,
-                    namespace, exc)
-        known = self.index_failures.get(memory_id)
-        attempts = known.attempts + 1 if known else 1
-        self.index_failures[memory_id] = IndexFailure(namespace, memory_id, str(exc),
-                                                      attempts)
+    def register_indexer(self, memory_type: MemoryType, indexer: TypeIndexer) -> None:
+        """Route index work of ``memory_type`` (perceptual items, whose vectors live in
+        per-modality collections) to ``indexer``: its rows are of their own kind
+        ("media"), applied by the same engine."""
+        self._indexers[memory_type] = indexer
+        indexer.attach(self.engine)
+
+    def indexer(self, memory_type: MemoryType) -> TypeIndexer | None:
+        return self._indexers.get(memory_type)
+
+    def apply_outbox(self) -> int:
+        """Replay the whole backlog (every pending row of every registered kind);
+        returns how many rows were applied. Writes apply their own rows; this is for
+        open, ``reconcile`` and callers that wrote records directly."""
+        self._ensure_replayed()
+        return self.engine.replay().applied
 
     def note_failure(self, namespace: str, memory_id: str, exc: BaseException) -> None:
         """Record that index work for ``memory_id`` failed (listed by ``reconcile``)."""
-        self._failed(namespace, memory_id, _typed(exc, memory_id))
+        self.engine.note_failure(namespace, memory_id, exc)
+
+    def requeue(self, kind: str, op: str, namespace: str, ids: Sequence[str]) -> ApplyResult:
+        """Queue ``op`` rows for ``ids`` and apply them now (reconcile's repairs: the
+        same converging apply as a write, crash-safe through the outbox)."""
+        if not ids:
+            return ApplyResult()
+        self._ensure_replayed()
+        return self.engine.apply(self.records.outbox.enqueue(kind, op, namespace, ids))
 
     def retry_failed(self, memory_ids: Sequence[str]) -> dict[str, str | None]:
-        """Retry the index work of these failing memories now: id -> None when it
+        """Retry the index work of these failing items now: id -> None when it
         succeeded, else its error (it stays pending)."""
         out: dict[str, str | None] = {}
         for memory_id in memory_ids:
             known = self.index_failures.get(memory_id)
-            ns = known.namespace if known else None
-            item = self.records.memories.get_items(ns, [memory_id]) if ns else []
-            try:
-                if item:
-                    self._index(item, self.embedder.embed([item[0].content]))
-                self.apply_outbox(raise_for={memory_id})
+            if known is None:
+                continue
+            seqs = self.records.outbox.pending_seqs(known.namespace, [memory_id])
+            if not seqs:
+                seqs = self.records.outbox.enqueue(known.kind, "upsert", known.namespace,
+                                                   [memory_id])
+            result = self.engine.apply(seqs)
+            failure = self.engine.first_failure(result, {memory_id})
+            out[memory_id] = None if failure is None else str(failure)
+            if failure is None:
                 self.index_failures.pop(memory_id, None)
-                out[memory_id] = None
-            except Exception as exc:
-                typed = _typed(exc, memory_id)
-                if ns:
-                    self._failed(ns, memory_id, typed)
-                out[memory_id] = str(typed)
         return out
 
     def drop_failed(self, memory_ids: Sequence[str]) -> list[str]:
@@ -393,41 +384,29 @@ class Stores:
             known = self.index_failures.get(memory_id)
             if known is None:
                 continue
-            self.records.memories.delete_items(known.namespace, [memory_id])
+            self.records.memories.delete_queued(known.namespace, [memory_id])
+            # every pending row of it now converges to "gone": vectors and links deleted
+            result = self.engine.apply(self.records.outbox.pending_seqs(known.namespace,
+                                                                        [memory_id]))
+            failure = self.engine.first_failure(result, {memory_id})
+            if failure is not None:
+                log.warning("dropping %s: %s", memory_id, failure)
+                continue
             dropped.append(memory_id)
             self.index_failures.pop(memory_id, None)
-        if dropped:
-            self.apply_outbox()
         return dropped
 
-    def _apply(self, namespace: str, entries: list[OutboxEntry]) -> None:
-        deleted = [e.memory_id for e in entries if e.op == "delete"]
-        if deleted:
-            self.vectors.delete(MEMORY_COLLECTION, deleted, namespace=namespace)
-            for memory_id in deleted:
-                self.graph.remove_memory(namespace, memory_id)
-            for other in self._indexers.values():
-                other.delete(namespace, deleted)
-        reembed = list(dict.fromkeys(e.memory_id for e in entries if e.op == "upsert"))
-        payload_only = [e.memory_id for e in entries if e.op == "payload"
-                        and e.memory_id not in reembed]
-        items = self.records.memories.get_items(namespace,
-                                                reembed + list(dict.fromkeys(payload_only)))
-        by_type: dict[MemoryType, list[MemoryItem]] = {}
+    def index(self, items: Sequence[MemoryItem]) -> None:
+        """Re-embed ``items`` and upsert their text-collection vectors and graph links
+        from their current records, through the engine (``reindex``). A backend
+        failure raises (StoreError); an item whose own index work fails is skipped and
+        listed in :attr:`index_failures` (its row stays pending)."""
+        by_ns: dict[str, list[str]] = {}
         for item in items:
-            by_type.setdefault(item.memory_type, []).append(item)
-        for mtype, group in by_type.items():
-            indexer = self._indexers.get(mtype)
-            if indexer is not None:
-                indexer.upsert(group)
-                continue
-            fresh = [i for i in group if i.id in reembed]
-            for item in fresh:  # content changed: drop stale graph links first
-                self.graph.remove_memory(namespace, item.id)
-            if fresh:
-                self._index(fresh, self.embedder.embed([i.content for i in fresh]))
-            for item in group:
-                if item.id not in reembed:
-                    self.vectors.set_payload(MEMORY_COLLECTION, [item.id], memory_payload(item),
-                                             namespace=namespace)
-
+            if kind_of(item.memory_type) == "memory":
+                by_ns.setdefault(item.namespace, []).append(item.id)
+        for ns, ids in by_ns.items():
+            result = self.requeue("memory", "add", ns, ids)
+            for raw in result.failed.values():
+                if isinstance(raw, StoreError):
+                    raise raw  # a backend: the caller's job fails, the rows stay pending

@@ -110,7 +110,8 @@ def _job_runs(audit: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def namespace_overview(mm: MemoryManager, viewer: Viewer) -> list[dict[str, Any]]:
     names = visible_namespaces(mm, viewer)[:OVERVIEW_LIMIT]  # the rest: the picker
     rec = mm.stores.records
-    pending = Counter(e.namespace for e in rec.outbox.pending_outbox(limit=100_000))
+    pending = Counter(e.namespace for e in rec.outbox.pending_outbox(
+        limit=100_000, kinds=["memory", "media"]))
     rows = []
     for ns in names:
         stats = mm.stats(ns)
@@ -119,7 +120,8 @@ def namespace_overview(mm: MemoryManager, viewer: Viewer) -> list[dict[str, Any]
             "forgotten": stats["forgotten"], "graph": stats["graph"],
             "documents": rec.documents.document_stats(ns),
             "outbox": pending.get(ns, 0),
-            "rag_outbox": len(rec.outbox.pending_rag_outbox(limit=100_000, namespace=ns)),
+            "rag_outbox": len(rec.outbox.pending_outbox(limit=100_000, kinds=["chunk"],
+                                                         namespace=ns)),
             "jobs": _job_runs(rec.audit.list(ns, limit=200)),
         })
     return rows

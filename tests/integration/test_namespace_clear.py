@@ -149,7 +149,7 @@ def test_clear_removes_every_kind_of_data_of_one_namespace(
     before = _rows_of(mm, "alice")
     # every kind is there to begin with
     assert {t for t, n in before.items() if n} >= {
-        "hm_memory_items", "hm_documents", "hm_chunks", "hm_outbox", "hm_rag_outbox",
+        "hm_memory_items", "hm_documents", "hm_chunks", "hm_outbox",  # every kind's rows
         "hm_entities", "hm_entity_mentions", "hm_audit_log", "hm_namespace_totals"}
     assert set(mm.stores.vectors.collections()) >= {"memories", "rag_chunks", EXTRA_COLLECTION}
     assert all(_vectors_of(mm, "alice").values()) and _files_of(settings, "alice")

@@ -1,4 +1,5 @@
-"""Schema v3 (the chunk outbox): created fresh and upgraded from v2 with data kept."""
+"""Schema v3 (the chunk outbox, one kind of the one outbox since v6): created fresh and
+upgraded from v2 with data kept."""
 
 from __future__ import annotations
 
@@ -41,10 +42,12 @@ def test_upgrade_from_v2_adds_the_chunk_outbox_and_keeps_documents(tmp_path: Pat
     doc, chunks = _doc()
     store.documents.replace_document(doc, chunks)
     store.close()
-    # Turn it back into a v2 database: no hm_rag_outbox, version row 2 (and none of
-    # v4's columns, indexes and totals table).
+    # Turn it back into a v2 database: no chunk outbox, version row 2 (and none of
+    # v4's columns, indexes and totals table; v6's outbox columns are kept: its step
+    # upgrades what it finds).
     conn = sqlite3.connect(db)
-    conn.execute("DROP TABLE hm_rag_outbox")
+    conn.execute("DROP TABLE IF EXISTS hm_rag_outbox")
+    conn.execute("DELETE FROM hm_outbox WHERE kind = 'chunk'")
     conn.executescript(V4_UNDO)
     conn.execute("UPDATE hm_schema_meta SET value='2' WHERE key='schema_version'")
     conn.commit()
@@ -56,9 +59,10 @@ def test_upgrade_from_v2_adds_the_chunk_outbox_and_keeps_documents(tmp_path: Pat
         assert SCHEMA_VERSION >= 3
         assert (tmp_path / "records.db.v2.bak").exists()
         assert [c.content for c in store.documents.document_chunks("kb", doc.id)] == ["alpha"]
-        assert store.outbox.pending_rag_outbox() == []  # the new table is there, and empty
+        chunk_rows = store.outbox.pending_outbox(kinds=["chunk"])
+        assert chunk_rows == []  # the chunk rows' outbox is there, and empty
         store.documents.replace_document(doc, [])
-        assert [e.op for e in store.outbox.pending_rag_outbox()] == ["delete"]
+        assert [e.op for e in store.outbox.pending_outbox(kinds=["chunk"])] == ["delete"]
     finally:
         store.close()
     version = sqlite3.connect(db).execute(

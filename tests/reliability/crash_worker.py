@@ -12,6 +12,10 @@ random delay. Protocol (one JSON or word per line):
     server -> test   exit <raw wait status>
     test -> server   quit
 
+``{"op": "serve", "dir": ..., "port": ..., "log": ...}`` runs the REST API (the
+FastAPI app under uvicorn) on that port until it is killed: a server that starts in
+well under a second, for the SIGKILL drift test.
+
 The child writes its journal to ``log``, one JSON object per line, unbuffered:
 ``{"ev": "open"}`` once its stores are open, ``{"ev": "try", ...}`` before each call
 and ``{"ev": "ack", ...}`` after the call returned (the write is acknowledged).
@@ -79,7 +83,26 @@ class Journal:
         os.write(self.fd, (json.dumps(event) + "\n").encode())  # one write: no torn line
 
 
+def serve(spec: dict[str, Any], embedder: Any) -> None:
+    """The REST API on ``spec["port"]`` over the stores in ``spec["dir"]`` (opening
+    them replays what an earlier kill left pending); runs until killed."""
+    import uvicorn
+
+    from hello_memory.api import create_app
+    from hello_memory.config import load_settings
+
+    journal = Journal(spec["log"])
+    settings = load_settings(environ={}, data_dir=spec["dir"], api={"auth_disabled": True})
+    mm = open_manager(spec["dir"], embedder)
+    journal.write(ev="open")
+    uvicorn.run(create_app(settings, manager=mm), host="127.0.0.1", port=spec["port"],
+                log_level="warning")
+
+
 def run_trial(spec: dict[str, Any], embedder: Any) -> None:
+    if spec["op"] == "serve":
+        serve(spec, embedder)
+        return
     rng = random.Random(spec["seed"])
     journal = Journal(spec["log"])
     mm = open_manager(spec["dir"], embedder, spec.get("records_url"))

@@ -15,13 +15,7 @@ server rolls back what a dead client left open, and that reconcile works there.
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,60 +26,13 @@ from hello_memory.memory.manager import MemoryManager
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 from hello_memory.types import MemoryType
 
+from .fork_server import ForkServer
 from .support import all_items, assert_consistent, make_manager
 
 pytestmark = [pytest.mark.slow, pytest.mark.crash, pytest.mark.timeout(900)]
 
 TRIALS = 20
 PG_TRIALS = 2
-WORKER = Path(__file__).with_name("crash_worker.py")
-
-
-class ForkServer:
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
-        assert self._read() == "ready"
-
-    def _read(self) -> str:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"fork server exited with {self.proc.wait()}")
-        return line.strip()
-
-    def _send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def trial(self, spec: dict[str, Any], delay: float, after_open: bool) -> tuple[list[Any], bool]:
-        """Run one child; SIGKILL it ``delay`` s after it opened its stores (or after
-        the fork); returns its journal and whether the kill landed before it finished."""
-        log = Path(spec["log"])
-        self._send(json.dumps(spec))
-        pid = int(self._read().split()[1])
-        if after_open:
-            deadline = time.monotonic() + 120
-            while '"open"' not in (log.read_text() if log.exists() else ""):
-                failed = Path(spec["log"] + ".stderr")
-                if failed.exists() and "trial failed" in failed.read_text():
-                    break
-                assert time.monotonic() < deadline, "child never opened its stores"
-                time.sleep(0.005)
-        time.sleep(delay)
-        os.kill(pid, signal.SIGKILL)  # not reaped yet: the pid is still this child's
-        self._send("reap")
-        status = int(self._read().split()[1])
-        stderr = Path(spec["log"] + ".stderr")
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0:
-            pytest.fail(f"trial child failed:\n{stderr.read_text()}")
-        journal = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-        return journal, os.WIFSIGNALED(status)
-
-    def close(self) -> None:
-        self._send("quit")
-        self.proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

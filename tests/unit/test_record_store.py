@@ -91,8 +91,9 @@ def test_open_creates_schema(store: RecordStore) -> None:
         tables = set(inspect(conn).get_table_names())
     for t in ("hm_memory_items", "hm_entities", "hm_relations", "hm_entity_mentions",
               "hm_relation_mentions", "hm_documents", "hm_chunks", "hm_outbox", "hm_audit_log",
-              "hm_rag_outbox", "hm_namespace_totals", "hm_schema_meta"):
+              "hm_namespace_totals", "hm_schema_meta"):
         assert t in tables
+    assert "hm_rag_outbox" not in tables  # schema v6: one outbox for every kind
 
 
 def test_sqlite_open_uses_wal_and_foreign_keys(sqlite_store: RecordStore, db_path: Path) -> None:

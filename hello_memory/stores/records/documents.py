@@ -144,20 +144,26 @@ class DocumentRepository:
     def delete_documents(self, namespace: str, document_ids: Sequence[str]) -> tuple[int, int]:
         """Delete documents with their chunks, queueing vector deletes; returns
         (documents, chunks) deleted."""
+        docs, chunks, _ = self.delete_documents_queued(namespace, document_ids)
+        return docs, chunks
+
+    def delete_documents_queued(self, namespace: str, document_ids: Sequence[str]
+                                ) -> tuple[int, int, list[int]]:
+        """:meth:`delete_documents`, also returning the outbox seqs it wrote."""
         require_namespace(namespace)
         with self._records.transaction() as s:
             docs = s.scalars(select(DocumentRow.id).where(
                 DocumentRow.namespace == namespace, DocumentRow.id.in_(document_ids))).all()
             if not docs:
-                return 0, 0
+                return 0, 0, []
             chunks = s.scalars(select(ChunkRow.id).where(
                 ChunkRow.namespace == namespace, ChunkRow.document_id.in_(docs))).all()
             s.execute(delete(ChunkRow).where(ChunkRow.namespace == namespace,
                                              ChunkRow.document_id.in_(docs)))
             s.execute(delete(DocumentRow).where(DocumentRow.namespace == namespace,
                                                 DocumentRow.id.in_(docs)))
-            self._records.outbox.queue_chunks(s, "delete", namespace, chunks)
-        return len(docs), len(chunks)
+            seqs = self._records.outbox.queue_chunks(s, "delete", namespace, chunks)
+        return len(docs), len(chunks), seqs
 
     def get_chunks(self, namespace: str, ids: Sequence[str]) -> list[ChunkRecord]:
         """Chunks by id within ``namespace`` (missing ids left out), in ``ids`` order,

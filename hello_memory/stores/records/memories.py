@@ -34,6 +34,7 @@ from hello_memory.stores.records.models import (
     MemoryTimeRow,
     NamespaceTotalsRow,
 )
+from hello_memory.stores.records.outbox import kind_of
 from hello_memory.text.facts import fact_key
 from hello_memory.text.timeparse import TimeRange, find_time_ranges
 from hello_memory.text.tokens import default_token_counter
@@ -225,7 +226,8 @@ class MemoryRepository:
                     d[0] += 1
                     d[1] += row.tokens
             _bump_totals(s, deltas)
-            return self._records.outbox.queue(s, "upsert", [(i.namespace, i.id) for i in items])
+            # one "add" row per item, of its kind (ARCHITECTURE decision 1)
+            return self._records.outbox.queue_items(s, "add", items)
 
     def get_items(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
         """Items by id within ``namespace`` (missing ids are left out), in ``ids`` order."""
@@ -439,6 +441,12 @@ class MemoryRepository:
 
     def update_item(self, namespace: str, memory_id: str, **changes: Any) -> MemoryItem:
         """Change fields of one item and queue its re-index; returns the new item."""
+        return self.update_queued(namespace, memory_id, **changes)[0]
+
+    def update_queued(self, namespace: str, memory_id: str, **changes: Any
+                      ) -> tuple[MemoryItem, list[int]]:
+        """:meth:`update_item`, also returning the outbox seqs its transaction wrote
+        (the write path applies those, and only those)."""
         unknown = set(changes) - _UPDATABLE
         if unknown:
             raise InvalidInputError(f"cannot update field(s) {sorted(unknown)}")
@@ -448,7 +456,7 @@ class MemoryRepository:
             if row is None:
                 raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
             item = _to_item(row)
-            old_content, old_event = item.content, item.event_time
+            old_content, old_event, old_type = item.content, item.event_time, item.memory_type
             before = (1, row.tokens) if _active(row.status) else (0, 0)
             for key, value in changes.items():
                 setattr(item, key, value)
@@ -467,28 +475,40 @@ class MemoryRepository:
                     s.execute(insert(MemoryTimeRow), times)
             after = (1, new.tokens) if _active(new.status) else (0, 0)
             _bump_totals(s, {namespace: [after[0] - before[0], after[1] - before[1]]})
-            # New content must be re-embedded and re-extracted; anything else only
+            # New content must be re-embedded and re-extracted, a new type re-derives
+            # the graph links (only semantic memories have any); anything else only
             # changes the vector's payload.
-            self._records.outbox.queue(s, "upsert" if content_changed else "payload",
-                                       [(namespace, memory_id)])
-        return item
+            op = "upsert" if content_changed or item.memory_type != old_type else "payload"
+            kinds = dict.fromkeys((kind_of(old_type), kind_of(item.memory_type)))
+            seqs = [seq for kind in kinds for seq in self._records.outbox.queue(
+                s, op, [(namespace, memory_id)], kind)]
+        return item, seqs
 
     def delete_items(self, namespace: str, ids: Sequence[str]) -> int:
         """Delete items of ``namespace`` by id and queue index deletions; returns count."""
+        return self.delete_queued(namespace, ids)[0]
+
+    def delete_queued(self, namespace: str, ids: Sequence[str]) -> tuple[int, list[int]]:
+        """:meth:`delete_items`, also returning the outbox seqs its transaction wrote."""
         require_namespace(namespace)
         with self._records.transaction() as s:
-            rows = s.execute(select(MemoryRow.id, MemoryRow.status, MemoryRow.tokens).where(
+            rows = s.execute(select(MemoryRow.id, MemoryRow.status, MemoryRow.tokens,
+                                    MemoryRow.memory_type).where(
                 MemoryRow.namespace == namespace, MemoryRow.id.in_(ids))).all()
             found = [r.id for r in rows]
             if not found:
-                return 0
+                return 0, []
             s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id.in_(found)))
             s.execute(delete(MemoryRow).where(MemoryRow.namespace == namespace,
                                               MemoryRow.id.in_(found)))
             gone = [r.tokens for r in rows if _active(r.status)]
             _bump_totals(s, {namespace: [-len(gone), -sum(gone)]})
-            self._records.outbox.queue(s, "delete", [(namespace, i) for i in found])
-        return len(found)
+            seqs: list[int] = []
+            for kind in dict.fromkeys(kind_of(r.memory_type) for r in rows):
+                seqs += self._records.outbox.queue(
+                    s, "delete", [(namespace, r.id) for r in rows
+                                  if kind_of(r.memory_type) == kind], kind)
+        return len(found), seqs
 
     def record_access(self, namespace: str, ids: Sequence[str]) -> None:
         """Bump access counts (search hits); does not touch the indexes."""
@@ -500,6 +520,20 @@ class MemoryRepository:
                 s.execute(update(MemoryRow).where(MemoryRow.id.in_(mine))
                           .values(access_count=MemoryRow.access_count + 1,
                                   last_access=utcnow()))
+
+    def count_of_type(self, namespace: str, memory_type: MemoryType, *,
+                      modality: Modality | None = None,
+                      status: MemoryStatus | None = MemoryStatus.ACTIVE) -> int:
+        """Memories of one type (of one modality when given) in ``namespace``, current
+        or superseded, of ``status`` (None: any)."""
+        conds = [MemoryRow.namespace == require_namespace(namespace),
+                 MemoryRow.memory_type == MemoryType(memory_type).value]
+        if modality is not None:
+            conds.append(MemoryRow.modality == Modality(modality).value)
+        if status is not None:
+            conds.append(MemoryRow.status == MemoryStatus(status).value)
+        with self._records.transaction() as s:
+            return int(s.scalar(select(func.count()).select_from(MemoryRow).where(*conds)) or 0)
 
     def namespaces(self) -> list[str]:
         with self._records.transaction() as s:

@@ -17,8 +17,15 @@ from pathlib import Path
 
 from sqlalchemy import (
     BigInteger,
+    Column,
     Connection,
+    DateTime,
     Engine,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
     bindparam,
     func,
     insert,
@@ -36,7 +43,7 @@ from hello_memory.stores.records.models import (
     MemoryRow,
     MemoryTimeRow,
     NamespaceTotalsRow,
-    RagOutboxRow,
+    OutboxRow,
     SchemaMeta,
 )
 from hello_memory.types import MemoryItem
@@ -59,9 +66,19 @@ def _v1_to_v2(conn: Connection) -> None:
                      .values(content_hash=content_hash(content)))
 
 
+# The chunk outbox of schema v3 to v5, as it was (v6 moved its rows into hm_outbox).
+_LEGACY = MetaData()
+_RAG_OUTBOX_V3 = Table(
+    "hm_rag_outbox", _LEGACY,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("op", String(16)), Column("namespace", String(255)), Column("chunk_id", String(36)),
+    Column("created_at", DateTime(timezone=True)), Column("applied_at", DateTime(timezone=True)),
+    Index("ix_rag_outbox_pending", "applied_at", "seq"))
+
+
 def _v2_to_v3(conn: Connection) -> None:
     """v3 adds ``hm_rag_outbox``: pending index work of document chunks (RAG)."""
-    RagOutboxRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
+    _RAG_OUTBOX_V3.create(conn, checkfirst=True)
 
 
 def _v3_to_v4(conn: Connection) -> None:
@@ -151,9 +168,44 @@ def _v4_to_v5(conn: Connection) -> None:
     _v5_mention_times(conn)
 
 
+def _v5_to_v6(conn: Connection) -> None:
+    """v6 (issue 16): ONE outbox keyed by the kind of indexed thing. ``hm_outbox`` gets
+    ``kind`` and its ``memory_id`` becomes ``item_id``; the rows of perceptual memories
+    become "media" rows (and a pending delete of a memory already gone is queued for
+    both kinds: its type is no longer known); the pending rows of ``hm_rag_outbox``
+    move in as "chunk" rows and that table is dropped. Each part checks what is there
+    (a database rebuilt half-way by hand is upgraded too)."""
+    insp = inspect(conn)
+    columns = {c["name"] for c in insp.get_columns("hm_outbox")}
+    if "kind" not in columns:
+        conn.execute(text("ALTER TABLE hm_outbox ADD COLUMN kind VARCHAR(16) "
+                          "NOT NULL DEFAULT 'memory'"))
+    if "memory_id" in columns:
+        conn.execute(text("ALTER TABLE hm_outbox RENAME COLUMN memory_id TO item_id"))
+    conn.execute(text(
+        "UPDATE hm_outbox SET kind = 'media' WHERE item_id IN "
+        "(SELECT id FROM hm_memory_items WHERE memory_type = 'perceptual')"))
+    conn.execute(text(
+        "INSERT INTO hm_outbox (kind, op, namespace, item_id, created_at) "
+        "SELECT 'media', op, namespace, item_id, created_at FROM hm_outbox "
+        "WHERE applied_at IS NULL AND kind = 'memory' AND op = 'delete' AND item_id NOT IN "
+        "(SELECT id FROM hm_memory_items)"))
+    if "hm_rag_outbox" in insp.get_table_names():
+        conn.execute(text(
+            "INSERT INTO hm_outbox (kind, op, namespace, item_id, created_at) "
+            "SELECT 'chunk', op, namespace, chunk_id, created_at FROM hm_rag_outbox "
+            "WHERE applied_at IS NULL ORDER BY seq"))
+        conn.execute(text("DROP TABLE hm_rag_outbox"))
+    if "ix_outbox_item" not in {i["name"] for i in insp.get_indexes("hm_outbox")}:
+        for index in OutboxRow.__table__.indexes:  # type: ignore[attr-defined]
+            if index.name == "ix_outbox_item":
+                index.create(conn)
+
+
 # MIGRATIONS[n] upgrades a database at version n to n + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
-                                                       3: _v3_to_v4, 4: _v4_to_v5}
+                                                       3: _v3_to_v4, 4: _v4_to_v5,
+                                                       5: _v5_to_v6}
 
 
 def read_version(conn: Connection) -> int | None:

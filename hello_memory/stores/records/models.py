@@ -1,4 +1,4 @@
-"""SQLAlchemy table definitions of the record store (schema version 5).
+"""SQLAlchemy table definitions of the record store (schema version 6).
 
 The record store is the source of truth: Qdrant and the graph are derived from it.
 All times are stored as timezone-aware UTC. The SQLite graph backend keeps its
@@ -29,7 +29,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from hello_memory.text.facts import FACT_KEY_CHARS
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Longest topic key kept in ``hm_memory_items.topic`` (the index column); longer keys are
 # stored cut and matched exactly on the rows read back (see RecordStore.recent_by_topic).
@@ -261,32 +261,22 @@ class ChunkRow(Base):
 
 
 class OutboxRow(Base):
-    """Index operations committed with their record, applied to Qdrant and the graph
-    afterwards; rows left unapplied after a crash are replayed by ``reconcile``."""
+    """The one outbox (schema v6, issue 16): index work committed with its record, one
+    row per indexed thing a write touched, keyed by ``kind`` ("memory": the memories
+    collection and the graph; "media": the perceptual collections; "chunk": the
+    document chunk collection) and the thing's stable UUID ``item_id``. Applied by
+    hello_memory/stores/indexing.py; rows left pending after a crash are replayed at
+    open and by ``reconcile`` (ARCHITECTURE decision 1)."""
 
     __tablename__ = "hm_outbox"
-    __table_args__ = (Index("ix_outbox_pending", "applied_at", "seq"),)
+    __table_args__ = (Index("ix_outbox_pending", "applied_at", "seq"),
+                      Index("ix_outbox_item", "namespace", "item_id"))
 
     seq: Mapped[int] = mapped_column(BigInt, primary_key=True, autoincrement=True)
-    op: Mapped[str] = mapped_column(String(32))  # upsert | payload | delete
+    kind: Mapped[str] = mapped_column(String(16), default="memory")
+    op: Mapped[str] = mapped_column(String(32))  # add | upsert | payload | delete
     namespace: Mapped[str] = mapped_column(String(255))
-    memory_id: Mapped[str] = mapped_column(ID)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-
-
-class RagOutboxRow(Base):
-    """Index operations of document chunks (schema v3), committed with the chunk rows
-    and applied to the chunk collection afterwards. Kept apart from ``hm_outbox``:
-    that one is replayed by the memory write path, which knows nothing of chunks."""
-
-    __tablename__ = "hm_rag_outbox"
-    __table_args__ = (Index("ix_rag_outbox_pending", "applied_at", "seq"),)
-
-    seq: Mapped[int] = mapped_column(BigInt, primary_key=True, autoincrement=True)
-    op: Mapped[str] = mapped_column(String(16))  # upsert | delete
-    namespace: Mapped[str] = mapped_column(String(255))
-    chunk_id: Mapped[str] = mapped_column(ID)
+    item_id: Mapped[str] = mapped_column(ID)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 

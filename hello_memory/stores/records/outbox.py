@@ -1,34 +1,58 @@
-"""The outbox: index operations queued in the same transaction as the rows they
-follow (ARCHITECTURE decision 1), ``hm_outbox`` for memories and ``hm_rag_outbox`` for
-document chunks. The other repositories write their rows through :meth:`queue` and
-:meth:`queue_chunks`, inside their own session."""
+"""The one outbox (schema v6, issue 16): index work queued in the same transaction as
+the rows it follows (ARCHITECTURE decision 1), one row per indexed thing, keyed by its
+kind ("memory", "media", "chunk") and stable UUID. The other repositories write their
+rows through :meth:`OutboxRepository.queue` inside their own session; the engine of
+hello_memory/stores/indexing.py reads and marks them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from hello_memory.stores.records.models import OutboxRow, RagOutboxRow
-from hello_memory.types import utcnow
+from hello_memory.stores.records.models import OutboxRow
+from hello_memory.types import MemoryItem, MemoryType, utcnow
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
     from hello_memory.stores.records.store import RecordStore
 
-__all__ = ["OutboxEntry", "OutboxRepository"]
+__all__ = ["KINDS", "OutboxEntry", "OutboxRepository", "kind_of"]
+
+# The kinds of indexed thing, each applied by its own indexer.
+KINDS = ("memory", "media", "chunk")
+# Rows are read and marked this many seqs per statement (SQLite binds at most 999).
+_IN = 500
+
+
+def kind_of(memory_type: MemoryType | str) -> str:
+    """The outbox kind of a memory's index work: "media" for perceptual memories (their
+    vectors live in the per-modality collections), else "memory"."""
+    return "media" if MemoryType(memory_type) is MemoryType.PERCEPTUAL else "memory"
 
 
 @dataclass(frozen=True)
 class OutboxEntry:
     seq: int
-    op: str  # "upsert" (re-embed) | "payload" (filter fields only) | "delete"
+    # "add" (a new record: embed, extract) | "upsert" (content or type changed: re-embed,
+    # re-extract) | "payload" (filter fields only) | "delete"; indexers read the record
+    # itself, so the op only says how much work a present record needs.
+    op: str
     namespace: str
-    memory_id: str
+    item_id: str
+    kind: str = "memory"
 
+    @property
+    def memory_id(self) -> str:
+        """The id of the memory (or chunk) the row is about."""
+        return self.item_id
+
+
+def _entry(r: OutboxRow) -> OutboxEntry:
+    return OutboxEntry(r.seq, r.op, r.namespace, r.item_id, r.kind)
 
 
 class OutboxRepository:
@@ -39,11 +63,26 @@ class OutboxRepository:
 
     # writes, inside the caller's transaction ----------------------------------------
     @staticmethod
-    def queue(s: Session, op: str, keys: Iterable[tuple[str, str]]) -> list[int]:
-        """Queue ``op`` for each ``(namespace, memory_id)`` in session ``s``; returns
-        the outbox seqs, in ``keys`` order."""
+    def queue(s: Session, op: str, keys: Iterable[tuple[str, str]], kind: str = "memory",
+              ) -> list[int]:
+        """Queue ``op`` of ``kind`` for each ``(namespace, item_id)`` in session ``s``;
+        returns the outbox seqs, in ``keys`` order."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown outbox kind {kind!r}")
         now = utcnow()
-        boxes = [OutboxRow(op=op, namespace=ns, memory_id=i, created_at=now) for ns, i in keys]
+        boxes = [OutboxRow(kind=kind, op=op, namespace=ns, item_id=i, created_at=now)
+                 for ns, i in keys]
+        s.add_all(boxes)
+        s.flush()
+        return [b.seq for b in boxes]
+
+    @staticmethod
+    def queue_items(s: Session, op: str, items: Sequence[MemoryItem]) -> list[int]:
+        """Queue ``op`` for each memory of ``items``, of its kind (:func:`kind_of`), in
+        session ``s``; returns the seqs, in ``items`` order."""
+        now = utcnow()
+        boxes = [OutboxRow(kind=kind_of(i.memory_type), op=op, namespace=i.namespace,
+                           item_id=i.id, created_at=now) for i in items]
         s.add_all(boxes)
         s.flush()
         return [b.seq for b in boxes]
@@ -51,50 +90,72 @@ class OutboxRepository:
     @staticmethod
     def queue_chunks(s: Session, op: str, namespace: str, chunk_ids: Iterable[str]) -> list[int]:
         """Queue ``op`` for each chunk of ``namespace`` in session ``s``; returns the seqs."""
-        now = utcnow()
-        boxes = [RagOutboxRow(op=op, namespace=namespace, chunk_id=i, created_at=now)
-                 for i in chunk_ids]
-        s.add_all(boxes)
-        s.flush()
-        return [b.seq for b in boxes]
+        return OutboxRepository.queue(s, op, [(namespace, i) for i in chunk_ids], "chunk")
 
     @staticmethod
     def pending_counts(s: Session) -> dict[str, int]:
-        """Unapplied rows by kind ("memory", "chunk"), in session ``s``."""
-        return {kind: int(s.scalar(select(func.count()).select_from(row)
-                                   .where(row.applied_at.is_(None))) or 0)
-                for kind, row in (("memory", OutboxRow), ("chunk", RagOutboxRow))}
+        """Unapplied rows by kind (every kind listed), in session ``s``."""
+        counts = {str(kind): int(n) for kind, n in s.execute(
+            select(OutboxRow.kind, func.count()).where(OutboxRow.applied_at.is_(None))
+            .group_by(OutboxRow.kind))}
+        return {kind: counts.get(kind, 0) for kind in KINDS}
+
+    def enqueue(self, kind: str, op: str, namespace: str, ids: Sequence[str]) -> list[int]:
+        """Queue ``op`` rows for ``ids`` in a transaction of their own (repairs:
+        reconcile, reindex, retries); returns the seqs."""
+        require_namespace(namespace)
+        with self._records.transaction() as s:
+            return self.queue(s, op, [(namespace, i) for i in ids], kind)
 
     # reads and marks -----------------------------------------------------------------
-    def pending_outbox(self, limit: int = 1000, *, after: int = 0) -> list[OutboxEntry]:
-        """Unapplied rows in write order, from sequence number ``after`` on (exclusive)."""
+    def pending_outbox(self, limit: int = 1000, *, after: int = 0,
+                       kinds: Collection[str] | None = None,
+                       namespace: str | None = None) -> list[OutboxEntry]:
+        """Unapplied rows in write order, from sequence number ``after`` on (exclusive);
+        of ``kinds`` and one ``namespace`` when given."""
+        q = select(OutboxRow).where(OutboxRow.applied_at.is_(None), OutboxRow.seq > after)
+        if kinds is not None:
+            q = q.where(OutboxRow.kind.in_(list(kinds)))
+        if namespace is not None:
+            q = q.where(OutboxRow.namespace == require_namespace(namespace))
         with self._records.transaction() as s:
-            rows = s.scalars(select(OutboxRow).where(OutboxRow.applied_at.is_(None),
-                                                     OutboxRow.seq > after)
-                             .order_by(OutboxRow.seq).limit(limit)).all()
-            return [OutboxEntry(r.seq, r.op, r.namespace, r.memory_id) for r in rows]
+            return [_entry(r) for r in s.scalars(q.order_by(OutboxRow.seq).limit(limit))]
+
+    def entries(self, seqs: Sequence[int]) -> list[OutboxEntry]:
+        """The rows among ``seqs`` still pending, in seq order."""
+        wanted = list(dict.fromkeys(seqs))
+        out: list[OutboxEntry] = []
+        with self._records.transaction() as s:
+            for start in range(0, len(wanted), _IN):
+                out += [_entry(r) for r in s.scalars(select(OutboxRow).where(
+                    OutboxRow.seq.in_(wanted[start:start + _IN]),
+                    OutboxRow.applied_at.is_(None)))]
+        return sorted(out, key=lambda e: e.seq)
+
+    def pending_seqs(self, namespace: str, ids: Sequence[str]) -> list[int]:
+        """The pending rows' seqs of these items of ``namespace`` (any kind)."""
+        require_namespace(namespace)
+        wanted = list(dict.fromkeys(ids))
+        seqs: list[int] = []
+        with self._records.transaction() as s:
+            for start in range(0, len(wanted), _IN):
+                seqs += s.scalars(select(OutboxRow.seq).where(
+                    OutboxRow.namespace == namespace, OutboxRow.applied_at.is_(None),
+                    OutboxRow.item_id.in_(wanted[start:start + _IN]))).all()
+        return sorted(seqs)
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that ever had index work (including ones whose records are
+        all deleted since)."""
+        with self._records.transaction() as s:
+            return sorted(s.scalars(select(OutboxRow.namespace).distinct()).all())
 
     def mark_applied(self, seqs: Sequence[int]) -> None:
-        if not seqs:
+        wanted = list(dict.fromkeys(seqs))
+        if not wanted:
             return
+        now = utcnow()
         with self._records.transaction() as s:
-            s.execute(update(OutboxRow).where(OutboxRow.seq.in_(list(seqs)))
-                      .values(applied_at=utcnow()))
-
-    def pending_rag_outbox(self, limit: int = 1000, *, namespace: str | None = None
-                           ) -> list[OutboxEntry]:
-        """Unapplied chunk index operations, oldest first (``memory_id`` is the chunk
-        id); of one namespace when given, else of all (the replay needs them all)."""
-        q = select(RagOutboxRow).where(RagOutboxRow.applied_at.is_(None))
-        if namespace is not None:
-            q = q.where(RagOutboxRow.namespace == require_namespace(namespace))
-        with self._records.transaction() as s:
-            rows = s.scalars(q.order_by(RagOutboxRow.seq).limit(limit)).all()
-            return [OutboxEntry(r.seq, r.op, r.namespace, r.chunk_id) for r in rows]
-
-    def mark_rag_applied(self, seqs: Sequence[int]) -> None:
-        if not seqs:
-            return
-        with self._records.transaction() as s:
-            s.execute(update(RagOutboxRow).where(RagOutboxRow.seq.in_(list(seqs)))
-                      .values(applied_at=utcnow()))
+            for start in range(0, len(wanted), _IN):
+                s.execute(update(OutboxRow).where(OutboxRow.seq.in_(wanted[start:start + _IN]))
+                          .values(applied_at=now))
