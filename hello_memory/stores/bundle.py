@@ -310,6 +310,18 @@ class Stores:
         self._apply_own(seqs, {memory_id})
         return item
 
+    def update_many(self, namespace: str, ids: Sequence[str], **changes: Any
+                    ) -> list[MemoryItem]:
+        """Change the same fields of several records (forget and restore: a status),
+        one transaction each, then apply their own rows together."""
+        items, seqs = [], []
+        for memory_id in ids:
+            item, queued = self.records.memories.update_queued(namespace, memory_id, **changes)
+            items.append(item)
+            seqs += queued
+        self._apply_own(seqs, set(ids))
+        return items
+
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         """Delete records with their vectors and graph links; returns how many."""
         n, seqs = self.records.memories.delete_queued(namespace, ids)
