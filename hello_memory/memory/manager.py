@@ -768,22 +768,23 @@ class MemoryManager:
                   dry_run: bool = False) -> ReconcileReport:
         """Bring vectors and graph in line with the records; a ``ReconcileReport``.
         ``namespace`` None means every namespace."""
-        from hello_memory.memory.maintenance import reconcile
+        from hello_memory.memory.maintenance import Maintenance
 
-        return reconcile(self, namespace=namespace, dry_run=dry_run)
+        return Maintenance(self.stores).reconcile(namespace=namespace, dry_run=dry_run)
 
     def reindex(self, *, namespace: str | None = None, dry_run: bool = False,
                 progress: bool = False) -> ReindexReport:
         """Rebuild vectors and graph from the records alone; a ``ReindexReport``.
         ``namespace`` None means every namespace."""
-        from hello_memory.memory.maintenance import reindex
+        from hello_memory.memory.maintenance import Maintenance
 
-        return reindex(self, namespace=namespace, dry_run=dry_run, progress=progress)
+        return Maintenance(self.stores).reindex(namespace=namespace, dry_run=dry_run,
+                                                progress=progress)
 
     def optimize(self) -> OptimizeReport:
         """Build the vector index where the backend builds it only on request (embedded
         Qdrant Edge: HNSW, ``vector.hnsw``); an ``OptimizeReport``. Blocks: about a
         minute per 100k memories on 2 cores."""
-        from hello_memory.memory.maintenance import optimize
+        from hello_memory.memory.maintenance import Maintenance
 
-        return optimize(self)
+        return Maintenance(self.stores).optimize()
