@@ -335,6 +335,7 @@ def _added_status(item: MemoryItem) -> int:
 
 _FILE_ONLY = "a whole namespace as a JSON-lines file: a download, not a tool answer"
 
+# The MemoryTool's first nine actions keep the order they had before the catalogue.
 MEMORY_OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "add", "Store one memory (importance estimated when not given).",
@@ -344,21 +345,18 @@ MEMORY_OPERATIONS: tuple[Operation, ...] = (
         "returned instead (``duplicate_of`` set; REST answers 200).",
         names={"mcp": "remember"}, cli="add"),
     Operation(
-        "add_batch", "Store many memories; one invalid entry stores none.",
-        AddMany, add_many, added_many_json, "write",
-        Rest("POST", "/memories/batch", 201, query=("on_duplicate",)),
-        description="Repeated content gives back the memory already stored "
-        "(``duplicate_of``), in entry order."),
-    Operation(
         "search", "Find memories relevant to a query (the one hybrid search), best first.",
         SearchRequest, search, found_json, "read", Rest("POST", "/search"),
         description="Plan, views, fusion, profiles over the requested memory types (all "
         "by default); each hit carries its ids, scores and per-view ranks.",
         names={"mcp": "recall"}, cli="search"),
     Operation(
-        "get", "One memory by its full id, with every field.",
-        MemoryId, get, item_to_json, "read", Rest("GET", "/memories/{memory_id}"),
-        names={"mcp": "get_memory"}, cli="show"),
+        "summary", "An overview of what is remembered: counts and the most important "
+        "memories of each type.",
+        SummaryRequest, summary, summary_json, "read", Rest("GET", "/summary")),
+    Operation(
+        "stats", "Counts of memories per type and store for the namespace.",
+        NoArguments, stats, report_json, "read", Rest("GET", "/stats"), cli="stats"),
     Operation(
         "update", "Change a memory's content (re-embedded), importance or metadata.",
         UpdateMemory, update, item_to_json, "write", Rest("PATCH", "/memories/{memory_id}"),
@@ -375,29 +373,32 @@ MEMORY_OPERATIONS: tuple[Operation, ...] = (
         description="Soft (restorable) unless hard; with ids, exactly those (an unknown "
         "id changes nothing: NotFoundError).", cli="forget"),
     Operation(
-        "restore", "Bring soft-forgotten memories back into search.",
-        RestoreRequest, restore, lambda n: {"restored": n}, "write", Rest("POST", "/restore")),
-    Operation(
         "consolidate", "Promote important memories: episodic -> semantic (the default) or "
         "working -> episodic, merging near-duplicates.",
         ConsolidateRequest, consolidate, report_json, "write", Rest("POST", "/consolidate")),
-    Operation(
-        "stats", "Counts of memories per type and store for the namespace.",
-        NoArguments, stats, report_json, "read", Rest("GET", "/stats"), cli="stats"),
-    Operation(
-        "summary", "An overview of what is remembered: counts and the most important "
-        "memories of each type.",
-        SummaryRequest, summary, summary_json, "read", Rest("GET", "/summary")),
-    Operation(
-        "context", "A ready-to-inject block of the memories relevant to a query, under a "
-        "token budget (progressive loader: index -> timeline -> full memories).",
-        ContextRequest, context, report_json, "read", Rest("POST", "/context")),
     Operation(
         "clear", "Delete EVERYTHING of the namespace (and only it): memories, documents, "
         "vectors, graph, audit rows, uploaded files. Needs confirm=true.",
         ClearRequest, clear, report_json, "write",
         Rest("DELETE", "/namespace", query=("confirm",)),
         description="Returns counts per kind."),
+    Operation(
+        "add_batch", "Store many memories; one invalid entry stores none.",
+        AddMany, add_many, added_many_json, "write",
+        Rest("POST", "/memories/batch", 201, query=("on_duplicate",)),
+        description="Repeated content gives back the memory already stored "
+        "(``duplicate_of``), in entry order."),
+    Operation(
+        "get", "One memory by its full id, with every field.",
+        MemoryId, get, item_to_json, "read", Rest("GET", "/memories/{memory_id}"),
+        names={"mcp": "get_memory"}, cli="show"),
+    Operation(
+        "restore", "Bring soft-forgotten memories back into search.",
+        RestoreRequest, restore, lambda n: {"restored": n}, "write", Rest("POST", "/restore")),
+    Operation(
+        "context", "A ready-to-inject block of the memories relevant to a query, under a "
+        "token budget (progressive loader: index -> timeline -> full memories).",
+        ContextRequest, context, report_json, "read", Rest("POST", "/context")),
     Operation(
         "export", "Every memory of the namespace (forgotten and working ones too) as JSON "
         "lines, the file `hello-memory export` writes and `import` reads.",
