@@ -13,8 +13,11 @@ queue). Each method is derived from the synchronous one by :class:`_Async` (same
 arguments, same result, same errors), never written twice. The caller's context
 variables travel into the worker thread.
 
-Any other blocking callable (a ``MemoryTool`` action, a context block) runs in the
-same pool through :meth:`AsyncMemoryManager.run`; the framework adapters do that.
+Any other blocking callable (a ``MemoryTool`` action, a context block, a catalogue
+operation's handler) runs in the same pool through :meth:`AsyncMemoryManager.run`; the
+framework adapters do that, and so do the REST API's routes (``async def``, generated
+from :mod:`hello_memory.catalogue`; the app's lifespan owns their facade and closes its
+pool at shutdown).
 """
 
 from __future__ import annotations

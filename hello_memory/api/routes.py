@@ -92,8 +92,9 @@ def _endpoint(op: Operation) -> Any:
             req = op.request.model_validate(arguments)
         except ValidationError as exc:
             raise RequestValidationError(exc.errors()) from None
-        call = Call(async_manager_of(request).manager, namespace, request.app.state.settings)
-        result = await async_manager_of(request).run(op.invoke, call, req)
+        amm = async_manager_of(request)
+        call = Call(amm.manager, namespace, request.app.state.settings)
+        result = await amm.run(op.invoke, call, req)  # the blocking work, in the pool
         if rest.respond is not None:
             return rest.respond(result, call)
         status = rest.status_of(result) if rest.status_of is not None else rest.status
