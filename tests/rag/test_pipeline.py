@@ -214,7 +214,7 @@ def test_crash_after_commit_is_replayed_on_open(open_manager: Callable[[Path], M
     # An orphan vector (its record gone behind the pipeline's back) is removed by reconcile.
     rag2.index.records.documents.delete_documents("kb", [doc.id])
     outbox = rag2.index.records.outbox
-    outbox.mark_rag_applied([e.seq for e in outbox.pending_rag_outbox()])
+    outbox.mark_applied([e.seq for e in outbox.pending_outbox(kinds=["chunk"])])
     assert rag2.reconcile("kb") == {"orphan_vectors_deleted": 1, "chunks_indexed": 0}
     assert rag2.stats("kb")["vectors"] == 0
 
