@@ -176,7 +176,8 @@ class Maintenance:
         if namespace is not None:
             return [require_namespace(namespace)]
         records = self.stores.records
-        return sorted(set(records.memories.namespaces()) | set(records.outbox.namespaces()))
+        return sorted(set(records.memories.namespaces())
+                      | set(records.outbox.namespaces(kinds=("memory", "media"))))
 
     def _perceptual_collections(self) -> list[str]:
         if self.stores.indexer(MemoryType.PERCEPTUAL) is None:

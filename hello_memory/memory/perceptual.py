@@ -132,6 +132,12 @@ class PerceptualMemory:
     def open(self) -> None:
         """Open both stores (a no-op when already open) and create the collection of
         every configured modality; loads the encoders to learn their dimensions."""
+        self._collections()
+        self.engine.replay(["media"])  # what a crash left pending
+
+    def _collections(self) -> None:
+        """Open both stores and make every configured modality's collection (no replay:
+        the "media" indexer calls this with key locks held)."""
         self.records.open()
         self.vectors.open()
         for modality in Modality:
@@ -141,7 +147,6 @@ class PerceptualMemory:
                     dense={DENSE: int(self._encoder_or_none(modality).dimension)},
                     payload_indexes=PAYLOAD_INDEXES))
                 self._ready.add(modality)
-        self.engine.replay(["media"])  # what a crash left pending
 
     def close(self) -> None:
         """Close both stores (also for other users of the same store objects)."""
@@ -174,7 +179,7 @@ class PerceptualMemory:
                 f"perceptual {modality.value} memory needs an encoder: set "
                 f"{_SETTINGS[modality]} (pass {modality.value}_encoder=...)")
         if modality not in self._ready:
-            self.open()
+            self._collections()
 
     # encoding ----------------------------------------------------------------------
     def _encode(self, modality: Modality, data: Any) -> npt.NDArray[np.float32]:

@@ -144,11 +144,12 @@ class OutboxRepository:
                     OutboxRow.item_id.in_(wanted[start:start + _IN]))).all()
         return sorted(seqs)
 
-    def namespaces(self) -> list[str]:
-        """Every namespace that ever had index work (including ones whose records are
-        all deleted since)."""
+    def namespaces(self, kinds: Collection[str] = KINDS) -> list[str]:
+        """Every namespace that ever had index work of ``kinds`` (including ones whose
+        records are all deleted since)."""
         with self._records.transaction() as s:
-            return sorted(s.scalars(select(OutboxRow.namespace).distinct()).all())
+            return sorted(s.scalars(select(OutboxRow.namespace).distinct()
+                                    .where(OutboxRow.kind.in_(list(kinds)))).all())
 
     def mark_applied(self, seqs: Sequence[int]) -> None:
         wanted = list(dict.fromkeys(seqs))
