@@ -206,3 +206,17 @@ def test_an_old_row_applied_late_writes_the_current_state(mm: MemoryManager) -> 
     hits = mm.search("who plays the violin", namespace="e", top_k=1)
     assert [h.id for h in hits] == [kept.id]
     assert mm.reconcile(dry_run=True).changed == 0
+
+
+def test_a_type_change_re_derives_the_graph_links(mm: MemoryManager) -> None:
+    """Only semantic memories feed the graph: a semantic memory made episodic loses its
+    links (the row is an "upsert", not a payload rewrite), and made semantic again
+    gets them back."""
+    item = mm.add("Grace met Heidi in Prague", "semantic", namespace="e")
+    assert mm.stores.graph.memory_ids("e") == {item.id}
+    mm.stores.update("e", item.id, memory_type=MemoryType.EPISODIC)
+    assert mm.stores.graph.memory_ids("e") == set()
+    mm.stores.update_many("e", [item.id], memory_type=MemoryType.SEMANTIC, importance=0.8)
+    assert mm.stores.graph.memory_ids("e") == {item.id}
+    assert mm.stores.records.outbox.pending_outbox() == []
+    assert mm.reconcile(dry_run=True).changed == 0

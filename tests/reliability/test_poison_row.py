@@ -64,7 +64,7 @@ def make_poisoned_store(data: Path) -> dict[str, str]:
     # the state a crash between the commit and the index update leaves
     con = sqlite3.connect(data / "records.db")
     with con:
-        con.execute("UPDATE hm_outbox SET applied_at = NULL WHERE memory_id = ?", (ids["bad"],))
+        con.execute("UPDATE hm_outbox SET applied_at = NULL WHERE item_id = ?", (ids["bad"],))
     con.close()
     return ids
 
@@ -72,7 +72,7 @@ def make_poisoned_store(data: Path) -> dict[str, str]:
 def pending(data: Path, memory_id: str) -> int:
     con = sqlite3.connect(f"file:{data / 'records.db'}?mode=ro", uri=True)
     try:
-        return int(con.execute("SELECT count(*) FROM hm_outbox WHERE memory_id = ? AND "
+        return int(con.execute("SELECT count(*) FROM hm_outbox WHERE item_id = ? AND "
                                "applied_at IS NULL", (memory_id,)).fetchone()[0])
     finally:
         con.close()
