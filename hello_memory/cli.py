@@ -560,7 +560,7 @@ def forget(
         raise InvalidInputError("give ids or a --strategy (--hard), not both")
     settings, mm = _open(_local_only("forget"))
     with mm:
-        ns = mm._ns(namespace)
+        ns = mm.resolve_namespace(namespace)
         # the catalogue's forget: the JSON of POST /v1/forget, the jobs defaults for
         # what is left out (README "Lifecycle defaults")
         op = default_catalogue()["forget"]
@@ -594,7 +594,7 @@ def restore(ids: Annotated[list[str], typer.Argument(help="Ids to bring back.")]
                 unknown.append(mid)
         if unknown:
             raise NotFoundError(f"no memory {', '.join(map(repr, unknown))} in namespace "
-                                f"{mm._ns(namespace)!r}; nothing restored")
+                                f"{mm.resolve_namespace(namespace)!r}; nothing restored")
         n = mm.restore(ids, namespace=namespace)
     console.print(f"restored {n} of {len(ids)}")
 
@@ -618,7 +618,7 @@ def consolidate(
         opts: dict[str, Any] = {"from_type": from_type, "to_type": to_type}
         if threshold is not None:
             opts["importance_threshold"] = threshold
-        run = run_job(mm, "consolidate", namespace=mm._ns(namespace), dry_run=dry_run,
+        run = run_job(mm, "consolidate", namespace=mm.resolve_namespace(namespace), dry_run=dry_run,
                       settings=settings.jobs, **opts)
     if as_json:
         _print_json(run.as_dict())

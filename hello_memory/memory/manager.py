@@ -352,13 +352,9 @@ class MemoryManager:
                                       "is"))
         return entities, relations
 
-    _extract = extract_links  # the older, private name (ui/pages.py)
-
     def resolve_namespace(self, namespace: str | None) -> str:
         """``namespace`` checked, or this manager's ``default_namespace`` when None."""
         return require_namespace(self.default_namespace if namespace is None else namespace)
-
-    _ns = resolve_namespace
 
     # --- writes ---------------------------------------------------------------------
     def _build(self, content: Any, memory_type: MemoryType | str | None, importance: Any,
@@ -379,8 +375,9 @@ class MemoryManager:
         imp = (estimate_importance(content, metadata) if importance is None
                else validate_importance(importance))
         fields = {k: v for k, v in ids.items() if v is not None}
-        return MemoryItem(content=content, namespace=self._ns(namespace), memory_type=mtype,
-                          importance=imp, metadata=dict(metadata or {}), **fields)
+        return MemoryItem(content=content, namespace=self.resolve_namespace(namespace),
+                          memory_type=mtype, importance=imp,
+                          metadata=dict(metadata or {}), **fields)
 
     def add(
         self,
@@ -477,7 +474,7 @@ class MemoryManager:
         """The time ranges the memory's text mentions, resolved against its event time
         when it was written (``memory.times_from_text``; the symbolic view filters on
         them, see hello_memory/retrieval/views.py)."""
-        ns = self._ns(namespace)
+        ns = self.resolve_namespace(namespace)
         self.stores.records.memories.get_item(ns, memory_id)  # NotFoundError for an unknown id
         return self.stores.records.memories.mentioned_times(ns, memory_id)
 
@@ -547,7 +544,7 @@ class MemoryManager:
         if min_importance is not None:
             min_importance = validate_importance(min_importance)
         return self.retriever.retrieve(
-            query, top_k, namespace=self._ns(namespace), memory_types=types,
+            query, top_k, namespace=self.resolve_namespace(namespace), memory_types=types,
             user_id=user_id, agent_id=agent_id, session_id=session_id,
             time_range=time_range, min_importance=min_importance,
             reference_time=reference_time, recipe=recipe, views=views,
@@ -569,7 +566,7 @@ class MemoryManager:
         return hits
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryItem:
-        ns = self._ns(namespace)
+        ns = self.resolve_namespace(namespace)
         item = self.working.get(ns, memory_id)
         return item if item is not None else self.stores.records.memories.get_item(ns, memory_id)
 
@@ -578,7 +575,7 @@ class MemoryManager:
                ) -> MemoryItem:
         """Change content (re-embedded, re-extracted), importance or metadata (payload
         update only)."""
-        ns = self._ns(namespace)
+        ns = self.resolve_namespace(namespace)
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = validate_content(content)
@@ -596,7 +593,7 @@ class MemoryManager:
 
     def remove(self, memory_id: str, *, namespace: str | None = None) -> bool:
         """Delete one memory from every store; False if it does not exist."""
-        ns = self._ns(namespace)
+        ns = self.resolve_namespace(namespace)
         if self.working.remove(ns, memory_id):
             return True
         return self.stores.delete(ns, [memory_id]) == 1
@@ -604,7 +601,7 @@ class MemoryManager:
     def stats(self, namespace: str | None = None) -> MemoryStats:
         """Counts of one namespace: memories per type, forgotten ones, vectors, the
         entity graph and working memory's tokens (a ``MemoryStats`` dict)."""
-        ns = self._ns(namespace)
+        ns = self.resolve_namespace(namespace)
         rec = self.stores.records
         by_type = {t.value: rec.memories.count_items(ns, ItemFilter(memory_types=(t,)))
                    for t in (*STORED_TYPES, MemoryType.PERCEPTUAL)}
@@ -661,7 +658,7 @@ class MemoryManager:
     def export_jsonl(self, path: str | Path, *, namespace: str | None = None) -> int:
         """Write every memory of a namespace (forgotten ones and working memory too)
         as JSON lines; vectors are not exported (they are recomputed on import)."""
-        ns = self._ns(namespace)
+        ns = self.resolve_namespace(namespace)
         items = (self.stores.records.memories.list_items(ns, ItemFilter(status=None))
                  + self.working.list(ns))
         with Path(path).open("w", encoding="utf-8") as fh:

@@ -239,7 +239,7 @@ def _entities(mm: MemoryManager, item: MemoryItem
     memories feed the graph), each entity marked with whether the graph holds it."""
     if item.memory_type != MemoryType.SEMANTIC:
         return [], []
-    ents, rels = mm._extract(item)
+    ents, rels = mm.extract_links(item)
     stored = {e.id for e in mm.stores.graph.find_entities(
         item.namespace, [e.name for e in ents])} if ents else set()
     names = {e.id: e.name for e in ents}
@@ -318,7 +318,7 @@ def graph(mm: MemoryManager, ns: str, entity: str | None,
             limit=30)
         names: list[str] = []
         for item in recent:
-            names += [e.name for e in mm._extract(item)[0]]
+            names += [e.name for e in mm.extract_links(item)[0]]
         start = store.find_entities(ns, list(dict.fromkeys(names))[:200])[:12]
     hits = store.neighbors(ns, [e.id for e in start], max_hops=2 if entity else 1,
                            limit=GRAPH_NODES) if start else []
