@@ -260,8 +260,9 @@ class PerceptualMemory:
             vector = self._encode(mod, body if data is None else data)
         except InvalidInputError as exc:
             raise InvalidInputError(f"source {path or '(bytes)'}: {exc}") from exc
-        seqs = self.records.memories.add_items([item])
-        self._raise_failure(self.engine.apply(seqs, {item.id: (item.content, vector)}),
+        [seq] = self.records.memories.add_items([item])
+        row = OutboxEntry(seq, "add", item.namespace, item.id, "media")
+        self._raise_failure(self.engine.apply_entries([row], {item.id: (item.content, vector)}),
                             item.id)
         return item
 
@@ -302,8 +303,8 @@ class PerceptualMemory:
                  if i.memory_type is MemoryType.PERCEPTUAL]
         if not found:
             return False
-        _, seqs = self.records.memories.delete_queued(ns, [memory_id])
-        self._raise_failure(self.engine.apply(seqs), memory_id)
+        _, rows = self.records.memories.delete_queued(ns, [memory_id])
+        self._raise_failure(self.engine.apply_entries(rows), memory_id)
         return True
 
     def clear(self, namespace: str) -> int:
@@ -312,11 +313,11 @@ class PerceptualMemory:
         require_namespace(namespace)
         ids = [i.id for i in self.records.memories.list_items(
             namespace, ItemFilter(memory_types=(MemoryType.PERCEPTUAL,), status=None))]
-        deleted, seqs = 0, list[int]()
+        deleted, rows = 0, list[OutboxEntry]()
         for start in range(0, len(ids), 500):
             n, queued = self.records.memories.delete_queued(namespace, ids[start:start + 500])
-            deleted, seqs = deleted + n, seqs + queued
-        self.engine.apply(seqs)
+            deleted, rows = deleted + n, rows + queued
+        self.engine.apply_entries(rows)
         self._drop_vectors(namespace, None)  # and any point without a record
         return deleted
 

@@ -251,8 +251,10 @@ class Stores:
         if vectors is None or len(vectors) != len(items):
             vectors = self.embedder.embed([i.content for i in items])
         seqs = self.records.memories.add_items(items)
-        result = self.engine.apply(seqs, {i.id: (i.content, v)
-                                          for i, v in zip(items, vectors, strict=True)})
+        rows = [OutboxEntry(seq, "add", i.namespace, i.id, kind_of(i.memory_type))
+                for seq, i in zip(seqs, items, strict=True)]
+        result = self.engine.apply_entries(rows, {i.id: (i.content, v)
+                                                  for i, v in zip(items, vectors, strict=True)})
         raw = next(iter(result.failed.values()), None)
         if raw is None:
             return list(items)
@@ -264,8 +266,8 @@ class Stores:
         for item in items:
             by_ns.setdefault(item.namespace, []).append(item.id)
         for ns, ids in by_ns.items():
-            self.engine.apply(self.records.memories.delete_queued(ns, ids)[1]
-                              + self.records.outbox.pending_seqs(ns, ids))
+            self.engine.apply_entries(self.records.memories.delete_queued(ns, ids)[1])
+            self.engine.apply(self.records.outbox.pending_seqs(ns, ids))
         raise InvalidInputError(f"this memory cannot be indexed ({type(raw).__name__}: "
                                 f"{raw}); nothing was stored") from raw
 
@@ -306,34 +308,34 @@ class Stores:
         other fields only rewrite the vector payload."""
         content = changes.get("content")
         self.check_disk(8 * len(content) + 4096 if isinstance(content, str) else 4096)
-        item, seqs = self.records.memories.update_queued(namespace, memory_id, **changes)
-        self._apply_own(seqs, {memory_id})
+        item, rows = self.records.memories.update_queued(namespace, memory_id, **changes)
+        self._apply_own(rows, {memory_id})
         return item
 
     def update_many(self, namespace: str, ids: Sequence[str], **changes: Any
                     ) -> list[MemoryItem]:
         """Change the same fields of several records (forget and restore: a status),
         one transaction each, then apply their own rows together."""
-        items, seqs = [], []
+        items, rows = [], []
         for memory_id in ids:
             item, queued = self.records.memories.update_queued(namespace, memory_id, **changes)
             items.append(item)
-            seqs += queued
-        self._apply_own(seqs, set(ids))
+            rows += queued
+        self._apply_own(rows, set(ids))
         return items
 
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
         """Delete records with their vectors and graph links; returns how many."""
-        n, seqs = self.records.memories.delete_queued(namespace, ids)
+        n, rows = self.records.memories.delete_queued(namespace, ids)
         if n:
-            self._apply_own(seqs, set(ids))
+            self._apply_own(rows, set(ids))
         return n
 
-    def _apply_own(self, seqs: Sequence[int], keys: set[str]) -> ApplyResult:
+    def _apply_own(self, rows: Sequence[OutboxEntry], keys: set[str]) -> ApplyResult:
         """Apply the caller's own rows; a failure of one of its items is raised (the
         write is durable, its row pending)."""
         self._ensure_replayed()
-        result = self.engine.apply(seqs)
+        result = self.engine.apply_entries(rows)
         failure = self.engine.first_failure(result, keys)
         if failure is not None:
             raise failure

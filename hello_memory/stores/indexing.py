@@ -150,6 +150,15 @@ class IndexEngine:
             self._apply_entries(entries, prepared or {}, result)
         return result
 
+    def apply_entries(self, entries: Sequence[OutboxEntry],
+                      prepared: Mapping[str, Any] | None = None) -> ApplyResult:
+        """:meth:`apply` for rows the caller already has (its repository returned
+        them: no read of the outbox to find their keys)."""
+        result = ApplyResult()
+        for start in range(0, len(entries), self.batch):
+            self._apply_entries(entries[start:start + self.batch], prepared or {}, result)
+        return result
+
     # open and reconcile: the backlog -----------------------------------------------------
     def replay(self, kinds: Collection[str] | None = None) -> ApplyResult:
         """Apply every pending row of ``kinds`` (default: every registered kind)."""
@@ -179,10 +188,14 @@ class IndexEngine:
     def _apply_locked(self, kind: str, ns: str, indexer: Indexer,
                       group: Sequence[OutboxEntry], prepared: Mapping[str, Any],
                       result: ApplyResult) -> None:
-        # Rows another thread applied while this one waited for the locks are done:
-        # re-applying them could rewrite an index entry with no row left pending.
+        # Rows another thread applied while this one waited for the locks are done.
+        # Re-applying an "upsert" (graph links dropped, then derived again) could leave
+        # an index entry half-rewritten with no row left pending if the process died
+        # in between: those are re-read. Re-applying any other op only writes the
+        # current state again (no removal first), so it is not worth a read.
         outbox = self._outbox()
-        live = outbox.entries([e.seq for e in group])
+        live = (outbox.entries([e.seq for e in group])
+                if any(e.op == "upsert" for e in group) else list(group))
         if not live:
             return
         try:

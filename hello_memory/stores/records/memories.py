@@ -34,7 +34,7 @@ from hello_memory.stores.records.models import (
     MemoryTimeRow,
     NamespaceTotalsRow,
 )
-from hello_memory.stores.records.outbox import kind_of
+from hello_memory.stores.records.outbox import OutboxEntry, kind_of
 from hello_memory.text.facts import fact_key
 from hello_memory.text.timeparse import TimeRange, find_time_ranges
 from hello_memory.text.tokens import default_token_counter
@@ -444,8 +444,8 @@ class MemoryRepository:
         return self.update_queued(namespace, memory_id, **changes)[0]
 
     def update_queued(self, namespace: str, memory_id: str, **changes: Any
-                      ) -> tuple[MemoryItem, list[int]]:
-        """:meth:`update_item`, also returning the outbox seqs its transaction wrote
+                      ) -> tuple[MemoryItem, list[OutboxEntry]]:
+        """:meth:`update_item`, also returning the outbox rows its transaction wrote
         (the write path applies those, and only those)."""
         unknown = set(changes) - _UPDATABLE
         if unknown:
@@ -480,16 +480,17 @@ class MemoryRepository:
             # changes the vector's payload.
             op = "upsert" if content_changed or item.memory_type != old_type else "payload"
             kinds = dict.fromkeys((kind_of(old_type), kind_of(item.memory_type)))
-            seqs = [seq for kind in kinds for seq in self._records.outbox.queue(
+            rows = [row for kind in kinds for row in self._records.outbox.queue_entries(
                 s, op, [(namespace, memory_id)], kind)]
-        return item, seqs
+        return item, rows
 
     def delete_items(self, namespace: str, ids: Sequence[str]) -> int:
         """Delete items of ``namespace`` by id and queue index deletions; returns count."""
         return self.delete_queued(namespace, ids)[0]
 
-    def delete_queued(self, namespace: str, ids: Sequence[str]) -> tuple[int, list[int]]:
-        """:meth:`delete_items`, also returning the outbox seqs its transaction wrote."""
+    def delete_queued(self, namespace: str, ids: Sequence[str]
+                      ) -> tuple[int, list[OutboxEntry]]:
+        """:meth:`delete_items`, also returning the outbox rows its transaction wrote."""
         require_namespace(namespace)
         with self._records.transaction() as s:
             rows = s.execute(select(MemoryRow.id, MemoryRow.status, MemoryRow.tokens,
@@ -503,12 +504,12 @@ class MemoryRepository:
                                               MemoryRow.id.in_(found)))
             gone = [r.tokens for r in rows if _active(r.status)]
             _bump_totals(s, {namespace: [-len(gone), -sum(gone)]})
-            seqs: list[int] = []
+            queued: list[OutboxEntry] = []
             for kind in dict.fromkeys(kind_of(r.memory_type) for r in rows):
-                seqs += self._records.outbox.queue(
+                queued += self._records.outbox.queue_entries(
                     s, "delete", [(namespace, r.id) for r in rows
                                   if kind_of(r.memory_type) == kind], kind)
-        return len(found), seqs
+        return len(found), queued
 
     def record_access(self, namespace: str, ids: Sequence[str]) -> None:
         """Bump access counts (search hits); does not touch the indexes."""

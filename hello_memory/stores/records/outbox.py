@@ -67,6 +67,12 @@ class OutboxRepository:
               ) -> list[int]:
         """Queue ``op`` of ``kind`` for each ``(namespace, item_id)`` in session ``s``;
         returns the outbox seqs, in ``keys`` order."""
+        return [e.seq for e in OutboxRepository.queue_entries(s, op, keys, kind)]
+
+    @staticmethod
+    def queue_entries(s: Session, op: str, keys: Iterable[tuple[str, str]],
+                      kind: str = "memory") -> list[OutboxEntry]:
+        """:meth:`queue`, returning the rows written (what the write path applies)."""
         if kind not in KINDS:
             raise ValueError(f"unknown outbox kind {kind!r}")
         now = utcnow()
@@ -74,7 +80,7 @@ class OutboxRepository:
                  for ns, i in keys]
         s.add_all(boxes)
         s.flush()
-        return [b.seq for b in boxes]
+        return [_entry(b) for b in boxes]
 
     @staticmethod
     def queue_items(s: Session, op: str, items: Sequence[MemoryItem]) -> list[int]:
