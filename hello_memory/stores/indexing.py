@@ -11,8 +11,9 @@ the ``memories`` collection and the graph; "media": the perceptual collections;
   the record; gone → delete it from the index), keyed by the record's stable UUID, so
   applying a row twice, late or out of order converges to the same state.
 * **Per-key locks.** The loop holds a striped in-process lock per ``(namespace, id)``
-  from re-reading which rows are still pending, through reading the record and
-  writing the index, to marking the rows applied. A delete that commits after an add
+  from re-reading which rows are still pending (for a group holding an ``upsert``, the
+  one op that drops graph links before deriving them again), through reading the
+  record and writing the index, to marking the rows applied. A delete that commits after an add
   cannot be overtaken by the add's late upsert, two updates cannot leave the older
   payload, and an index entry is only ever rewritten while a row of it is pending, so
   a crash half-way through leaves a row that the next open replays.
