@@ -181,7 +181,7 @@ def _backend(*, embeds: bool = True) -> Iterator[Backend]:
         return
     _, mm = _open(settings, embeds=embeds)
     with mm:
-        yield LocalBackend(mm)
+        yield LocalBackend(mm, settings)
 
 
 # What runs through a server instead of a command that needs the stores here.
@@ -286,6 +286,12 @@ def _open(settings: Settings | None = None, *, embeds: bool = True) -> Any:
 
 def _print_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def _given(**arguments: Any) -> dict[str, Any]:
+    """A command's arguments for a catalogue operation: those given (None: left out,
+    the operation's default)."""
+    return {k: v for k, v in arguments.items() if v is not None}
 
 
 DEMO_NAMESPACE = "demo"
@@ -439,9 +445,11 @@ def add(
             "--type working: working memory lives only as long as the process, so no "
             "later command could find it; use --type episodic or semantic, or add working "
             "memory through the REST API, the MCP server or Python")
-    with _backend() as be:
-        item = be.add(content, memory_type, importance, meta, namespace=namespace,
-                      session_id=session_id, user_id=user_id)
+    with _backend() as be:  # the catalogue's add: the JSON of POST /v1/memories
+        item = be.invoke("add", _given(
+            content=content, memory_type=memory_type.value if memory_type else None,
+            importance=importance, metadata=meta, session_id=session_id, user_id=user_id),
+            namespace=namespace)
     if as_json:
         _print_json(item)
     else:
@@ -480,11 +488,13 @@ def search(query: str, namespace: NamespaceOpt = None,
            as_json: JsonOpt = False) -> None:
     """Search every memory type (or --type ones) with the one hybrid search."""
     when = _as_of_option(as_of)
-    with _backend() as be:
-        hits = be.recall(query, memory_type or None, top_k, namespace=namespace, recipe=recipe,
-                         as_of=when)
+    with _backend() as be:  # the catalogue's search: the JSON of POST /v1/search
+        found = be.invoke("search", _given(
+            query=query, top_k=top_k, memory_types=[t.value for t in memory_type or ()] or None,
+            recipe=recipe, as_of=when), namespace=namespace)
+    hits: list[dict[str, Any]] = found["hits"]
     if as_json:
-        _print_json(hits)
+        _print_json(found)
     elif explain:
         from hello_memory.remote import hit_from_json
         from hello_memory.retrieval.fusion import explain as explain_hit
@@ -500,7 +510,7 @@ def search(query: str, namespace: NamespaceOpt = None,
 def show(memory_id: str, namespace: NamespaceOpt = None, as_json: JsonOpt = False) -> None:
     """Print one memory by id."""
     with _backend(embeds=False) as be:
-        data = be.get(memory_id, namespace=namespace)
+        data = be.invoke("get", {"memory_id": memory_id}, namespace=namespace)
     if as_json:
         _print_json(data)
         return
@@ -516,7 +526,7 @@ def show(memory_id: str, namespace: NamespaceOpt = None, as_json: JsonOpt = Fals
 def stats(namespace: NamespaceOpt = None, as_json: JsonOpt = False) -> None:
     """Counts per memory type and store for one namespace."""
     with _backend(embeds=False) as be:
-        data = be.stats(namespace)
+        data = be.invoke("stats", {}, namespace=namespace)
     if as_json:
         _print_json(data)
         return
@@ -554,26 +564,21 @@ def forget(
 ) -> None:
     """Forget memories: the given ids, or those a strategy picks. Soft by default
     (`hello-memory restore ID...` undoes it)."""
-    from hello_memory.catalogue import Call, default_catalogue
-
     if ids and (strategy or hard):
         raise InvalidInputError("give ids or a --strategy (--hard), not both")
     settings, mm = _open(_local_only("forget"))
     with mm:
-        ns = mm.resolve_namespace(namespace)
         # the catalogue's forget: the JSON of POST /v1/forget, the jobs defaults for
         # what is left out (README "Lifecycle defaults")
-        op = default_catalogue()["forget"]
-        request = op.parse({k: v for k, v in {
-            "ids": ids or None, "strategy": strategy, "threshold": threshold,
-            "max_age_days": max_age_days, "max_items": max_items, "dry_run": dry_run,
-            "hard": hard}.items() if v is not None})
-        result = op.run(Call(mm, ns, settings), request)
+        result = LocalBackend(mm, settings).invoke("forget", _given(
+            ids=ids or None, strategy=strategy, threshold=threshold,
+            max_age_days=max_age_days, max_items=max_items, dry_run=dry_run, hard=hard),
+            namespace=namespace)
     if as_json:
         _print_json(result)
         return
     verb = "would forget" if dry_run else "deleted" if hard else "forgot"
-    console.print(f"{verb} {len(result['ids'])} memories in {ns!r}")
+    console.print(f"{verb} {len(result['ids'])} memories in {result['namespace']!r}")
     for mid in result["ids"]:
         console.print(f"  {mid}", highlight=False)
 
@@ -603,27 +608,29 @@ def restore(ids: Annotated[list[str], typer.Argument(help="Ids to bring back.")]
 @handled
 def consolidate(
     namespace: NamespaceOpt = None,
-    from_type: Annotated[str, typer.Option("--from")] = "episodic",
-    to_type: Annotated[str, typer.Option("--to")] = "semantic",
+    from_type: Annotated[str | None, typer.Option("--from", help=(
+        "working or episodic (default: jobs.consolidate_from, episodic)."))] = None,
+    to_type: Annotated[str | None, typer.Option("--to", help=(
+        "episodic or semantic (default: jobs.consolidate_to, semantic)."))] = None,
     threshold: Annotated[float | None, typer.Option(min=0.0, max=1.0, help=(
         "Importance at least this (default: jobs.consolidate_importance)."))] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Promote important memories (episodic -> semantic by default), merging duplicates."""
-    from hello_memory.jobs import run_job
-
     settings, mm = _open(_local_only("consolidate"))
-    with mm:
-        opts: dict[str, Any] = {"from_type": from_type, "to_type": to_type}
-        if threshold is not None:
-            opts["importance_threshold"] = threshold
-        run = run_job(mm, "consolidate", namespace=mm.resolve_namespace(namespace), dry_run=dry_run,
-                      settings=settings.jobs, **opts)
+    with mm:  # the catalogue's consolidate: the JSON of POST /v1/consolidate
+        report = LocalBackend(mm, settings).invoke("consolidate", _given(
+            from_type=from_type, to_type=to_type, importance_threshold=threshold,
+            dry_run=dry_run), namespace=namespace)
     if as_json:
-        _print_json(run.as_dict())
-    else:
-        console.print(run.summary(), markup=False, highlight=False)
+        _print_json(report)
+        return
+    moved = sum(len(v) for v in report["merged"].values())
+    verb = "would move" if dry_run else "moved"
+    console.print(f"consolidate [{report['namespace']}]: {verb} {moved} {report['from_type']} "
+                  f"memories into {len(report['merged'])} {report['to_type']} memories",
+                  markup=False, highlight=False)
 
 
 @app.command("export")

@@ -1,10 +1,10 @@
 """``hello-memory jobs consolidate|forget|reindex|reconcile`` (see :mod:`hello_memory.jobs`)
 and ``jobs optimize`` (store-wide: builds the embedded engine's HNSW index).
 
-Each namespace job run covers ``--namespace NAME`` (repeatable) or ``--all-namespaces``, prints a
-summary per namespace (``--json``: one JSON object per line) and writes an audit
-record. ``--every 1h`` repeats the jobs until interrupted; a cron line does the same
-from outside::
+Each namespace job run covers ``--namespace NAME`` (repeatable) or ``--all-namespaces``,
+prints a summary per namespace (``--json``: the catalogue's run_job JSON, ``{"job",
+"runs"}``, one object per round and line) and writes an audit record. ``--every 1h``
+repeats the jobs until interrupted; a cron line does the same from outside::
 
     */30 * * * *  hello-memory --config /etc/hello-memory.yaml jobs forget --all-namespaces
 
@@ -40,7 +40,9 @@ EveryOpt = Annotated[str | None, typer.Option(
     "--every", help="Repeat every DURATION (30s, 15m, 1h, 1d) until interrupted.")]
 MaxRunsOpt = Annotated[int | None, typer.Option(
     "--max-runs", min=1, help="With --every: stop after this many rounds.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per run and line.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help=(
+    "The runs as POST /v1/jobs/{name} answers them: one JSON object per line ("
+    "per round with --every)."))]
 
 
 def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
@@ -65,13 +67,13 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
                 return be.run_job(job, namespace or [], all_namespaces, dry_run, **opts)
 
             def show(runs: list[JobRun]) -> None:
+                if as_json:  # the catalogue's run_job JSON, as POST /v1/jobs/{name}
+                    _print_runs(job, runs)
+                    return
                 for run in runs:
-                    if as_json:
-                        print(json.dumps(run.as_dict(), ensure_ascii=False, default=str))
-                    else:
-                        console.print(run.summary(), markup=False, highlight=False)
-                        _show_failures(run)
-                if not runs and not as_json:
+                    console.print(run.summary(), markup=False, highlight=False)
+                    _show_failures(run)
+                if not runs:
                     console.print(f"{job}: no namespace to process")
 
             if interval is None:
@@ -145,15 +147,23 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
             if not as_json:
                 err.print("building the vector index (about a minute per 100k memories "
                           f"on 2 cores, {be.where()}, which is busy meanwhile)")
-            report = be.optimize().details  # audited as job:optimize under "*"
+            run = be.optimize()  # audited as job:optimize under "*"
         if as_json:
-            print(json.dumps({"job": "optimize", **report}))
+            _print_runs("optimize", [run])
             return
+        report = run.details
         for collection, rebuilt in report["collections"].items():
             state = "index built" if rebuilt else "nothing to do"
             console.print(f"optimize [{collection}]: {state} in "
                           f"{report['seconds'][collection]:.1f} s", markup=False,
                           highlight=False)
+
+
+def _print_runs(job: str, runs: list[JobRun]) -> None:
+    """One job's runs as the catalogue's run_job JSON, on one line."""
+    from hello_memory.catalogue.admin import JobsRan, jobs_json
+
+    print(json.dumps(jobs_json(JobsRan(job, runs)), ensure_ascii=False, default=str))
 
 
 def _show_failures(run: JobRun) -> None:

@@ -1,7 +1,8 @@
 """An MCP server (``hello-memory mcp``) built on the ``mcp`` package (``server`` extra):
 one tool per operation of the catalogue (:mod:`hello_memory.catalogue`: ``remember``,
-``recall``, ``get_memory``, ``forget``, ``restore``, ...; the same arguments as the REST
-API and the MemoryTool), plus ``ingest`` and ``ask`` over documents.
+``recall``, ``get_memory``, ``forget``, ``restore``, ..., and over documents ``ingest``,
+``ingest_text``, ``search_documents``, ``ask``, ...; the same arguments as the REST API
+and the agent tools). A path ``ingest`` reads must lie under ``api.read_dirs``.
 
 Every tool takes a ``namespace`` and checks it against the namespace patterns the
 operator granted when starting the server (``--namespace PATTERN`` or the patterns of
@@ -14,13 +15,14 @@ The module is named ``mcp_server`` so that it never shadows the ``mcp`` package.
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from functools import wraps
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from hello_memory.api.security import confine_path, namespace_allowed
+from hello_memory.api.security import namespace_allowed
 from hello_memory.catalogue import Call, Catalogue, Operation, annotated, default_catalogue
 from hello_memory.config import Settings
 from hello_memory.errors import (
@@ -63,9 +65,9 @@ def grants_for(settings: Settings, *, namespaces: Sequence[str] = (),
 def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[str], *,
                  catalogue: Catalogue | None = None) -> Any:
     """An ``MCPServer`` (``mcp`` 2) whose tools act on ``manager``: one per operation of
-    ``catalogue`` (default: the memory operations), each taking ``namespace`` and the
-    operation's request fields (the same names, types and defaults as REST and the
-    tool), plus ``ingest`` and ``ask`` over the namespace's documents."""
+    ``catalogue`` (default: every operation MCP carries), each taking ``namespace`` and
+    the operation's request fields (the same names, types and defaults as REST and the
+    tools); the document tools share one RAG pipeline, built on first use."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
@@ -75,7 +77,7 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
     if not grants:
         raise ConfigError("the MCP server was given no namespaces to serve")
     server = MCPServer("hello-memory", instructions=INSTRUCTIONS)
-    rag: list[Any] = []  # built on first document call
+    rag: list[Any] = []  # the one pipeline, built on the first document call
 
     def check(namespace: str) -> str:
         ns = require_namespace(namespace)
@@ -84,10 +86,13 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
                                     f"(granted: {', '.join(grants)})")
         return ns
 
+    lock = threading.Lock()
+
     def pipeline() -> Any:
-        if not rag:
-            rag.append(build_rag(manager, settings))
-        return rag[0]
+        with lock:
+            if not rag:
+                rag.append(build_rag(manager, settings))
+            return rag[0]
 
     limit = settings.api.max_request_bytes
 
@@ -113,7 +118,8 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
             ns = check(namespace)
             if op.scope == "admin" and "*" not in grants:
                 raise InvalidInputError(f"{op.name} needs a server granted '*'")
-            return op.run(Call(manager, ns, settings), op.parse(arguments))
+            return op.run(Call(manager, ns, settings, documents=pipeline),
+                          op.parse(arguments))
 
         handle.__name__ = op.name_on("mcp")
         handle.__doc__ = op.doc
@@ -122,26 +128,6 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
 
     for op in (catalogue or default_catalogue()).on("mcp"):
         register(op)
-
-    # Documents are not memory operations (the catalogue): RAG's own two tools.
-    @tool
-    def ingest(namespace: str, text: str | None = None, source: str = "text",
-               paths: list[str] | None = None) -> dict[str, Any]:
-        """Add documents for `ask`: a text (with a source name) or files / folders on
-        this machine (paths, only under the server's api.read_dirs)."""
-        ns = check(namespace)
-        if (text is None) == (paths is None):
-            raise InvalidInputError("give either text or paths")
-        if text is not None:
-            return {"document_id": pipeline().add_text(text, namespace=ns, source=source)}
-        # Paths on this machine only under api.read_dirs, as for the REST API.
-        confined = [confine_path(p, settings.api.read_dirs) for p in paths or []]
-        return dict(pipeline().ingest(confined, namespace=ns).as_dict())
-
-    @tool
-    def ask(namespace: str, question: str) -> dict[str, Any]:
-        """Answer a question from the namespace's documents, with citations."""
-        return dict(pipeline().ask(question, namespace=check(namespace)).as_dict())
 
     return server
 

@@ -4,10 +4,10 @@ The commands that can run either way (``stats``, ``search``, ``show``, ``export`
 ``add`` and every ``jobs`` command; README "The CLI next to a server") take a
 :class:`Backend`: a :class:`LocalBackend` over an open
 :class:`~hello_memory.memory.manager.MemoryManager`, or a :class:`ServerClient` over the
-REST API of ``hello-memory serve`` (httpx). Both
-return what the REST API returns (a memory as ``item_to_json``, a hit as
-``hit_to_json``, the stats dict) and ``JobRun`` objects, so one renderer prints the
-same tables and ``--json`` either way.
+REST API of ``hello-memory serve`` (httpx). Both run a catalogue operation by name
+(:meth:`Backend.invoke`: its handler and serialiser here, its generated REST route
+there) and return its JSON, what the REST API answers, and ``JobRun`` objects, so one
+renderer prints the same tables and ``--json`` either way.
 
 Server errors come back as the library's errors (problem JSON status -> the error
 class), so the CLI's exit codes hold: 404 is 3, a 4xx is 2, an unreachable server or a
@@ -36,6 +36,7 @@ from hello_memory.types import MemoryItem, MemoryType
 if TYPE_CHECKING:
     import httpx
 
+    from hello_memory.config import Settings
     from hello_memory.jobs import JobRun
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.memory.scoring import SearchHit
@@ -50,21 +51,13 @@ class Backend(Protocol):
         """Where the work runs, for messages ("in this process", "through the server
         at URL")."""
 
-    def recall(self, query: str, memory_types: Sequence[MemoryType] | None, top_k: int, *,
-               namespace: str | None, recipe: str,
-               as_of: datetime | None = None) -> list[dict[str, Any]]:
-        """The one search's hits (``MemoryManager.search``) as ``hit_to_json`` rows: a
-        transport to the engine, here or through ``POST /v1/search``; it ranks nothing."""
-
-    def get(self, memory_id: str, *, namespace: str | None) -> dict[str, Any]: ...
-
-    def stats(self, namespace: str | None) -> dict[str, Any]: ...
+    def invoke(self, operation: str, arguments: Mapping[str, Any], *,
+               namespace: str | None) -> dict[str, Any]:
+        """The catalogue operation's JSON (:mod:`hello_memory.catalogue`: its handler
+        and serialiser here, its REST route through a server): what REST answers, so
+        ``--json`` prints the same either way. ``namespace`` None: the default one."""
 
     def export_jsonl(self, path: Path, *, namespace: str | None) -> int: ...
-
-    def add(self, content: str, memory_type: MemoryType | None, importance: float | None,
-            metadata: Mapping[str, Any] | None, *, namespace: str | None,
-            session_id: str | None, user_id: str | None) -> dict[str, Any]: ...
 
     def run_job(self, job: str, namespaces: Sequence[str], all_namespaces: bool,
                 dry_run: bool, **options: Any) -> list[JobRun]: ...
@@ -75,41 +68,23 @@ class Backend(Protocol):
 class LocalBackend:
     """The commands on an open manager (the stores in this process)."""
 
-    def __init__(self, manager: MemoryManager) -> None:
+    def __init__(self, manager: MemoryManager, settings: Settings | None = None) -> None:
         self.manager = manager
+        self.settings = settings
 
     def where(self) -> str:
         return "in this process"
 
-    def recall(self, query: str, memory_types: Sequence[MemoryType] | None, top_k: int, *,
-               namespace: str | None, recipe: str,
-               as_of: datetime | None = None) -> list[dict[str, Any]]:
-        from hello_memory.memory.manager import hit_to_json
+    def invoke(self, operation: str, arguments: Mapping[str, Any], *,
+               namespace: str | None) -> dict[str, Any]:
+        from hello_memory.catalogue import Call, default_catalogue
 
-        hits = self.manager.search(query, list(memory_types) if memory_types else None,
-                                   top_k, namespace=namespace, recipe=recipe, as_of=as_of)
-        return [hit_to_json(h) for h in hits]
-
-    def get(self, memory_id: str, *, namespace: str | None) -> dict[str, Any]:
-        from hello_memory.memory.manager import item_to_json
-
-        return item_to_json(self.manager.get(memory_id, namespace=namespace))
-
-    def stats(self, namespace: str | None) -> dict[str, Any]:
-        return dict(self.manager.stats(namespace))
+        op = default_catalogue()[operation]
+        ns = self.manager.resolve_namespace(namespace) if op.scope != "admin" else ""
+        return op.run(Call(self.manager, ns, self.settings), op.parse(arguments))
 
     def export_jsonl(self, path: Path, *, namespace: str | None) -> int:
         return self.manager.export_jsonl(path, namespace=namespace)
-
-    def add(self, content: str, memory_type: MemoryType | None, importance: float | None,
-            metadata: Mapping[str, Any] | None, *, namespace: str | None,
-            session_id: str | None, user_id: str | None) -> dict[str, Any]:
-        from hello_memory.memory.manager import added_to_json
-
-        # the same JSON as POST /v1/memories (duplicate_of, near_duplicates: issue 15)
-        return added_to_json(self.manager.add(
-            content, memory_type, importance, dict(metadata) if metadata is not None else None,
-            namespace=namespace, session_id=session_id, user_id=user_id))
 
     def run_job(self, job: str, namespaces: Sequence[str], all_namespaces: bool,
                 dry_run: bool, **options: Any) -> list[JobRun]:
@@ -252,30 +227,31 @@ class ServerClient:
                                           f"{exc}") from None
 
     # --- the commands -----------------------------------------------------------------
-    def recall(self, query: str, memory_types: Sequence[MemoryType] | None, top_k: int, *,
-               namespace: str | None, recipe: str,
-               as_of: datetime | None = None) -> list[dict[str, Any]]:
-        body: dict[str, Any] = {"query": query, "top_k": top_k, "recipe": recipe}
-        if as_of is not None:
-            body["as_of"] = as_of.isoformat()
-        if memory_types:
-            body["memory_types"] = [MemoryType(t).value for t in memory_types]
-        data = self._request("POST", "/v1/search", params={"namespace": self._ns(namespace)},
-                             json=body)
-        return list(data["hits"])
-
-    def get(self, memory_id: str, *, namespace: str | None) -> dict[str, Any]:
+    def invoke(self, operation: str, arguments: Mapping[str, Any], *,
+               namespace: str | None) -> dict[str, Any]:
+        """The operation's REST route: its path fields in the path, its query fields
+        (all of them for a GET or DELETE) in the query string, the rest as the body;
+        checked here first (the same InvalidInputError as locally)."""
         from urllib.parse import quote
 
-        data: dict[str, Any] = self._request(
-            "GET", f"/v1/memories/{quote(memory_id, safe='')}",
-            params={"namespace": self._ns(namespace)})
-        return data
+        from hello_memory.catalogue import default_catalogue
 
-    def stats(self, namespace: str | None) -> dict[str, Any]:
-        data: dict[str, Any] = self._request("GET", "/v1/stats",
-                                             params={"namespace": self._ns(namespace)})
-        return data
+        op = default_catalogue()[operation]
+        if op.rest is None:
+            raise InvalidInputError(f"{operation} has no REST route: it cannot run through "
+                                    "a server")
+        rest = op.rest
+        given = op.parse(arguments).model_dump(mode="json", exclude_unset=True)
+        path = "/v1" + rest.path.format(**{f: quote(str(given.pop(f)), safe="")
+                                          for f in rest.path_fields})
+        in_query = set(given) if not rest.has_body else set(rest.query)
+        params = {k: v for k, v in given.items() if k in in_query}
+        if op.scope != "admin":
+            params["namespace"] = self._ns(namespace)
+        body = {k: v for k, v in given.items() if k not in in_query}
+        data = self._request(rest.method, path, params=params,
+                             json=body if rest.has_body else None)
+        return data if isinstance(data, dict) else {}  # 204: no content
 
     def export_jsonl(self, path: Path, *, namespace: str | None) -> int:
         """Stream ``GET /v1/export`` into ``path``; the number of memories written."""
@@ -287,18 +263,6 @@ class ServerClient:
                     fh.write(line + "\n")
                     count += 1
         return count
-
-    def add(self, content: str, memory_type: MemoryType | None, importance: float | None,
-            metadata: Mapping[str, Any] | None, *, namespace: str | None,
-            session_id: str | None, user_id: str | None) -> dict[str, Any]:
-        body = {"content": content, "memory_type": MemoryType(memory_type).value
-                if memory_type else None, "importance": importance,
-                "metadata": dict(metadata) if metadata is not None else None,
-                "session_id": session_id, "user_id": user_id}
-        data: dict[str, Any] = self._request(
-            "POST", "/v1/memories", params={"namespace": self._ns(namespace)},
-            json={k: v for k, v in body.items() if v is not None})
-        return data
 
     def run_job(self, job: str, namespaces: Sequence[str], all_namespaces: bool,
                 dry_run: bool, **options: Any) -> list[JobRun]:

@@ -6,7 +6,8 @@ objects (:mod:`hello_memory.api.problems`); the OpenAPI schema is served at
 ``/openapi.json`` (interactive docs at ``/docs``). ``hello-memory serve`` runs it
 with uvicorn, and with ``run_jobs=True``: the maintenance jobs of ``jobs.schedule`` then
 run in a scheduler thread from startup to shutdown (:mod:`hello_memory.scheduler`;
-routes ``/v1/jobs`` and ``/v1/namespaces`` for an admin key, :mod:`hello_memory.api.admin`).
+routes ``/v1/jobs`` and ``/v1/namespaces`` for an admin key, from the catalogue's admin
+operations, :mod:`hello_memory.catalogue.admin`).
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     ``run_jobs`` the jobs of ``settings.jobs.schedule`` run on their schedules while the
     app runs (its lifespan starts and stops them; nothing starts if it is empty).
 
-    The memory routes are those of ``catalogue`` (default: the memory operations);
+    The routes are those of ``catalogue`` (default: every operation: memories,
+    documents, admin);
     they run through an :class:`~hello_memory.aio.AsyncMemoryManager` over the manager,
     at most ``max_workers`` at once. The lifespan owns that facade: it closes its pool
     at shutdown (and the manager, when it opened it)."""
@@ -210,11 +212,9 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         return {"status": "ok" if app.state.manager is not None else "starting",
                 "version": __version__}
 
-    from hello_memory.api import admin, documents, media, routes
+    from hello_memory.api import media, routes
 
-    app.include_router(routes.build_router(catalogue))
-    app.include_router(admin.router)
-    app.include_router(documents.router)
+    app.include_router(routes.build_router(catalogue))  # memories, documents, admin
     app.include_router(media.router)
     from hello_memory.ui import mount as mount_ui
 

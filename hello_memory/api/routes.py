@@ -1,4 +1,4 @@
-"""Memory routes, generated from the operation catalogue (:mod:`hello_memory.catalogue`):
+"""The REST routes, generated from the operation catalogue (:mod:`hello_memory.catalogue`):
 one ``async def`` route per operation, at the operation's method and path under
 ``/v1``, calling its handler through the app's
 :class:`~hello_memory.aio.AsyncMemoryManager` (its bounded pool: at most
@@ -7,7 +7,10 @@ one ``async def`` route per operation, at the operation's method and path under
 What REST adds, the same for every operation: the required ``namespace`` query
 parameter checked against the API key (an admin operation needs an admin key), path
 parameters from ``{field}`` in the path, the fields the operation sends in the query
-string, the rest as the JSON body; errors are problem objects (:mod:`.problems`).
+string, the rest as the JSON body (which may be left out when every field has a
+default), an upload's files as multipart form data (:mod:`.documents` keeps them); a
+call reaches the app's one RAG pipeline and job scheduler; errors are problem objects
+(:mod:`.problems`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import inspect
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query, Request, Response
+from fastapi import APIRouter, Body, File, Path, Query, Request, Response, UploadFile
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -23,6 +26,7 @@ from pydantic import BaseModel, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from hello_memory.api.app import Admin, Namespace, async_manager_of
+from hello_memory.api.documents import pipeline_of, save_uploads
 from hello_memory.catalogue import Call, Catalogue, Operation, annotated, default_catalogue
 
 # The request models, under the names this module gave them before the catalogue.
@@ -69,16 +73,26 @@ def _endpoint(op: Operation) -> Any:
     in_path = set(rest.path_fields)
     in_query = (set(op.request.model_fields) - in_path if not rest.has_body
                 else set(rest.query))
-    body_model = _body_model(op, in_path | in_query) if rest.has_body else None
+    outside = in_path | in_query | ({rest.upload} if rest.upload else set())
+    body_model = _body_model(op, outside) if rest.has_body else None
     params = [inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY,
                                 annotation=Request)]
     if op.scope != "admin":
         params.append(inspect.Parameter("namespace", inspect.Parameter.KEYWORD_ONLY,
                                         annotation=Namespace))
     params += [_field_param(n, op.request.model_fields[n], Path) for n in rest.path_fields]
+    if rest.upload is not None:
+        info = op.request.model_fields[rest.upload]
+        params.append(inspect.Parameter(
+            rest.upload, inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[list[UploadFile], File(description=info.description)]))
     if body_model is not None:
-        params.append(inspect.Parameter("body", inspect.Parameter.KEYWORD_ONLY,
-                                        annotation=Annotated[body_model, Body()]))
+        # a body whose every field has a default may be left out (the defaults then)
+        optional = not any(f.is_required() for f in body_model.model_fields.values())
+        params.append(inspect.Parameter(
+            "body", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
+                body_model | None if optional else body_model, Body()],
+            default=None if optional else inspect.Parameter.empty))
     params += [_field_param(n, f, Query) for n, f in op.request.model_fields.items()
                if n in in_query]
 
@@ -86,14 +100,18 @@ def _endpoint(op: Operation) -> Any:
         request: Request = kwargs.pop("request")
         namespace: str = kwargs.pop("namespace", "")
         body: BaseModel | None = kwargs.pop("body", None)
+        amm = async_manager_of(request)
+        if rest.upload is not None:  # kept under <data_dir>/uploads/ (in the pool)
+            kwargs[rest.upload] = await amm.run(save_uploads, request, namespace,
+                                                kwargs[rest.upload])
         arguments = {**(body.model_dump(exclude_unset=True) if body is not None else {}),
                      **kwargs}
         try:
             req = op.request.model_validate(arguments)
         except ValidationError as exc:
             raise RequestValidationError(exc.errors()) from None
-        amm = async_manager_of(request)
-        call = Call(amm.manager, namespace, request.app.state.settings)
+        call = Call(amm.manager, namespace, request.app.state.settings,
+                    documents=pipeline_of(request.app), jobs=request.app.state.jobs)
         result = await amm.run(op.invoke, call, req)  # the blocking work, in the pool
         if rest.respond is not None:
             return rest.respond(result, call)
@@ -109,8 +127,9 @@ def _endpoint(op: Operation) -> Any:
 
 
 def build_router(catalogue: Catalogue | None = None) -> APIRouter:
-    """One route per operation of ``catalogue`` (default: the memory operations)."""
-    router = APIRouter(prefix="/v1", tags=["memories"])
+    """One route per operation of ``catalogue`` (default: every operation), tagged
+    with its area (memories, documents, admin)."""
+    router = APIRouter(prefix="/v1")
     for op in (catalogue or default_catalogue()).on("rest"):
         assert op.rest is not None
         extra: dict[str, Any] = {}
@@ -122,7 +141,7 @@ def build_router(catalogue: Catalogue | None = None) -> APIRouter:
             op.rest.path, _endpoint(op), methods=[op.rest.method],
             status_code=op.rest.status, name=op.name, summary=op.summary,
             description=op.doc, dependencies=[Admin] if op.scope == "admin" else None,
-            **extra)
+            tags=[op.area], **extra)
     return router
 
 

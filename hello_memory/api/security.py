@@ -20,12 +20,12 @@ import logging
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from hello_memory.api.problems import AccessDenied, problem
+from hello_memory.catalogue.documents import confine_path  # noqa: F401  (REST's and MCP's)
 from hello_memory.config import ApiSettings
-from hello_memory.errors import ConfigError, InvalidInputError
+from hello_memory.errors import ConfigError
 from hello_memory.validation import require_namespace
 
 __all__ = ["Access", "BodyLimit", "HostCheck", "check_bind", "confine_path", "host_allowed",
@@ -111,30 +111,6 @@ class Access:
         if patterns is not None and "*" not in patterns:
             raise AccessDenied(403, "this route needs an admin key (one granted '*' in "
                                     "api.api_keys)")
-
-
-def confine_path(raw: str, read_dirs: Sequence[str]) -> Path:
-    """``raw`` resolved (links followed), when it lies under one of ``read_dirs``: a
-    remote caller (REST or MCP) names paths on this machine only inside those."""
-    roots = [Path(d).resolve() for d in read_dirs]
-    if not roots:
-        raise InvalidInputError("this server reads no paths (api.read_dirs is empty); "
-                                "upload the file or send the text instead")
-    if "\x00" in raw:
-        raise InvalidInputError(f"path {raw!r} holds a NUL character")
-    try:
-        path = Path(raw).resolve()
-    except (OSError, ValueError, RuntimeError) as exc:  # too long, a link loop
-        raise InvalidInputError(f"path {raw[:200]!r} cannot be resolved: {exc}") from None
-    if not any(path == r or r in path.parents for r in roots):
-        raise InvalidInputError(f"path {raw!r} is outside api.read_dirs")
-    try:
-        exists = path.exists()
-    except (OSError, ValueError):  # a name over NAME_MAX
-        exists = False
-    if not exists:
-        raise InvalidInputError(f"path {raw[:200]!r} does not exist")
-    return path
 
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -26,28 +26,63 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from hello_memory.errors import InvalidInputError
+from hello_memory.errors import ConfigError, InvalidInputError
 
 if TYPE_CHECKING:
     from hello_memory.config import Settings
     from hello_memory.memory.manager import MemoryManager
+    from hello_memory.rag.pipeline import RAGPipeline
+    from hello_memory.scheduler import JobScheduler
 
-__all__ = ["INTERFACES", "Call", "Catalogue", "Interface", "Operation", "Rest", "Scope",
+__all__ = ["INTERFACES", "Area", "Call", "Catalogue", "Interface", "Operation", "Rest", "Scope",
            "annotated", "default_catalogue", "invalid_input", "plain_json"]
 
 Scope = Literal["read", "write", "admin"]
 Interface = Literal["rest", "mcp", "tool", "cli"]
+# What an operation acts on: the MemoryTool carries the memory operations, the RAGTool
+# the document ones; REST tags its routes with it.
+Area = Literal["memories", "documents", "admin"]
 INTERFACES: tuple[Interface, ...] = ("rest", "mcp", "tool", "cli")
 
 
 @dataclass(frozen=True)
 class Call:
-    """Where one call acts: the manager, the (checked) namespace, and the settings of
-    the interface that serves it (None: the manager's own defaults)."""
+    """Where one call acts: the memory manager (None for an interface over documents
+    only, ``RAGTool``), the (checked) namespace, the settings of the interface that
+    serves it (None: the manager's own defaults), and what the interface holds for
+    the document and admin operations: ``documents`` returns its ONE RAG pipeline
+    (built on first use, never one per call), ``read_dirs`` are the folders a caller
+    may name paths under (None: ``settings.api.read_dirs``), ``jobs`` its job
+    scheduler (None: a one-off, unscheduled one)."""
 
-    manager: MemoryManager
+    memories: MemoryManager | None
     namespace: str
     settings: Settings | None = None
+    documents: Callable[[], RAGPipeline] | None = None
+    read_dirs: tuple[str, ...] | None = None
+    jobs: JobScheduler | None = None
+
+    @property
+    def manager(self) -> MemoryManager:
+        if self.memories is None:
+            raise ConfigError("this interface serves documents only: it has no memory "
+                              "manager")
+        return self.memories
+
+    def rag(self) -> RAGPipeline:
+        """The interface's RAG pipeline (ConfigError without the rag extra)."""
+        if self.documents is not None:
+            return self.documents()
+        raise ConfigError("this interface serves no documents (no RAG pipeline)")
+
+    def scheduler(self) -> JobScheduler:
+        from hello_memory.config import JobsSettings
+        from hello_memory.scheduler import JobScheduler
+
+        if self.jobs is not None:
+            return self.jobs
+        manager = self.manager
+        return JobScheduler(lambda: manager, JobsSettings())  # runs on request only
 
 
 @dataclass(frozen=True)
@@ -55,8 +90,9 @@ class Rest:
     """How REST carries an operation: ``method`` and ``path`` (under ``/v1``; a
     ``{field}`` in it is a path parameter), the success ``status`` (or ``status_of``,
     from the result), the fields sent in the query string (a GET or DELETE sends every
-    field there), and ``respond``: a response of its own instead of JSON (export's
-    file)."""
+    field there), ``respond``: a response of its own instead of JSON (export's file),
+    and ``upload``: the request field that a multipart upload fills (REST keeps each
+    file under ``<data_dir>/uploads/`` and passes its ``path`` and ``name``)."""
 
     method: Literal["GET", "POST", "PATCH", "PUT", "DELETE"]
     path: str
@@ -64,6 +100,7 @@ class Rest:
     query: tuple[str, ...] = ()
     status_of: Callable[[Any], int] | None = None
     respond: Callable[[Any, Call], Any] | None = None
+    upload: str | None = None
 
     @property
     def path_fields(self) -> tuple[str, ...]:
@@ -79,7 +116,8 @@ class Rest:
 class Operation:
     """One operation, defined once (module doc). ``names`` gives an interface's own
     name where it keeps an older one (MCP's ``remember``); ``cli`` names the CLI
-    command whose ``--json`` prints this operation's JSON."""
+    command whose ``--json`` prints this operation's JSON; ``area`` says which agent
+    tool carries it (memories: MemoryTool, documents: RAGTool, admin: none)."""
 
     name: str
     summary: str
@@ -92,6 +130,7 @@ class Operation:
     names: Mapping[str, str] = field(default_factory=dict)
     not_on: Mapping[str, str] = field(default_factory=dict)
     cli: str | None = None
+    area: Area = "memories"
 
     def name_on(self, interface: Interface) -> str:
         return self.names.get(interface, self.name)
@@ -168,8 +207,8 @@ class Catalogue:
     def __contains__(self, name: object) -> bool:
         return name in self._ops
 
-    def on(self, interface: Interface) -> list[Operation]:
-        return [op for op in self if op.on(interface)]
+    def on(self, interface: Interface, area: Area | None = None) -> list[Operation]:
+        return [op for op in self if op.on(interface) and area in (None, op.area)]
 
     def named(self, interface: Interface, name: str) -> Operation | None:
         return next((op for op in self.on(interface) if op.name_on(interface) == name), None)
@@ -198,9 +237,13 @@ _default: list[Catalogue] = []
 
 
 def default_catalogue() -> Catalogue:
-    """The memory operations every interface serves (:mod:`.memories`)."""
+    """The operations the interfaces serve: memories (:mod:`.memories`), documents
+    (:mod:`.documents`) and the admin ones (:mod:`.admin`)."""
     if not _default:
+        from hello_memory.catalogue.admin import ADMIN_OPERATIONS
+        from hello_memory.catalogue.documents import DOCUMENT_OPERATIONS
         from hello_memory.catalogue.memories import MEMORY_OPERATIONS
 
-        _default.append(Catalogue({op.name: op for op in MEMORY_OPERATIONS}))
+        ops = (*MEMORY_OPERATIONS, *DOCUMENT_OPERATIONS, *ADMIN_OPERATIONS)
+        _default.append(Catalogue({op.name: op for op in ops}))
     return _default[0]

@@ -71,7 +71,7 @@ def _tool_catalogue(catalogue: Catalogue | None) -> Catalogue:
 
 
 def _actions(catalogue: Catalogue) -> dict[str, Operation]:
-    return {op.name_on("tool"): op for op in catalogue.on("tool")}
+    return {op.name_on("tool"): op for op in catalogue.on("tool", "memories")}
 
 
 # action -> request model, of the default catalogue

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,10 @@ def _model_defaults(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _resolve(schema: dict[str, Any], openapi: dict[str, Any]) -> dict[str, Any]:
+    """A body schema itself: its ``$ref`` followed (an optional body: the one of
+    ``anyOf`` that is not null)."""
+    if "anyOf" in schema:
+        schema = next(s for s in schema["anyOf"] if s.get("type") != "null")
     ref = schema.get("$ref")
     return openapi["components"]["schemas"][ref.rsplit("/", 1)[1]] if ref else schema
 
@@ -67,7 +72,8 @@ def _rest_arguments(openapi: dict[str, Any], op: Operation
     params = [p for p in spec.get("parameters", []) if p["name"] != "namespace"]
     out = {p["name"]: _default(p["schema"]) for p in params}
     required = {p["name"] for p in params if p.get("required")}
-    body = spec.get("requestBody", {}).get("content", {}).get("application/json")
+    content = spec.get("requestBody", {}).get("content", {})
+    body = content.get("application/json") or content.get("multipart/form-data")
     if body is not None:
         schema = _resolve(body["schema"], openapi)
         out.update(_defaults(schema))
@@ -80,17 +86,40 @@ async def _mcp_tools(server: Any) -> dict[str, dict[str, Any]]:
         return {t.name: t.input_schema for t in (await c.list_tools()).tools}
 
 
-def test_every_interface_exposes_every_operation(manager: MemoryManager,
-                                                 settings: Settings) -> None:
-    openapi = create_app(settings, manager=manager).openapi()
-    mcp_tools = anyio.run(_mcp_tools, build_server(manager, settings, ["*"]))
-    tool = {s["function"]["name"]: s["function"]
-            for s in MemoryTool(manager, namespace="n").schemas()}
+def _tools(manager: MemoryManager) -> dict[str, dict[str, Any]]:
+    """The agent tools' functions: the MemoryTool's (memories) and the RAGTool's
+    (documents), by name."""
+    from hello_memory.rag import RAGTool
+    from hello_memory.tools.rag_access import build_rag
+
+    schemas = [*MemoryTool(manager, namespace="n").schemas(),
+               *RAGTool(build_rag(manager), namespace="n").schemas()]
+    return {s["function"]["name"]: s["function"] for s in schemas}
+
+
+TOOL_PREFIX = {"memories": "memory_", "documents": "knowledge_base_"}
+
+
+def _cli_commands() -> dict[str, Any]:
+    """CLI command name -> its click command; a group's commands as ``group sub``."""
     from typer.main import get_command
 
     from hello_memory.cli import app as cli_app
 
-    commands = get_command(cli_app).commands  # type: ignore[attr-defined]
+    out: dict[str, Any] = {}
+    for name, cmd in get_command(cli_app).commands.items():  # type: ignore[attr-defined]
+        out[name] = cmd
+        for sub, subcmd in getattr(cmd, "commands", {}).items():
+            out[f"{name} {sub}"] = subcmd
+    return out
+
+
+def test_every_interface_exposes_every_operation(manager: MemoryManager,
+                                                 settings: Settings) -> None:
+    openapi = create_app(settings, manager=manager).openapi()
+    mcp_tools = anyio.run(_mcp_tools, build_server(manager, settings, ["*"]))
+    tool = _tools(manager)
+    commands = _cli_commands()
     for op in CATALOGUE:
         expected = _model_defaults(op.request)
         if op.on("rest"):
@@ -103,20 +132,27 @@ def test_every_interface_exposes_every_operation(manager: MemoryManager,
             assert set(schema["required"][1:]) == _required(op.request), op.name
         else:
             assert op.name_on("mcp") not in mcp_tools
+        name = TOOL_PREFIX.get(op.area, "?") + op.name_on("tool")
         if op.on("tool"):
-            params = tool[f"memory_{op.name_on('tool')}"]["parameters"]
+            params = tool[name]["parameters"]
             assert _defaults(params) == expected, op.name
             assert set(params.get("required", [])) == _required(op.request), op.name
         else:
-            assert f"memory_{op.name}" not in tool
-        if op.cli is not None:  # the CLI command prints this operation's JSON
-            params = {p.name for p in commands[op.cli].params}
-            assert "as_json" in params, op.cli
-    # what an interface cannot carry is said, and stays a short list
+            assert name not in tool
+        if op.cli is not None:  # the CLI command(s) print this operation's JSON
+            tied = [c for n, c in commands.items() if n.split(" ")[0] == op.cli
+                    and not getattr(c, "commands", None)]
+            assert tied and all("as_json" in {p.name for p in c.params} for c in tied), op.cli
+    # every tool function is an operation's
+    assert len(tool) == len(CATALOGUE.on("tool"))
+    # what an interface cannot carry is said, and stays a short list: a file download,
+    # a multipart upload, and the admin operations (whole-store, an operator's)
     assert {op.name: sorted(op.not_on) for op in CATALOGUE if op.not_on} == {
-        "export": ["mcp", "tool"]}
+        "export": ["mcp", "tool"], "ingest_upload": ["mcp", "tool"],
+        "list_jobs": ["mcp", "tool"], "run_job": ["mcp", "tool"],
+        "list_namespaces": ["mcp", "tool"]}
     assert all(reason for op in CATALOGUE for reason in op.not_on.values())
-    # the memory routes are async: they run through the AsyncMemoryManager
+    # every route is async: they run through the AsyncMemoryManager
     names = {op.name for op in CATALOGUE.on("rest")}
     routes = [r for r in build_router(CATALOGUE).routes if isinstance(r, APIRoute)]
     assert {r.name for r in routes} == names
@@ -216,3 +252,76 @@ def test_routes_share_the_bounded_pool_and_the_lifespan_closes_it(
     assert asyncio.run(main()) == [200] * 6
     assert peak == 2  # never more than max_workers operations at once
     assert manager.stats("n")["total"] == 0  # a given manager stays open (the caller's)
+
+
+# --- the CLI's --json is the operation's JSON, as REST answers it -----------------------
+CLI_ENV = {"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules", "HELLO_MEMORY_CONFIG": ""}
+# what two runs of the same call may differ in: the time taken, the access a search
+# records on each hit (REST's search runs before the CLI's calls), and recency (the
+# clock) moving the scores in the last places
+TIMING = {"seconds"}
+ACCESS = {"access_count", "last_access"}
+
+
+def _same(a: Any, b: Any, where: str = "") -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert set(a) == set(b), where
+        for key in set(a) - TIMING - ACCESS:
+            _same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-3, abs=1e-4), where
+    else:
+        assert a == b, where
+
+
+def test_cli_json_is_the_rest_json(embedder: Any, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hello_memory.cli import app as cli_app
+
+    from .conftest import make_manager
+
+    data, docs = tmp_path / "d", tmp_path / "docs"
+    docs.mkdir()
+    (docs / "wifi.md").write_text("# Wifi\n\nThe guest wifi password is sunflower-42.\n")
+    fact = "Frank keeps his spare keys under the blue pot."
+
+    def cli(*args: str) -> Any:
+        result = CliRunner().invoke(cli_app, ["--data-dir", str(data), *args], env=CLI_ENV)
+        assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+        return json.loads(result.stdout)
+
+    mid = cli("add", fact, "--type", "semantic", "-n", "frank", "--json")["id"]
+    cli("ingest", str(docs), "-n", "kb", "--json")
+    # the same calls over REST, on the same data directory (the CLI has closed it)
+    settings = make_settings(data, api={"api_keys": {"k": ["*"]}, "read_dirs": [str(docs)]})
+    mm = make_manager(settings, embedder)
+    try:
+        api = AsgiApi(create_app(settings, manager=mm), headers={"Authorization": "Bearer k"})
+        frank, kb = {"namespace": "frank"}, {"namespace": "kb"}
+        rest = {
+            "add": api("POST", "/v1/memories", params=frank,
+                       json={"content": fact, "memory_type": "semantic"}),
+            "stats": api("GET", "/v1/stats", params=frank),
+            "forget": api("POST", "/v1/forget", params=frank,
+                          json={"ids": [mid], "dry_run": True}),
+            "ingest": api("POST", "/v1/documents/paths", params=kb,
+                          json={"paths": [str(docs)]}),
+            "search": api("POST", "/v1/search", params=frank, json={"query": "spare keys"})}
+    finally:
+        mm.close()
+    assert all(r.status_code in (200, 201) for r in rest.values())
+    got = {"add": cli("add", fact, "--type", "semantic", "-n", "frank", "--json"),
+           "stats": cli("stats", "-n", "frank", "--json"),
+           "forget": cli("forget", mid, "-n", "frank", "--dry-run", "--json"),
+           "ingest": cli("ingest", str(docs), "-n", "kb", "--json"),
+           "search": cli("search", "spare keys", "-n", "frank", "--json")}
+    for name, response in rest.items():
+        _same(got[name], response.json(), name)
+    # and they say something: a repeated add, one hit, a dry run, an unchanged file
+    assert got["add"]["duplicate_of"] == mid and got["search"]["hits"][0]["id"] == mid
+    assert got["forget"]["ids"] == [mid] and got["ingest"]["skipped"] == 1

@@ -42,9 +42,11 @@ def test_memory_commands_round_trip(tmp_path: Path) -> None:
     assert plain.stdout.strip() == mid and "already stored" in plain.stderr
     cli(data, "add", "Frank fed the cat at 8.", "--type", "episodic", "-n", "frank",
         "--importance", "0.05")
-    hits = json.loads(cli(data, "search", "where are Frank's spare keys?", "-n", "frank",
-                          "--json").stdout)
-    assert hits[0]["id"] == mid and hits[0]["score"] > hits[1]["score"]
+    found = json.loads(cli(data, "search", "where are Frank's spare keys?", "-n", "frank",
+                           "--json").stdout)
+    hits = found["hits"]  # the catalogue's search JSON, as POST /v1/search answers
+    assert found["recipe"] == "hybrid" and hits[0]["id"] == mid
+    assert hits[0]["score"] > hits[1]["score"]
     table = cli(data, "search", "where are Frank's spare keys?", "-n", "frank").stdout
     assert mid in table  # the table shows full ids
     assert json.loads(cli(data, "show", mid, "-n", "frank", "--json").stdout)["content"] == (
@@ -54,7 +56,7 @@ def test_memory_commands_round_trip(tmp_path: Path) -> None:
                       ) == {"strategy": "ids", "namespace": "frank", "ids": [mid], "count": 1,
                             "dry_run": True, "hard": False}
     assert mid in cli(data, "forget", mid, "-n", "frank").stdout
-    hits = json.loads(cli(data, "search", "spare keys", "-n", "frank", "--json").stdout)
+    hits = json.loads(cli(data, "search", "spare keys", "-n", "frank", "--json").stdout)["hits"]
     assert mid not in [h["id"] for h in hits]
     assert "restored 1 of 1" in cli(data, "restore", mid, "-n", "frank").stdout
     export = tmp_path / "frank.jsonl"
@@ -72,19 +74,22 @@ def test_jobs_commands(tmp_path: Path) -> None:
         "-n", "ops", "--importance", "0.9")
     low = cli(data, "add", "Someone left an umbrella.", "--type", "episodic", "-n", "ops",
               "--importance", "0.05").stdout.strip()
+    # --json: the catalogue's run_job JSON, as POST /v1/jobs/{name} answers
     dry = json.loads(cli(data, "jobs", "forget", "-n", "ops", "--threshold", "0.1",
                          "--dry-run", "--json").stdout)
-    assert dry["details"]["ids"] == [low] and dry["dry_run"] is True
+    assert dry["job"] == "forget" and len(dry["runs"]) == 1
+    assert dry["runs"][0]["details"]["ids"] == [low] and dry["runs"][0]["dry_run"] is True
     rounds = [json.loads(line) for line in cli(
         data, "jobs", "forget", "-n", "ops", "--threshold", "0.1", "--every", "1s",
         "--max-runs", "2", "--json").stdout.splitlines()]
-    assert [r["counts"]["forgotten"] for r in rounds] == [1, 0]  # the second run: no-op
+    # one object per round; the second run: a no-op
+    assert [r["runs"][0]["counts"]["forgotten"] for r in rounds] == [1, 0]
     out = cli(data, "jobs", "consolidate", "--all-namespaces", "--threshold", "0.8").stdout
     assert "consolidate [ops]: moved 1, new_targets 1, removed 1" in out
     again = cli(data, "jobs", "consolidate", "--all-namespaces", "--threshold", "0.8").stdout
     assert "moved 0" in again
     rec = json.loads(cli(data, "jobs", "reconcile", "-n", "ops", "--json").stdout)
-    assert rec["job"] == "reconcile" and rec["namespace"] == "ops"
+    assert rec["job"] == "reconcile" and rec["runs"][0]["namespace"] == "ops"
     assert "restored 1 of 1" in cli(data, "restore", low, "-n", "ops").stdout
     err = cli(data, "jobs", "forget", code=2).stderr
     assert "--namespace" in err
@@ -140,9 +145,11 @@ def test_optimize_job_builds_the_index_once(tmp_path: Path) -> None:
         "The printer on floor 2 jams on A3 paper.", "The lift is serviced on Mondays.",
         "Badge readers reset at midnight.", "The kitchen kettle was replaced in May.")]
     first = json.loads(run("jobs", "optimize", "--json").stdout)
+    assert first["job"] == "optimize" and first["runs"][0]["namespace"] == "*"
     # only the collections this store ever created; a graph was built for the memories
-    assert first["collections"] == {"memories": True} and first["changed"] == 1
+    details = first["runs"][0]["details"]
+    assert details["collections"] == {"memories": True} and details["changed"] == 1
     assert "nothing to do" in run("jobs", "optimize").stdout  # idempotent
     hits = json.loads(run("search", "when is the lift serviced?", "-n", "ops",
-                          "--json").stdout)
+                          "--json").stdout)["hits"]
     assert hits[0]["id"] == ids[1]  # search answers from the graph

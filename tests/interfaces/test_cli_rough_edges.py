@@ -56,7 +56,7 @@ def test_search_table_reads_at_80_columns(store: tuple[Path, str],
     monkeypatch.setattr(cli_module, "console", Console(width=140))
     wide = cli(data, "search", "where are the spare keys?", "-n", "frank").stdout
     assert "recency" in wide and any(KEYS in line for line in wide.splitlines())
-    hits = json.loads(cli(data, "search", "spare keys", "-n", "frank", "--json").stdout)
+    hits = json.loads(cli(data, "search", "spare keys", "-n", "frank", "--json").stdout)["hits"]
     assert hits[0]["id"] == mid and {"score", "breakdown"} <= set(hits[0])
 
 

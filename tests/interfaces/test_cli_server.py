@@ -166,8 +166,8 @@ def test_cli_runs_through_the_server_that_holds_the_directory(server: dict[str, 
     out = cli("--data-dir", str(data), "jobs", "reconcile", "-n", "alice", "--json",
               env=env)
     assert out.returncode == 0, out.stderr
-    run = json.loads(out.stdout.splitlines()[0])
-    assert run["job"] == "reconcile" and run["namespace"] == "alice"
+    ran = json.loads(out.stdout.splitlines()[0])  # the JSON POST /v1/jobs/reconcile answers
+    assert ran["job"] == "reconcile" and ran["runs"][0]["namespace"] == "alice"
     out = cli("--data-dir", str(data), "jobs", "forget", "--all-namespaces", "--dry-run",
               "--strategy", "importance", "--threshold", "0.7", env=env)
     assert out.returncode == 0 and out.stdout.startswith("forget [alice]:"), out.stderr
@@ -184,8 +184,9 @@ def test_cli_runs_through_the_server_that_holds_the_directory(server: dict[str, 
     out = cli("--data-dir", str(data), "search", "where does Alice live", "-n", "alice",
               "--json", env=env)
     assert out.returncode == 0, out.stderr
-    hits = json.loads(out.stdout)
-    assert hits and "Lisbon" in hits[0]["content"]
+    found = json.loads(out.stdout)  # the search JSON of POST /v1/search
+    hits = found["hits"]
+    assert found["recipe"] == "hybrid" and hits and "Lisbon" in hits[0]["content"]
     first = hits[0]["id"]
     out = cli("--data-dir", str(data), "show", first, "-n", "alice", "--json", env=env)
     assert out.returncode == 0, out.stderr
@@ -292,7 +293,7 @@ def test_explicit_server_that_does_not_answer_is_exit_4(tmp_path: Path) -> None:
     assert out.returncode == 4 and len(error_lines(out)) == 1, out.stderr
     assert url in out.stderr
     with ServerClient(url) as client, pytest.raises(BackendUnavailableError):
-        client.stats("alice")
+        client.invoke("stats", {}, namespace="alice")
 
 
 def test_json_round_trips_render_the_same(manager: Any) -> None:
@@ -336,13 +337,15 @@ def test_client_errors_keep_the_exit_codes(tmp_path: Path, embedder: Any) -> Non
         wait_for(lambda: srv.started, timeout=30, what="server")
         with ServerClient(f"http://127.0.0.1:{config.port}") as client:
             with pytest.raises(NotFoundError):
-                client.get("nope", namespace="alice")
+                client.invoke("get", {"memory_id": "nope"}, namespace="alice")
             with pytest.raises(InvalidInputError):
                 client.run_job("reconcile", [], False, False)  # neither namespaces nor all
-            item = client.add("Bob likes chess.", None, 0.4, {"k": "v"}, namespace="bob",
-                              session_id=None, user_id="u1")
-            assert client.get(item["id"], namespace="bob")["metadata"] == {"k": "v"}
-            assert client.stats("bob")["total"] == 1
+            item = client.invoke("add", {"content": "Bob likes chess.", "importance": 0.4,
+                                         "metadata": {"k": "v"}, "user_id": "u1"},
+                                 namespace="bob")
+            got = client.invoke("get", {"memory_id": item["id"]}, namespace="bob")
+            assert got["metadata"] == {"k": "v"} and got["user_id"] == "u1"
+            assert client.invoke("stats", {}, namespace="bob")["total"] == 1
             path = tmp_path / "bob.jsonl"
             assert client.export_jsonl(path, namespace="bob") == 1
             assert json.loads(path.read_text())["id"] == item["id"]

@@ -68,12 +68,20 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
             ans = await c.call_tool("ask", {"namespace": "team/it",
                                             "question": "What is the guest wifi password?"})
             results["ask"] = ans.structured_content
+            text = await c.call_tool("ingest_text", {"namespace": "team/it", "source": "desk",
+                                                     "text": "The printer is on floor 3."})
+            found = await c.call_tool("search_documents", {"namespace": "team/it",
+                                                           "query": "printer", "top_k": 1})
+            results["text"] = (text.structured_content, found.structured_content["hits"])
 
     anyio.run(session)
-    # one tool per catalogue operation (tests/interfaces/test_catalogue.py), plus RAG's
-    assert results["tools"] == ["add_batch", "ask", "clear", "consolidate", "context",
-                                "forget", "get_memory", "ingest", "recall", "remember",
-                                "remove", "restore", "stats", "summary", "update"]
+    # one tool per catalogue operation MCP carries (tests/interfaces/test_catalogue.py),
+    # documents' included
+    assert results["tools"] == ["add_batch", "ask", "clear", "clear_documents", "consolidate",
+                                "context", "delete_document", "document_stats", "forget",
+                                "get_memory", "ingest", "ingest_text", "recall", "remember",
+                                "remove", "restore", "search_documents", "stats", "summary",
+                                "update"]
     mid, hits = results["recall"]
     assert hits[0]["id"] == mid and hits[0]["content"] == "Alice is vegetarian."
     # the REST API's forget answer (issue 16: one serialiser per result)
@@ -87,6 +95,8 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
     assert results["outside"][0] and "outside api.read_dirs" in results["outside"][1]
     assert results["ingest"]["files"] == 1
     assert "sunflower-42" in results["ask"]["text"]
+    added, found = results["text"]
+    assert found[0]["document_id"] == added["document_id"] and found[0]["name"] == "desk"
 
 
 def test_refuses_to_start_without_namespaces(tmp_path: Path) -> None:

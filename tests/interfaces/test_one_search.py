@@ -71,7 +71,9 @@ def test_same_ids_in_the_same_order_everywhere(tmp_path: Path, embedder: Any) ->
         out = CliRunner().invoke(cli_app, ["--data-dir", str(data), "search", q, "-n", NS,
                                            "--top-k", "5", "--json"], env=ENV)
         assert out.exit_code == 0, (out.stdout, out.stderr)
-        results["cli"][q] = [h["id"] for h in json.loads(out.stdout)]
+        found = json.loads(out.stdout)  # the search JSON of POST /v1/search
+        assert found["recipe"] == "hybrid"
+        results["cli"][q] = [h["id"] for h in found["hits"]]
 
     async def recall() -> dict[str, list[str]]:
         params = StdioServerParameters(

@@ -225,13 +225,13 @@ def test_rag_tool_is_bound_to_its_namespace(rag: RAGPipeline, tmp_path: Path) ->
     other = RAGTool(rag, namespace="elsewhere")
     outside = tmp_path / "private.md"
     outside.write_text("# Private\n\nnot for the agent", encoding="utf-8")
-    refused = tool.run("add_document", path=str(tmp_path / "docs" / ".." / "private.md"))
+    refused = tool.run("add_document", paths=[str(tmp_path / "docs" / ".." / "private.md")])
     assert not refused["ok"] and "outside the folders" in refused["error"]
     other.add_text("Elsewhere keeps its own notes about kiwis.")
-    out = tool.run("add_document", path=str(files["md"]))
+    out = tool.run("add_document", paths=[str(files["md"])])
     assert out["ok"] and out["result"]["files"] == 1
     assert tool.run("add_text", text="The office closes at six.")["ok"]
-    hits = tool.run("search", query="sourdough starter", top_k=2)["result"]
+    hits = tool.run("search", query="sourdough starter", top_k=2)["result"]["hits"]
     assert hits[0]["source"] == str(files["md"].resolve())
     ans = tool.run("ask", question="when does the office close?")["result"]
     assert "six" in ans["text"] and ans["citations"]
@@ -240,9 +240,16 @@ def test_rag_tool_is_bound_to_its_namespace(rag: RAGPipeline, tmp_path: Path) ->
     assert tool.run("clear", confirm=True)["result"] == {"documents": 2, "chunks": 3}
     assert other.stats()["documents"] == 1
     assert "unknown action" in tool.run("drop_everything")["error"]
-    assert "bad parameters" in tool.run("search")["error"]
+    assert "query" in tool.run("search")["error"]  # a missing argument, named
     assert "one namespace" in tool.run("search", query="x", namespace="elsewhere")["error"]
-    assert tool.schema()["function"]["parameters"]["properties"]["action"]["enum"]
+    gone = tool.run("delete_document", document="no-such-document")
+    assert not gone["ok"] and "NotFoundError" in gone["error"]
+    # the actions are the catalogue's document operations, under the tool's names
+    assert tool.schema()["function"]["parameters"]["properties"]["action"]["enum"] == [
+        "add_text", "add_document", "search", "ask", "delete_document", "stats", "clear"]
+    assert {s["function"]["name"] for s in tool.schemas()} == {
+        f"knowledge_base_{a}" for a in tool.actions}
+    assert tool.call("knowledge_base_stats")["result"]["documents"] == 0
 
 
 class LengthReranker:
