@@ -210,6 +210,50 @@ def test_a_new_operation_is_callable_everywhere(manager: MemoryManager, tmp_path
         s["function"]["name"] for s in MemoryTool(manager, namespace="alice").schemas()}
 
 
+class Titles(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    limit: int = Field(3, ge=1, le=10, description="How many titles.")
+
+
+def titles(call: Call, req: Titles) -> list[str]:
+    return [str(d.title) for d in call.rag().documents(call.namespace)][:req.limit]
+
+
+TITLES = Operation("document_titles", "The titles of the namespace's documents.", Titles,
+                   titles, lambda t: {"titles": t}, "read", Rest("GET", "/documents/titles"),
+                   area="documents")
+
+
+def test_a_new_document_operation_reaches_the_rag_tool(manager: MemoryManager,
+                                                       tmp_path: Path) -> None:
+    """A document operation (entry + handler) is a REST route, an MCP tool and a
+    RAGTool action, on the interface's one pipeline."""
+    from hello_memory.rag import RAGTool
+    from hello_memory.tools.rag_access import build_rag
+
+    settings = make_settings(tmp_path / "data", api={"api_keys": {"k": ["kb"]}})
+    catalogue = CATALOGUE.extended(TITLES)
+    app = create_app(settings, manager=manager, catalogue=catalogue)
+    call = AsgiApi(app, headers={"Authorization": "Bearer k"})
+    added = call("POST", "/v1/documents/text", params={"namespace": "kb"},
+                 json={"text": "# Bees\n\nAlice keeps bees.", "source": "bees"})
+    assert added.status_code == 201
+    r = call("GET", "/v1/documents/titles", params={"namespace": "kb", "limit": 1})
+    assert r.status_code == 200 and r.json() == {"titles": ["Bees"]}
+    assert app.state.rag is not None  # the app's one pipeline, built by the first call
+
+    async def over_mcp() -> Any:
+        async with Client(build_server(manager, settings, ["kb"], catalogue=catalogue)) as c:
+            return (await c.call_tool("document_titles", {"namespace": "kb"})
+                    ).structured_content
+
+    assert anyio.run(over_mcp) == {"titles": ["Bees"]}
+    tool = RAGTool(build_rag(manager), namespace="kb", catalogue=catalogue)
+    assert tool.run("document_titles") == {"ok": True, "result": {"titles": ["Bees"]}}
+    assert not tool.run("document_titles", limit=99)["ok"]  # the model's bounds hold
+    assert "document_titles" not in RAGTool(build_rag(manager), namespace="kb").actions
+
+
 def test_routes_share_the_bounded_pool_and_the_lifespan_closes_it(
         manager: MemoryManager, tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "data", api={"api_keys": {"k": ["*"]}})
