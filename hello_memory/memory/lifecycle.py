@@ -142,9 +142,7 @@ class Lifecycle:
         if hard:
             self.stores.delete(ns, stored_ids)
         else:
-            for sid in stored_ids:
-                self._memories.update_item(ns, sid, status=MemoryStatus.FORGOTTEN)
-            self.stores.apply_outbox()
+            self.stores.update_many(ns, stored_ids, status=MemoryStatus.FORGOTTEN)
         self._audit(ns, "forget", {"strategy": args["strategy"], "hard": hard,
                                                      "count": len(ids), "ids": list(ids)})
         return report
@@ -205,11 +203,9 @@ class Lifecycle:
             return working + [i.id for i in active]
         for wid in working:
             self.working.remove(ns, wid)
-        for item in active:
-            self._memories.update_item(ns, item.id, status=MemoryStatus.FORGOTTEN)
-        done = working + [i.id for i in active]
         if active:
-            self.stores.apply_outbox()
+            self.stores.update_many(ns, [i.id for i in active], status=MemoryStatus.FORGOTTEN)
+        done = working + [i.id for i in active]
         if done:
             self._audit(ns, "forget", {"strategy": "ids", "hard": False,
                                                          "count": len(done), "ids": done})
@@ -220,10 +216,8 @@ class Lifecycle:
         ns = self._namespace(namespace)
         found = self._memories.get_items(ns, list(ids))
         back = [i for i in found if i.status == MemoryStatus.FORGOTTEN]
-        for item in back:
-            self._memories.update_item(ns, item.id, status=MemoryStatus.ACTIVE)
         if back:
-            self.stores.apply_outbox()
+            self.stores.update_many(ns, [i.id for i in back], status=MemoryStatus.ACTIVE)
             self._audit(ns, "restore", {"ids": [i.id for i in back]})
         return len(back)
 

@@ -560,7 +560,7 @@ class MemoryManager:
 
         hits: list[SearchHit] = []
         for target in Modality:
-            if target == Modality.TEXT or self.perceptual._encoder_or_none(target) is not None:
+            if target == Modality.TEXT or self.perceptual.has_encoder(target):
                 hits += self.perceptual.retrieve(ns, query, target_modality=target, top_k=top_k,
                                                  min_importance=min_importance, user_id=user_id)
         return hits

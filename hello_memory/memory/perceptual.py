@@ -165,6 +165,10 @@ class PerceptualMemory:
         return {Modality.TEXT: self.text_embedder, Modality.IMAGE: self.image_encoder,
                 Modality.AUDIO: self.audio_encoder}[modality]
 
+    def has_encoder(self, modality: Modality) -> bool:
+        """Whether this memory can embed ``modality`` (its encoder is configured)."""
+        return self._encoder_or_none(modality) is not None
+
     def _require(self, modality: Modality) -> None:
         """Fail with the setting to change when a modality has no encoder; create the
         collection on first use."""
