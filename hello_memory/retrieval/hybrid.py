@@ -305,7 +305,7 @@ class HybridRetriever:
                 reference_time: datetime | None, enable_planning: bool | None,
                 enable_reflection: bool | None) -> list[SearchHit]:
         plan = self.plan(query, reference_time=reference_time, enable_planning=enable_planning)
-        plan = self._about_whom(ns, plan)
+        plan = self.about_whom(ns, plan)
         state = _Round(flt=flt)
         stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
         filters = payload_filters(flt) if stored else {}
@@ -335,7 +335,7 @@ class HybridRetriever:
         return list(dict.fromkeys(h.name for h in reached
                                   if h.hops == 1 and h.type in ("person", "name")))
 
-    def _about_whom(self, ns: str, plan: RetrievalPlan) -> RetrievalPlan:
+    def about_whom(self, ns: str, plan: RetrievalPlan) -> RetrievalPlan:
         """Who the question is about (text/people.py): the user's names for a
         first-person question, and the people its role words refer to ("my husband's
         birthday" -> Tom Berg). A question whose role words resolve is also asked with

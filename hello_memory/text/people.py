@@ -3,7 +3,7 @@
 An assistant's memories talk about the user without a name ("The user reports to Raj
 Patel", "my husband") and about people by their role ("The user's husband is Tom
 Berg", "Mia Berg, the user's daughter", "用户的妈妈叫王芳", "Raj's wife Priya"). Two
-things are read from a semantic memory when it is written (``MemoryManager._extract``)
+things are read from a semantic memory when it is written (``MemoryManager.extract_links``)
 and kept in the entity graph:
 
 * the user's own names ("The user's name is Sofia Chen", "call her Sofi", "我叫王芳"),

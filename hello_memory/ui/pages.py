@@ -180,7 +180,7 @@ def query_plan(mm: MemoryManager, ns: str, query: str) -> dict[str, Any]:
     queries each hit was found by are on the hit."""
     retriever = mm.retriever
     plan = retriever.plan(query, enable_planning=False if mm.llm is not None else None)
-    plan = retriever._about_whom(ns, plan)
+    plan = retriever.about_whom(ns, plan)
     a = plan.analysis
     return {"question_type": a.question_type, "keywords": a.keywords, "persons": a.persons,
             "entities": a.entities, "locations": a.locations,

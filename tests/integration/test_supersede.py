@@ -250,7 +250,7 @@ def test_as_of_over_rest_mcp_and_cli(tmp_path: Path, embedder: Any) -> None:
                                    "--namespace", NS, "--as-of", then[:10], "--json"],
                              env={"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"})
     assert out.exit_code == 0, out.output
-    assert [h["content"] for h in json.loads(out.stdout)] == ["Tom lives in Oslo."]
+    assert [h["content"] for h in json.loads(out.stdout)["hits"]] == ["Tom lives in Oslo."]
 
 
 # --- migration ------------------------------------------------------------------------

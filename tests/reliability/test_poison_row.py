@@ -116,7 +116,7 @@ def test_a_poison_row_is_isolated_reported_and_dropped(tmp_path: Path) -> None:
     dropped = cli(data, "jobs", "reconcile", "-n", NS, "--drop-failed", ids["bad"], "--json",
                   env=UNBOUNDED)
     assert dropped.returncode == 0, dropped.stderr
-    run = json.loads(dropped.stdout.strip().splitlines()[-1])
+    run = json.loads(dropped.stdout.strip().splitlines()[-1])["runs"][0]
     assert run["details"]["dropped"] == [ids["bad"]]
     assert run["details"]["index_failures"] == []
     assert pending(data, ids["bad"]) == 0
