@@ -78,7 +78,7 @@ def ingest(
         report = rag.ingest(paths, namespace=ns, follow_symlinks=follow_symlinks,
                             progress=not as_json)
     if as_json:
-        console.print_json(json.dumps(report.as_dict()))
+        console.print_json(json.dumps(_as_json("ingest_paths", report)))
     else:
         console.print(_summary(report, ns))
         for path, reason in report.failed:
@@ -88,6 +88,14 @@ def ingest(
                 console.print(f"[yellow]skipped[/] {path}: {reason}")
     if report.failed:
         raise typer.Exit(1)
+
+
+def _as_json(operation: str, result: object) -> dict[str, object]:
+    """The JSON of ``operation``'s result as every interface prints it: the operation
+    catalogue's serialiser (docs/ARCHITECTURE.md, interfaces)."""
+    from hello_memory.catalogue import default_catalogue
+
+    return default_catalogue()[operation].serialise(result)
 
 
 def ask(
@@ -109,7 +117,7 @@ def ask(
         answer = rag.ask(question, namespace=namespace or default_ns, top_k=top_k,
                          max_context_tokens=max_context_tokens, llm_calls=llm_calls)
     if as_json:
-        console.print_json(json.dumps(answer.as_dict(), ensure_ascii=False))
+        console.print_json(json.dumps(_as_json("ask", answer), ensure_ascii=False))
         return
     console.print(answer.text, markup=False, highlight=False)
     if answer.used_llm and answer.citations:
