@@ -12,7 +12,12 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import text
 
-from hello_memory.errors import InvalidInputError, NamespaceRequiredError, RecordStoreError
+from hello_memory.errors import (
+    InvalidInputError,
+    NamespaceRequiredError,
+    NotFoundError,
+    RecordStoreError,
+)
 from hello_memory.stores.records import ChunkRecord, DocumentRecord, ItemFilter, RecordStore
 from hello_memory.stores.records.models import OutboxRow
 from hello_memory.types import MemoryItem, MemoryType
@@ -117,3 +122,31 @@ def test_a_memory_write_and_its_outbox_rows_commit_together(store: RecordStore) 
     assert store.memories.get_item("ns1", kept.id).content == kept.content
     assert store.memories.with_mentioned_times("ns1", [kept.id, new.id]) == {kept.id}
     assert (store.memories.namespace_totals("ns1"), store.outbox.pending_outbox()) == before
+
+
+def test_an_update_racing_a_delete_is_not_found_and_writes_nothing(store: RecordStore) -> None:
+    # Another writer deletes the row after this update read it and before its UPDATE
+    # runs (seen under 8 concurrent HTTP clients, tests/reliability/test_drift.py): the
+    # update matches no row. The caller gets NotFoundError (REST 404), not a
+    # RecordStoreError (500), and the update leaves nothing behind.
+    from sqlalchemy import event
+
+    item = MemoryItem(content="Alice lives in Lisbon", memory_type=MemoryType.EPISODIC,
+                      namespace="race", event_time=T0)
+    store.memories.add_items([item])
+    armed = [True]
+
+    def delete_first(conn: object, cursor: object, statement: str, *_: object) -> None:
+        if armed and statement.lstrip().upper().startswith("UPDATE HM_MEMORY_ITEMS"):
+            armed.clear()
+            store.memories.delete_items("race", [item.id])  # its own connection
+
+    event.listen(store.engine, "before_cursor_execute", delete_first)
+    try:
+        with pytest.raises(NotFoundError, match="deleted while it was being updated"):
+            store.memories.update_item("race", item.id, importance=0.9)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", delete_first)
+    assert not armed  # the race really ran
+    assert store.memories.get_items("race", [item.id]) == []
+    assert store.memories.namespace_totals("race") == (0, 0)

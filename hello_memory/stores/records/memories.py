@@ -25,8 +25,9 @@ from sqlalchemy import TextClause, delete, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
 
-from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.errors import InvalidInputError, NotFoundError, RecordStoreError
 from hello_memory.stores.records.models import (
     EXPRESSION_CHARS,
     TOPIC_CHARS,
@@ -133,7 +134,7 @@ def mentioned_times(content: str, event_time: datetime) -> list[TimeRange]:
     return find_time_ranges(content[:MENTION_CHARS], event_time)
 
 
-def _time_rows(item: MemoryItem) -> list[dict[str, Any]]:
+def mention_time_rows(item: MemoryItem) -> list[dict[str, Any]]:
     return [{"memory_id": item.id, "namespace": item.namespace, "start_time": r.start,
              "end_time": r.end, "granularity": r.granularity,
              "expression": r.text[:EXPRESSION_CHARS]}
@@ -215,7 +216,7 @@ class MemoryRepository:
             rows = [_to_row(i) for i in items]
             s.add_all(rows)
             if self._records.mention_times:
-                times = [t for i in items for t in _time_rows(i)]
+                times = [t for i in items for t in mention_time_rows(i)]
                 if times:  # after the rows they point to; one executemany
                     s.flush()
                     s.execute(insert(MemoryTimeRow), times)
@@ -450,6 +451,20 @@ class MemoryRepository:
         unknown = set(changes) - _UPDATABLE
         if unknown:
             raise InvalidInputError(f"cannot update field(s) {sorted(unknown)}")
+        try:
+            return self._update_in_transaction(namespace, memory_id, changes)
+        except RecordStoreError as exc:
+            # The row was read, then deleted by another writer before this UPDATE ran
+            # (it matched no row): to this caller the memory is gone, as if the delete
+            # had come first. Nothing of this update was written (rolled back).
+            if isinstance(exc.__cause__, StaleDataError):
+                raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r} "
+                                    "(deleted while it was being updated)") from None
+            raise
+
+    def _update_in_transaction(self, namespace: str, memory_id: str,
+                               changes: dict[str, Any]
+                               ) -> tuple[MemoryItem, list[OutboxEntry]]:
         with self._records.transaction() as s:
             row = s.scalar(select(MemoryRow).where(
                 MemoryRow.namespace == require_namespace(namespace), MemoryRow.id == memory_id))
@@ -469,7 +484,7 @@ class MemoryRepository:
             if content_changed or item.event_time != old_event:
                 # The mentioned times follow the text and the time it is read against.
                 s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id == memory_id))
-                times = _time_rows(item) if self._records.mention_times else []
+                times = mention_time_rows(item) if self._records.mention_times else []
                 if times:
                     s.flush()
                     s.execute(insert(MemoryTimeRow), times)

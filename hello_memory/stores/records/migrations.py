@@ -88,7 +88,7 @@ def _v3_to_v4(conn: Connection) -> None:
     ``hm_namespace_totals`` (active memories and tokens per namespace), filled from
     the rows."""
     # Imported here: the store module imports this one.
-    from hello_memory.stores.records.store import count_tokens, topic_for
+    from hello_memory.stores.records.memories import count_tokens, topic_for
 
     conn.execute(text(f"ALTER TABLE hm_memory_items ADD COLUMN topic VARCHAR({TOPIC_CHARS})"))
     conn.execute(text("ALTER TABLE hm_memory_items ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0"))
@@ -142,7 +142,7 @@ def _v5_mention_times(conn: Connection) -> None:
     and ``content_hash`` recomputed, now of the whitespace-normalised NFC text
     (validation.content_hash), the key of the idempotent add."""
     # Imported here: the store module imports this one.
-    from hello_memory.stores.records.store import _time_rows
+    from hello_memory.stores.records.memories import mention_time_rows
 
     items = Base.metadata.tables[MemoryRow.__tablename__]
     times = Base.metadata.tables[MemoryTimeRow.__tablename__]
@@ -152,7 +152,7 @@ def _v5_mention_times(conn: Connection) -> None:
     hashes, mentions = [], []
     for rid, ns, content, event_time in rows:
         hashes.append({"_id": rid, "_hash": content_hash(content)})
-        mentions += _time_rows(MemoryItem(id=rid, namespace=ns, content=content,
+        mentions += mention_time_rows(MemoryItem(id=rid, namespace=ns, content=content,
                                           event_time=event_time))
     if hashes:  # executemany, not one statement per row
         conn.execute(update(items).where(items.c.id == bindparam("_id"))

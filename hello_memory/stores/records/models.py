@@ -32,7 +32,7 @@ from hello_memory.text.facts import FACT_KEY_CHARS
 SCHEMA_VERSION = 6
 
 # Longest topic key kept in ``hm_memory_items.topic`` (the index column); longer keys are
-# stored cut and matched exactly on the rows read back (see RecordStore.recent_by_topic).
+# stored cut and matched exactly on the rows read back (see MemoryRepository.recent_by_topic).
 TOPIC_CHARS = 255
 
 ID = String(36)
@@ -137,7 +137,7 @@ class MemoryTimeRow(Base):
     mentions ("on 2026-12-18", "yesterday", "上周"), resolved against its event time
     by hello_memory/text/timeparse.py, half-open ``[start_time, end_time)``. Derived
     from the memory row and written, rewritten and deleted with it in the same
-    transaction (RecordStore.add_items / update_item / delete_items); the symbolic
+    transaction (MemoryRepository.add_items / update_item / delete_items); the symbolic
     time view reads it (hello_memory/retrieval/views.py)."""
 
     __tablename__ = "hm_memory_times"

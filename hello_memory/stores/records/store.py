@@ -27,12 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from hello_memory.errors import BackendUnavailableError, InvalidInputError, RecordStoreError
 from hello_memory.stores.records.audit import AuditRepository
 from hello_memory.stores.records.documents import DocumentRepository
-from hello_memory.stores.records.memories import (  # noqa: F401  (migrations.py imports them from here)
-    MemoryRepository,
-    _time_rows,
-    count_tokens,
-    topic_for,
-)
+from hello_memory.stores.records.memories import MemoryRepository
 from hello_memory.stores.records.migrations import migrate
 from hello_memory.stores.records.models import ChunkRow, DocumentRow, MemoryRow
 from hello_memory.stores.records.outbox import OutboxRepository
