@@ -1,8 +1,9 @@
 """An MCP server (``hello-memory mcp``) built on the ``mcp`` package (``server`` extra):
 one tool per operation of the catalogue (:mod:`hello_memory.catalogue`: ``remember``,
 ``recall``, ``get_memory``, ``forget``, ``restore``, ..., and over documents ``ingest``,
-``ingest_text``, ``search_documents``, ``ask``, ...; the same arguments as the REST API
-and the agent tools). A path ``ingest`` reads must lie under ``api.read_dirs``.
+``ingest_text``, ``search_documents``, ``ask``, ..., and over images and audio
+``add_media_path``, ``search_media``; the same arguments as the REST API and the agent
+tools). A path ``ingest`` or ``add_media_path`` reads must lie under ``api.read_dirs``.
 
 Every tool takes a ``namespace`` and checks it against the namespace patterns the
 operator granted when starting the server (``--namespace PATTERN`` or the patterns of

@@ -113,7 +113,7 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     app runs (its lifespan starts and stops them; nothing starts if it is empty).
 
     The routes are those of ``catalogue`` (default: every operation: memories,
-    documents, admin);
+    media, documents, admin);
     they run through an :class:`~hello_memory.aio.AsyncMemoryManager` over the manager,
     at most ``max_workers`` at once. The lifespan owns that facade: it closes its pool
     at shutdown (and the manager, when it opened it)."""
@@ -212,10 +212,9 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         return {"status": "ok" if app.state.manager is not None else "starting",
                 "version": __version__}
 
-    from hello_memory.api import media, routes
+    from hello_memory.api import routes
 
-    app.include_router(routes.build_router(catalogue))  # memories, documents, admin
-    app.include_router(media.router)
+    app.include_router(routes.build_router(catalogue))  # memories, media, documents, admin
     from hello_memory.ui import mount as mount_ui
 
     mount_ui(app)  # /docs and the /ui dashboard (same keys and namespace grants)

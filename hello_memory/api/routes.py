@@ -8,17 +8,24 @@ What REST adds, the same for every operation: the required ``namespace`` query
 parameter checked against the API key (an admin operation needs an admin key), path
 parameters from ``{field}`` in the path, the fields the operation sends in the query
 string, the rest as the JSON body (which may be left out when every field has a
-default), an upload's files as multipart form data (:mod:`.documents` keeps them); a
-call reaches the app's one RAG pipeline and job scheduler; errors are problem objects
-(:mod:`.problems`).
+default), an upload's file(s) as multipart form data with the other fields as form
+fields (:mod:`.documents` keeps them; a query file lives only for the call); a call
+reaches the app's one RAG pipeline and job scheduler; errors are problem objects
+(:mod:`.problems`); an operation with a response of its own (export's file, a
+thumbnail's PNG) answers it.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Annotated, Any
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path as FilePath
+from typing import Annotated, Any, get_origin
 
-from fastapi import APIRouter, Body, File, Path, Query, Request, Response, UploadFile
+from fastapi import APIRouter, Body, File, Form, Path, Query, Request, Response, UploadFile
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -26,7 +33,8 @@ from pydantic import BaseModel, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from hello_memory.api.app import Admin, Namespace, async_manager_of
-from hello_memory.api.documents import pipeline_of, save_uploads
+from hello_memory.api.documents import display_name, pipeline_of, save_upload
+from hello_memory.api.security import safe_upload_name
 from hello_memory.catalogue import Call, Catalogue, Operation, annotated, default_catalogue
 
 # The request models, under the names this module gave them before the catalogue.
@@ -41,6 +49,7 @@ from hello_memory.catalogue.memories import (  # noqa: F401
     SearchRequest,
     UpdateMemory,
 )
+from hello_memory.errors import InvalidInputError
 
 __all__ = ["build_router", "router"]
 
@@ -48,7 +57,7 @@ __all__ = ["build_router", "router"]
 def _field_param(name: str, info: FieldInfo, kind: Any) -> inspect.Parameter:
     """A path or query parameter carrying the request field's type, bounds, default
     and description."""
-    where = kind(description=info.description) if kind is Query else kind()
+    where = kind(description=info.description) if kind in (Query, Form) else kind()
     default = inspect.Parameter.empty if info.is_required() else info.default
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                              annotation=annotated(info, where))
@@ -67,7 +76,63 @@ def _body_model(op: Operation, outside: set[str]) -> type[BaseModel] | None:
     return model
 
 
-def _endpoint(op: Operation) -> Any:
+def _many(op: Operation) -> bool:
+    """Whether the operation's upload field takes a list of files (else one)."""
+    assert op.rest is not None and op.rest.upload is not None
+    return get_origin(op.request.model_fields[op.rest.upload].annotation) is list
+
+
+def _upload_param(op: Operation) -> inspect.Parameter:
+    assert op.rest is not None and op.rest.upload is not None
+    info = op.request.model_fields[op.rest.upload]
+    kind: Any = list[UploadFile] if _many(op) else UploadFile
+    return inspect.Parameter(op.rest.upload, inspect.Parameter.KEYWORD_ONLY,
+                             annotation=Annotated[kind, File(description=info.description)])
+
+
+def _saved(request: Request, namespace: str, upload: UploadFile, kind: str
+           ) -> dict[str, str]:
+    path = save_upload(request, namespace, upload, kind)
+    return {"path": str(path), "name": display_name(upload.filename, path.name)}
+
+
+@asynccontextmanager
+async def _kept(op: Operation, request: Request, namespace: str, files: Any
+                ) -> AsyncIterator[Any]:
+    """The upload field's value: each file kept under ``<data_dir>/uploads/<area>/``
+    (``{"path", "name"}``), or, without ``keep_upload``, in a temporary file removed
+    when the call is done."""
+    assert op.rest is not None
+    amm = async_manager_of(request)
+    uploads = files if isinstance(files, list) else [files]
+    if op.rest.keep_upload:
+        kept = [await amm.run(_saved, request, namespace, f, op.area) for f in uploads]
+        yield kept if _many(op) else kept[0]
+        return
+    temps: list[dict[str, str]] = []
+    try:
+        for f in uploads:
+            temps.append(await amm.run(_temporary, f))
+        yield temps if _many(op) else temps[0]
+    finally:
+        for t in temps:
+            os.unlink(t["path"])
+
+
+def _temporary(upload: UploadFile) -> dict[str, str]:
+    data = upload.file.read()
+    if not data:
+        raise InvalidInputError(f"uploaded file {upload.filename!r} is empty")
+    name = safe_upload_name(upload.filename)
+    fd, path = tempfile.mkstemp(prefix="hm-upload-", suffix=FilePath(name).suffix)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return {"path": path, "name": display_name(upload.filename, name)}
+
+
+def _params(op: Operation) -> list[inspect.Parameter]:
+    """The endpoint's parameters: REST's own, then the request's fields (path, upload
+    and form, body, query)."""
     assert op.rest is not None
     rest = op.rest
     in_path = set(rest.path_fields)
@@ -81,12 +146,11 @@ def _endpoint(op: Operation) -> Any:
         params.append(inspect.Parameter("namespace", inspect.Parameter.KEYWORD_ONLY,
                                         annotation=Namespace))
     params += [_field_param(n, op.request.model_fields[n], Path) for n in rest.path_fields]
-    if rest.upload is not None:
-        info = op.request.model_fields[rest.upload]
-        params.append(inspect.Parameter(
-            rest.upload, inspect.Parameter.KEYWORD_ONLY,
-            annotation=Annotated[list[UploadFile], File(description=info.description)]))
-    if body_model is not None:
+    if rest.upload is not None:  # the other fields are form fields of the upload
+        params.append(_upload_param(op))
+        params += [_field_param(n, f, Form) for n, f in op.request.model_fields.items()
+                   if n not in outside]
+    elif body_model is not None:
         # a body whose every field has a default may be left out (the defaults then)
         optional = not any(f.is_required() for f in body_model.model_fields.values())
         params.append(inspect.Parameter(
@@ -95,30 +159,49 @@ def _endpoint(op: Operation) -> Any:
             default=None if optional else inspect.Parameter.empty))
     params += [_field_param(n, f, Query) for n, f in op.request.model_fields.items()
                if n in in_query]
+    return params
+
+
+def _parsed(op: Operation, arguments: dict[str, Any]) -> BaseModel:
+    try:
+        return op.request.model_validate(arguments)
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from None
+
+
+def _answer(op: Operation, call: Call, result: Any) -> Any:
+    assert op.rest is not None
+    rest = op.rest
+    if rest.respond is not None:
+        return rest.respond(result, call)
+    status = rest.status_of(result) if rest.status_of is not None else rest.status
+    if status == 204:
+        return Response(status_code=204)
+    return JSONResponse(jsonable_encoder(op.serialise(result)), status_code=status)
+
+
+def _endpoint(op: Operation) -> Any:
+    assert op.rest is not None
+    rest = op.rest
+    params = _params(op)
 
     async def endpoint(**kwargs: Any) -> Any:
         request: Request = kwargs.pop("request")
         namespace: str = kwargs.pop("namespace", "")
         body: BaseModel | None = kwargs.pop("body", None)
         amm = async_manager_of(request)
-        if rest.upload is not None:  # kept under <data_dir>/uploads/ (in the pool)
-            kwargs[rest.upload] = await amm.run(save_uploads, request, namespace,
-                                                kwargs[rest.upload])
-        arguments = {**(body.model_dump(exclude_unset=True) if body is not None else {}),
-                     **kwargs}
-        try:
-            req = op.request.model_validate(arguments)
-        except ValidationError as exc:
-            raise RequestValidationError(exc.errors()) from None
         call = Call(amm.manager, namespace, request.app.state.settings,
                     documents=pipeline_of(request.app), jobs=request.app.state.jobs)
-        result = await amm.run(op.invoke, call, req)  # the blocking work, in the pool
-        if rest.respond is not None:
-            return rest.respond(result, call)
-        status = rest.status_of(result) if rest.status_of is not None else rest.status
-        if status == 204:
-            return Response(status_code=204)
-        return JSONResponse(jsonable_encoder(op.serialise(result)), status_code=status)
+        arguments = {**(body.model_dump(exclude_unset=True) if body is not None else {}),
+                     **kwargs}
+        if rest.upload is None:
+            req = _parsed(op, arguments)
+            return _answer(op, call, await amm.run(op.invoke, call, req))  # in the pool
+        if rest.before is not None:
+            rest.before(call)
+        async with _kept(op, request, namespace, arguments.pop(rest.upload)) as files:
+            req = _parsed(op, {**arguments, rest.upload: files})
+            return _answer(op, call, await amm.run(op.invoke, call, req))
 
     endpoint.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     endpoint.__name__ = op.name
@@ -128,15 +211,14 @@ def _endpoint(op: Operation) -> Any:
 
 def build_router(catalogue: Catalogue | None = None) -> APIRouter:
     """One route per operation of ``catalogue`` (default: every operation), tagged
-    with its area (memories, documents, admin)."""
+    with its area (memories, media, documents, admin)."""
     router = APIRouter(prefix="/v1")
     for op in (catalogue or default_catalogue()).on("rest"):
         assert op.rest is not None
         extra: dict[str, Any] = {}
         if op.rest.respond is not None:
             extra = {"response_class": Response, "responses": {200: {
-                "content": {"application/x-ndjson": {}},
-                "description": "one memory per line, as `hello-memory export` writes them"}}}
+                "content": {op.rest.respond_type: {}}, "description": op.summary}}}
         router.add_api_route(
             op.rest.path, _endpoint(op), methods=[op.rest.method],
             status_code=op.rest.status, name=op.name, summary=op.summary,

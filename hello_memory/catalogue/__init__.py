@@ -39,9 +39,9 @@ __all__ = ["INTERFACES", "Area", "Call", "Catalogue", "Interface", "Operation", 
 
 Scope = Literal["read", "write", "admin"]
 Interface = Literal["rest", "mcp", "tool", "cli"]
-# What an operation acts on: the MemoryTool carries the memory operations, the RAGTool
-# the document ones; REST tags its routes with it.
-Area = Literal["memories", "documents", "admin"]
+# What an operation acts on: the MemoryTool carries the memory and media operations,
+# the RAGTool the document ones; REST tags its routes with it.
+Area = Literal["memories", "media", "documents", "admin"]
 INTERFACES: tuple[Interface, ...] = ("rest", "mcp", "tool", "cli")
 
 
@@ -90,9 +90,14 @@ class Rest:
     """How REST carries an operation: ``method`` and ``path`` (under ``/v1``; a
     ``{field}`` in it is a path parameter), the success ``status`` (or ``status_of``,
     from the result), the fields sent in the query string (a GET or DELETE sends every
-    field there), ``respond``: a response of its own instead of JSON (export's file),
-    and ``upload``: the request field that a multipart upload fills (REST keeps each
-    file under ``<data_dir>/uploads/`` and passes its ``path`` and ``name``)."""
+    field there), ``respond``: a response of its own instead of JSON (export's file, a
+    thumbnail's PNG) of media type ``respond_type``, and ``upload``: the request field
+    that a multipart upload fills (one file, or a list when the field is a list; the
+    other fields are then form fields). REST keeps each file under
+    ``<data_dir>/uploads/<area>/`` and passes its ``path`` and ``name``; with
+    ``keep_upload`` false (a query file) it lies in a temporary file removed after the
+    call. ``before`` runs ahead of keeping an upload: a call bound to fail (a feature
+    not configured) fails without writing the file."""
 
     method: Literal["GET", "POST", "PATCH", "PUT", "DELETE"]
     path: str
@@ -100,7 +105,10 @@ class Rest:
     query: tuple[str, ...] = ()
     status_of: Callable[[Any], int] | None = None
     respond: Callable[[Any, Call], Any] | None = None
+    respond_type: str = "application/json"
     upload: str | None = None
+    keep_upload: bool = True
+    before: Callable[[Call], None] | None = None
 
     @property
     def path_fields(self) -> tuple[str, ...]:
@@ -117,7 +125,8 @@ class Operation:
     """One operation, defined once (module doc). ``names`` gives an interface's own
     name where it keeps an older one (MCP's ``remember``); ``cli`` names the CLI
     command whose ``--json`` prints this operation's JSON; ``area`` says which agent
-    tool carries it (memories: MemoryTool, documents: RAGTool, admin: none)."""
+    tool carries it (memories and media: MemoryTool, documents: RAGTool, admin:
+    none)."""
 
     name: str
     summary: str
@@ -237,13 +246,15 @@ _default: list[Catalogue] = []
 
 
 def default_catalogue() -> Catalogue:
-    """The operations the interfaces serve: memories (:mod:`.memories`), documents
-    (:mod:`.documents`) and the admin ones (:mod:`.admin`)."""
+    """The operations the interfaces serve: memories (:mod:`.memories`), media
+    (:mod:`.media`), documents (:mod:`.documents`) and the admin ones (:mod:`.admin`)."""
     if not _default:
         from hello_memory.catalogue.admin import ADMIN_OPERATIONS
         from hello_memory.catalogue.documents import DOCUMENT_OPERATIONS
+        from hello_memory.catalogue.media import MEDIA_OPERATIONS
         from hello_memory.catalogue.memories import MEMORY_OPERATIONS
 
-        ops = (*MEMORY_OPERATIONS, *DOCUMENT_OPERATIONS, *ADMIN_OPERATIONS)
+        ops = (*MEMORY_OPERATIONS, *MEDIA_OPERATIONS, *DOCUMENT_OPERATIONS,
+               *ADMIN_OPERATIONS)
         _default.append(Catalogue({op.name: op for op in ops}))
     return _default[0]

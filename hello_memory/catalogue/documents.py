@@ -23,8 +23,8 @@ from hello_memory.errors import InvalidInputError, NotFoundError
 if TYPE_CHECKING:
     from hello_memory.rag.types import Answer, IngestReport, RAGHit
 
-__all__ = ["DOCUMENT_OPERATIONS", "AskRequest", "DocSearch", "PathDocuments", "TextDocument",
-           "confine_path"]
+__all__ = ["DOCUMENT_OPERATIONS", "AskRequest", "DocSearch", "PathDocuments", "SavedUpload",
+           "TextDocument", "confine_path", "confined"]
 
 
 class _Request(BaseModel):
@@ -108,10 +108,12 @@ def confine_path(raw: str, read_dirs: Sequence[str | Path], where: str = "api.re
     return path
 
 
-def _confined(call: Call, raw: str) -> Path:
+def confined(call: Call, raw: str) -> Path:
+    """``raw`` under the interface's folders: ``Call.read_dirs`` (a tool's roots),
+    else ``api.read_dirs``."""
     if call.read_dirs is not None:
         return confine_path(raw, call.read_dirs, "the folders this tool may read ("
-                            + ", ".join(call.read_dirs) + ")")
+                            + (", ".join(call.read_dirs) or "none: give it roots") + ")")
     return confine_path(raw, call.settings.api.read_dirs if call.settings else ())
 
 
@@ -122,7 +124,7 @@ def ingest_text(call: Call, req: TextDocument) -> str:
 
 
 def ingest_paths(call: Call, req: PathDocuments) -> IngestReport:
-    paths = [_confined(call, p) for p in req.paths]
+    paths = [confined(call, p) for p in req.paths]
     return call.rag().ingest(paths, namespace=call.namespace)
 
 

@@ -403,6 +403,6 @@ MEMORY_OPERATIONS: tuple[Operation, ...] = (
         "export", "Every memory of the namespace (forgotten and working ones too) as JSON "
         "lines, the file `hello-memory export` writes and `import` reads.",
         NoArguments, export, lambda path: {"path": path}, "read",
-        Rest("GET", "/export", respond=export_file),
+        Rest("GET", "/export", respond=export_file, respond_type="application/x-ndjson"),
         not_on={"mcp": _FILE_ONLY, "tool": _FILE_ONLY}),
 )

@@ -2,8 +2,9 @@
 
 Two calling styles over the same actions, the operations of the catalogue
 (:mod:`hello_memory.catalogue`: add, add_batch, search, get, update, remove, forget,
-restore, consolidate, stats, summary, context, clear; the same argument names and
-defaults as the REST API and the MCP tools):
+restore, consolidate, stats, summary, context, clear, and with perceptual memory
+add_media_path and search_media; the same argument names and defaults as the REST API
+and the MCP tools):
 
 - ``tool.run({"action": "search", "query": "..."})``: one entry point that takes
   a dict, as agent frameworks with a single "memory" tool call it;
@@ -18,9 +19,10 @@ message (and changes nothing), so the model can read what went wrong; the direct
 Python methods raise the typed error instead.
 
 The tool is bound to ONE namespace at construction: an agent cannot reach another
-namespace through it. ``get_context_for_query`` builds a ready-to-inject context block
-with the progressive loader, and ``record_turn`` captures conversation turns into
-working memory.
+namespace through it, nor read a file outside its ``roots`` (add_media_path; none
+by default: the tool then reads no paths). ``get_context_for_query`` builds a
+ready-to-inject context block with the progressive loader, and ``record_turn``
+captures conversation turns into working memory.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hello_memory.catalogue import Call, Catalogue, Operation, default_catalogue
@@ -71,7 +74,9 @@ def _tool_catalogue(catalogue: Catalogue | None) -> Catalogue:
 
 
 def _actions(catalogue: Catalogue) -> dict[str, Operation]:
-    return {op.name_on("tool"): op for op in catalogue.on("tool", "memories")}
+    """The tool's operations: those of the memories and media areas."""
+    return {op.name_on("tool"): op for area in ("memories", "media")
+            for op in catalogue.on("tool", area)}
 
 
 # action -> request model, of the default catalogue
@@ -114,8 +119,11 @@ class MemoryTool:
         loader: ProgressiveLoader | None = None,
         prefix: str = "memory_",
         catalogue: Catalogue | None = None,
+        roots: Sequence[str | Path] = (),
     ) -> None:
         self.manager = manager
+        # the folders add_media_path may read files under (resolved; none: no paths)
+        self.roots = tuple(str(Path(r).expanduser().resolve()) for r in roots)
         # action -> operation: the catalogue's operations the tool carries
         self.actions = _actions(_tool_catalogue(catalogue))
         self.namespace = require_namespace(namespace)
@@ -188,7 +196,8 @@ class MemoryTool:
             for key, value in (("user_id", self.user_id), ("session_id", self.session_id)):
                 if key in op.request.model_fields and args.get(key) is None and value:
                     args[key] = value
-        data = op.run(Call(self.manager, self.namespace), op.parse(args))
+        data = op.run(Call(self.manager, self.namespace, read_dirs=self.roots),
+                      op.parse(args))
         return self._ok(action, render_text(self, op.name, data), **compact(data))
 
     def _error(self, action: str, exc: Exception) -> dict[str, Any]:

@@ -3,8 +3,9 @@ returns, :mod:`hello_memory.catalogue`), and its one-line text renderings.
 
 The view is built on the JSON, not beside it: a memory (``item_to_json``) keeps the
 fields an agent needs (full id, type, content, importance, event time, tags), a hit
-(``hit_to_json``) adds its score, profile breakdown and per-view ranks, and a list of
-hits also gives ``ids``; everything else passes through. An operation without a
+(``hit_to_json``) adds its score, profile breakdown and per-view ranks (and what an
+operation added beside them: a media hit's modality, source, caption...), and a list
+of hits also gives ``ids``; everything else passes through. An operation without a
 rendering of its own is rendered generically, so a new operation needs none.
 """
 
@@ -47,10 +48,16 @@ def compact_memory(memory: Mapping[str, Any], score: float | None = None) -> dic
     return out
 
 
+# hit_to_json's own keys; anything else on a hit is the operation's (media fields)
+_HIT_KEYS = frozenset({"id", "score", "memory_type", "content", "fused", "context", "views",
+                       "breakdown", "memory"})
+
+
 def _compact_hit(hit: Mapping[str, Any]) -> dict[str, Any]:
     return {**compact_memory(hit["memory"], float(hit["score"])),
             "breakdown": hit.get("breakdown", {}),
-            "views": {v: vh["rank"] for v, vh in hit["views"].items()}}
+            "views": {v: vh["rank"] for v, vh in hit["views"].items()},
+            **{k: compact(v) for k, v in hit.items() if k not in _HIT_KEYS}}
 
 
 def compact(value: Any) -> Any:
@@ -101,6 +108,13 @@ def _search(r: Renderer, d: Mapping[str, Any]) -> str:
                      [r._json_line(h["memory"], float(h["score"])) for h in hits])
 
 
+def _search_media(r: Renderer, d: Mapping[str, Any]) -> str:
+    hits = d["hits"]
+    return r._render(f"{len(hits)} media memories:",
+                     [f"{r._json_line(h['memory'], float(h['score']))} [{h['modality']}"
+                      + (f" {h['source']}]" if h.get("source") else "]") for h in hits])
+
+
 def _forget(r: Renderer, d: Mapping[str, Any]) -> str:
     verb = _verb(d, "deleted" if d.get("hard") else "forgot", "would forget")
     how = "by id" if d.get("strategy") == "ids" else f"({d.get('strategy')})"
@@ -141,6 +155,8 @@ TEXTS: dict[str, Callable[[Renderer, Mapping[str, Any]], str]] = {
     "add": _add,
     "add_batch": _add_batch,
     "search": _search,
+    "search_media": _search_media,
+    "add_media_path": lambda r, d: f"stored {d['modality']} memory id={d['id']}",
     "get": lambda r, d: r._render("memory:", [r._json_line(d)]),
     "update": lambda r, d: f"updated id={d['id']}",
     "remove": lambda r, d: f"removed id={d['id']}",

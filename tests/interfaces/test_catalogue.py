@@ -97,7 +97,7 @@ def _tools(manager: MemoryManager) -> dict[str, dict[str, Any]]:
     return {s["function"]["name"]: s["function"] for s in schemas}
 
 
-TOOL_PREFIX = {"memories": "memory_", "documents": "knowledge_base_"}
+TOOL_PREFIX = {"memories": "memory_", "media": "memory_", "documents": "knowledge_base_"}
 
 
 def _cli_commands() -> dict[str, Any]:
@@ -146,17 +146,76 @@ def test_every_interface_exposes_every_operation(manager: MemoryManager,
     # every tool function is an operation's
     assert len(tool) == len(CATALOGUE.on("tool"))
     # what an interface cannot carry is said, and stays a short list: a file download,
-    # a multipart upload, and the admin operations (whole-store, an operator's)
+    # multipart uploads, a PNG answer, and the admin operations (whole-store, an
+    # operator's)
     assert {op.name: sorted(op.not_on) for op in CATALOGUE if op.not_on} == {
         "export": ["mcp", "tool"], "ingest_upload": ["mcp", "tool"],
+        "add_media_upload": ["mcp", "tool"], "search_media_file": ["mcp", "tool"],
+        "media_thumbnail": ["mcp", "tool"],
         "list_jobs": ["mcp", "tool"], "run_job": ["mcp", "tool"],
         "list_namespaces": ["mcp", "tool"]}
+    # the media operations are there (schemas and routes need no encoder)
+    media = {op.name for op in CATALOGUE if op.area == "media"}
+    assert media == {"add_media_upload", "add_media_path", "search_media",
+                     "search_media_file", "media_thumbnail"}
+    assert {"add_media_path", "search_media"} <= set(mcp_tools)
+    assert {"memory_add_media_path", "memory_search_media"} <= set(tool)
     assert all(reason for op in CATALOGUE for reason in op.not_on.values())
     # every route is async: they run through the AsyncMemoryManager
     names = {op.name for op in CATALOGUE.on("rest")}
     routes = [r for r in build_router(CATALOGUE).routes if isinstance(r, APIRoute)]
     assert {r.name for r in routes} == names
     assert all(inspect.iscoroutinefunction(r.endpoint) for r in routes)
+
+
+# --- the media operations without perceptual memory: the 501 problem everywhere -------
+MEDIA_CALLS = [
+    ("POST", "/v1/media/path", {"json": {"path": "x.png", "modality": "image"}}),
+    ("POST", "/v1/media/search", {"json": {"query": "a red square"}}),
+    ("GET", "/v1/media/0123/thumbnail", {}),
+    ("POST", "/v1/media", {"data": {"modality": "image"},
+                           "files": {"file": ("a.png", b"\x89PNG....", "image/png")}}),
+    ("POST", "/v1/media/search/file", {"data": {"modality": "audio"},
+                                       "files": {"file": ("q.wav", b"RIFF....", "audio/wav")}}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "send"), MEDIA_CALLS,
+                         ids=[f"{m} {p}" for m, p, _ in MEDIA_CALLS])
+def test_media_routes_answer_501_without_perceptual_memory(
+        manager: MemoryManager, tmp_path: Path, method: str, path: str,
+        send: dict[str, Any]) -> None:
+    """The media routes are generated like every other; on a server without perceptual
+    memory each answers the 501 problem naming what to install and set, and an upload
+    is not kept."""
+    data = tmp_path / "data"
+    settings = make_settings(data, api={"api_keys": {"k": ["u"]}})
+    call = AsgiApi(create_app(settings, manager=manager),
+                   headers={"Authorization": "Bearer k"})
+    r = call(method, path, params={"namespace": "u"}, **send)
+    assert r.status_code == 501, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    body = r.json()
+    assert body["error"] == "PerceptualNotConfiguredError" and "perceptual" in body["detail"]
+    assert not (data / "uploads").exists()  # nothing kept for a call bound to fail
+    # a request the operation's model refuses is still a 422, before anything else
+    if path == "/v1/media/search":
+        bad = call("POST", path, params={"namespace": "u"},
+                   json={"query": "x", "target_modality": "video"})
+        assert bad.status_code == 422
+
+
+def test_media_tools_say_perceptual_memory_is_off(manager: MemoryManager,
+                                                  settings: Settings) -> None:
+    async def over_mcp() -> tuple[bool, str]:
+        async with Client(build_server(manager, settings, ["u"])) as c:
+            r = await c.call_tool("search_media", {"namespace": "u", "query": "a cat"})
+            return bool(r.is_error), str(getattr(r.content[0], "text", ""))
+
+    is_error, said = anyio.run(over_mcp)
+    assert is_error and "PerceptualNotConfiguredError" in said
+    out = MemoryTool(manager, namespace="u").run({"action": "search_media", "query": "a cat"})
+    assert out["ok"] is False and out["error"]["type"] == "PerceptualNotConfiguredError"
 
 
 # --- a made-up operation: a catalogue entry and its handler, no other edit ------------

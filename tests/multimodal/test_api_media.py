@@ -122,3 +122,84 @@ def test_media_source_cannot_be_repointed(tmp_path: Path, clip_checkpoint: Path,
                                                                    "source": str(secret)})
         refused = call("GET", f"/v1/media/{mid}/thumbnail", params=NS)
         assert refused.status_code == 400 and "outside" in refused.json()["detail"]
+
+
+# The keys of a media hit before the catalogue (api/media.py's media_hit): clients keep
+# them; the hit is now hit_to_json's, whose keys it has too.
+OLD_HIT_KEYS = {"id", "score", "modality", "source", "caption", "mime_type", "breakdown",
+                "memory", "thumbnail_url"}
+SEARCH_HIT_KEYS = {"id", "score", "memory_type", "content", "fused", "context", "views",
+                   "breakdown", "memory"}
+
+
+def test_media_operations_over_mcp_and_the_tool(api: Any, media: dict[str, Path],
+                                                tmp_path: Path) -> None:
+    """add_media_path and search_media are MCP tools and MemoryTool actions (generated
+    from the catalogue, as every operation): the same JSON as REST, paths only under
+    the interface's folders (MCP api.read_dirs, the tool its roots)."""
+    import anyio
+    from mcp import Client
+
+    from hello_memory.mcp_server import build_server
+    from hello_memory.tools import MemoryTool
+
+    call, settings = api
+    mm = call.app.state.manager
+    folder = media["red"].parent
+    tool = MemoryTool(mm, namespace="u", roots=[folder], user_id="ann")
+    added = tool.run({"action": "add_media_path", "path": str(media["red"]),
+                      "modality": "image", "caption": "red"})
+    assert added["ok"] and added["text"] == f"stored image memory id={added['id']}"
+    assert mm.get(added["id"], namespace="u").user_id == "ann"  # the tool's user fills in
+    no_roots = MemoryTool(mm, namespace="u").run(
+        {"action": "add_media_path", "path": str(media["red"]), "modality": "image"})
+    assert not no_roots["ok"] and "roots" in no_roots["error"]["message"]
+    outside = tmp_path / "elsewhere.png"
+    outside.write_bytes(media["red"].read_bytes())
+    refused = tool.run({"action": "add_media_path", "path": str(outside), "modality": "image"})
+    assert not refused["ok"] and refused["error"]["type"] == "InvalidInputError"
+
+    async def over_mcp() -> tuple[Any, Any, bool]:
+        async with Client(build_server(mm, settings, ["u"])) as c:
+            stripes = await c.call_tool("add_media_path", {
+                "namespace": "u", "path": str(media["stripes"]), "modality": "image"})
+            found = await c.call_tool("search_media", {"namespace": "u", "query": "red",
+                                                       "top_k": 5})
+            out = await c.call_tool("add_media_path", {
+                "namespace": "u", "path": str(outside), "modality": "image"})
+            return stripes.structured_content, found.structured_content, bool(out.is_error)
+
+    stripes, found, out_refused = anyio.run(over_mcp)
+    assert stripes["modality"] == "image" and out_refused
+    rest = call("POST", "/v1/media/search", params=NS, json={"query": "red"}).json()
+    assert [h["id"] for h in found["hits"]] == [h["id"] for h in rest["hits"]]
+    assert {h["id"] for h in rest["hits"]} == {added["id"], stripes["id"]}
+    for hit in rest["hits"]:
+        assert set(hit) == OLD_HIT_KEYS | SEARCH_HIT_KEYS and set(found["hits"][0]) == set(hit)
+        assert hit["memory_type"] == "perceptual" and hit["memory"]["id"] == hit["id"]
+    searched = tool.run({"action": "search_media", "query": "red"})
+    assert searched["ok"] and set(searched["ids"]) == {added["id"], stripes["id"]}
+    assert all(h["modality"] == "image" and h["source"] for h in searched["hits"])
+    assert "2 media memories:" in searched["text"]
+
+
+def test_thumbnail_and_query_file_edges(api: Any, media: dict[str, Path]) -> None:
+    """A thumbnail of an unknown memory is a 404, of a text memory a 400; a query file
+    searched by is not kept (the uploads folder stays as it was)."""
+    call, settings = api
+    text = call("POST", "/v1/memories", params=NS,
+                json={"content": "Ann likes red.", "memory_type": "semantic"}).json()
+    assert call("GET", f"/v1/media/{text['id']}/thumbnail", params=NS).status_code == 400
+    gone = call("GET", "/v1/media/00000000-0000-0000-0000-000000000000/thumbnail", params=NS)
+    assert gone.status_code == 404
+    call("POST", "/v1/media", params=NS, data={"modality": "image"},
+         files={"file": ("red.png", media["red"].read_bytes(), "image/png")})
+    uploads = Path(settings.data_dir) / "uploads"
+    before = sorted(uploads.rglob("*"))
+    r = call("POST", "/v1/media/search/file", params=NS, data={"modality": "image"},
+             files={"file": ("q.png", media["stripes"].read_bytes(), "image/png")})
+    assert r.status_code == 200 and len(r.json()["hits"]) == 1
+    assert sorted(uploads.rglob("*")) == before
+    empty = call("POST", "/v1/media/search/file", params=NS, data={"modality": "image"},
+                 files={"file": ("q.png", b"", "image/png")})
+    assert empty.status_code == 400
