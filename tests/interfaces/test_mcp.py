@@ -77,10 +77,12 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
     anyio.run(session)
     # one tool per catalogue operation MCP carries (tests/interfaces/test_catalogue.py),
     # documents' included
-    assert results["tools"] == ["add_batch", "ask", "clear", "clear_documents", "consolidate",
+    assert results["tools"] == ["add_batch", "add_media_path", "ask", "clear",
+                                "clear_documents", "consolidate",
                                 "context", "delete_document", "document_stats", "forget",
                                 "get_memory", "ingest", "ingest_text", "recall", "remember",
-                                "remove", "restore", "search_documents", "stats", "summary",
+                                "remove", "restore", "search_documents", "search_media", "stats",
+                                "summary",
                                 "update"]
     mid, hits = results["recall"]
     assert hits[0]["id"] == mid and hits[0]["content"] == "Alice is vegetarian."
