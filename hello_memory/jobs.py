@@ -25,7 +25,6 @@ without cron; :func:`parse_schedule` reads the ``jobs.schedule`` entries that
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from hello_memory import telemetry
 from hello_memory.config import JobsSettings
-from hello_memory.errors import ConfigError, InvalidInputError
+from hello_memory.errors import InvalidInputError
 from hello_memory.types import MemoryType, utcnow
 from hello_memory.validation import require_namespace
 
@@ -248,20 +247,13 @@ def _forget(mm: MemoryManager, ns: str, dry_run: bool, cfg: JobsSettings,
 def _maintenance(name: str) -> Callable[..., tuple[dict[str, int], dict[str, Any]]]:
     def run(mm: MemoryManager, ns: str, dry_run: bool, cfg: JobsSettings,
             opts: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, Any]]:
-        method = getattr(mm, name, None)
-        if method is None:
-            raise ConfigError(f"this version of MemoryManager has no {name}(); the "
-                              f"{name} job needs it (upgrade hello-memory)")
         kwargs: dict[str, Any] = {"namespace": ns, "dry_run": dry_run}
         if name == "reindex":
             kwargs["progress"] = bool(opts.get("progress", False))
-        if name == "reconcile" and (opts.get("retry_failed") or opts.get("drop_failed")):
-            from hello_memory.memory.maintenance import reconcile  # the failing rows' options
-
-            method = functools.partial(reconcile, mm,
-                                       retry_failed=list(opts.get("retry_failed") or ()),
-                                       drop_failed=list(opts.get("drop_failed") or ()))
-        report = _plain(method(**kwargs))
+        if name == "reconcile":  # the failing rows' options
+            kwargs["retry_failed"] = list(opts.get("retry_failed") or ())
+            kwargs["drop_failed"] = list(opts.get("drop_failed") or ())
+        report = _plain(getattr(mm, name)(**kwargs))
         report = report if isinstance(report, dict) else {"result": report}
         return _counts_of(report), report
     return run

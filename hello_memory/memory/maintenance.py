@@ -39,7 +39,7 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hello_memory.errors import CollectionNotFoundError
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores, memory_payload
@@ -48,13 +48,9 @@ from hello_memory.stores.records import ItemFilter
 from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace
 
-if TYPE_CHECKING:
-    from hello_memory.memory.manager import MemoryManager
-
 log = logging.getLogger(__name__)
 
-__all__ = ["Maintenance", "OptimizeReport", "ReconcileReport", "ReindexReport", "optimize",
-           "reconcile", "reindex"]
+__all__ = ["Maintenance", "OptimizeReport", "ReconcileReport", "ReindexReport"]
 
 BATCH = 128
 
@@ -395,25 +391,3 @@ class Maintenance:
                 continue  # a knowledge base or modality this store never used
             report.seconds[collection] = round(time.perf_counter() - started, 3)
         return report
-
-
-# --- the facade's entry points ----------------------------------------------------------
-def reconcile(manager: MemoryManager, *, namespace: str | None = None, dry_run: bool = False,
-              retry_failed: Sequence[str] = (), drop_failed: Sequence[str] = (),
-              ) -> ReconcileReport:
-    """:meth:`Maintenance.reconcile` over ``manager``'s stores."""
-    return Maintenance(manager.stores).reconcile(namespace=namespace, dry_run=dry_run,
-                                                 retry_failed=retry_failed,
-                                                 drop_failed=drop_failed)
-
-
-def reindex(manager: MemoryManager, *, namespace: str | None = None, dry_run: bool = False,
-            progress: bool = False) -> ReindexReport:
-    """:meth:`Maintenance.reindex` over ``manager``'s stores."""
-    return Maintenance(manager.stores).reindex(namespace=namespace, dry_run=dry_run,
-                                               progress=progress)
-
-
-def optimize(manager: MemoryManager) -> OptimizeReport:
-    """:meth:`Maintenance.optimize` over ``manager``'s stores."""
-    return Maintenance(manager.stores).optimize()

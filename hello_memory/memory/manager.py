@@ -761,13 +761,17 @@ class MemoryManager:
             min_access_count=min_access_count, dry_run=dry_run)
 
     # --- maintenance (records are the truth; see maintenance.py) ----------------------
-    def reconcile(self, *, namespace: str | None = None,
-                  dry_run: bool = False) -> ReconcileReport:
+    def reconcile(self, *, namespace: str | None = None, dry_run: bool = False,
+                  retry_failed: Sequence[str] = (), drop_failed: Sequence[str] = ()
+                  ) -> ReconcileReport:
         """Bring vectors and graph in line with the records; a ``ReconcileReport``.
-        ``namespace`` None means every namespace."""
+        ``namespace`` None means every namespace; ``retry_failed`` / ``drop_failed``
+        name index failures to apply again or to give up (see Maintenance.reconcile)."""
         from hello_memory.memory.maintenance import Maintenance
 
-        return Maintenance(self.stores).reconcile(namespace=namespace, dry_run=dry_run)
+        return Maintenance(self.stores).reconcile(namespace=namespace, dry_run=dry_run,
+                                                  retry_failed=retry_failed,
+                                                  drop_failed=drop_failed)
 
     def reindex(self, *, namespace: str | None = None, dry_run: bool = False,
                 progress: bool = False) -> ReindexReport:
