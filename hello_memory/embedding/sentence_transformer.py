@@ -93,12 +93,24 @@ def _quiet_transformers() -> Iterator[None]:
 
 
 def _load_sentence_transformer(source: str, device: str | None) -> Any:
-    """Load a SentenceTransformer; a module-level seam so tests can substitute a fake."""
-    # Imported here: sentence-transformers pulls in torch (seconds), and importing
-    # hello_memory must stay fast for CLI and config-only use.
+    """Load a model with sentence-transformers' ``encode`` and
+    ``get_embedding_dimension``; a module-level seam so tests can substitute a fake.
+
+    A local directory of the plain BERT + mean-pooling shape (the packaged default
+    among them) runs on :mod:`hello_memory.embedding.bert`, which skips the seconds
+    that importing sentence-transformers costs; anything else is a SentenceTransformer.
+    """
+    from hello_memory.embedding.bert import load_bert_directory
+
+    runner = load_bert_directory(source, device)
+    if runner is not None:
+        return runner
+    # Imported here: sentence-transformers pulls in torch and transformers (seconds),
+    # and importing hello_memory must stay fast for CLI and config-only use.
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(source, device=device)
+    with _quiet_transformers():  # the "Loading weights" bar is noise, whatever show_progress
+        return SentenceTransformer(source, device=device)
 
 
 class SentenceTransformerEmbedder:
@@ -210,11 +222,7 @@ class SentenceTransformerEmbedder:
     def _load(self) -> tuple[Any, int]:
         source = self._resolve_source()
         try:
-            if self.show_progress:
-                model = _load_sentence_transformer(source, self.device)
-            else:
-                with _quiet_transformers():
-                    model = _load_sentence_transformer(source, self.device)
+            model = _load_sentence_transformer(source, self.device)
         except HelloMemoryError:
             raise
         except Exception as exc:  # ST/HF raise OSError, ValueError, HTTP errors, ...
