@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
 
 from hello_memory.errors import ConfigError, InvalidInputError
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
     from hello_memory.rag.pipeline import RAGPipeline
     from hello_memory.scheduler import JobScheduler
 
-__all__ = ["INTERFACES", "Area", "Call", "Catalogue", "Interface", "Operation", "Rest", "Scope",
-           "annotated", "default_catalogue", "invalid_input", "plain_json"]
+__all__ = ["INTERFACES", "Area", "Call", "Catalogue", "Interface", "NoArguments", "Operation",
+           "Request", "Rest", "Scope", "annotated", "default_catalogue", "invalid_input",
+           "plain_json"]
 
 Scope = Literal["read", "write", "admin"]
 Interface = Literal["rest", "mcp", "tool", "cli"]
@@ -43,6 +44,17 @@ Interface = Literal["rest", "mcp", "tool", "cli"]
 # the RAGTool the document ones; REST tags its routes with it.
 Area = Literal["memories", "media", "documents", "admin"]
 INTERFACES: tuple[Interface, ...] = ("rest", "mcp", "tool", "cli")
+
+
+class Request(BaseModel):
+    """The base of every operation's request model: an argument the operation does not
+    take is refused (a misspelt name is an error, never silently ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class NoArguments(Request):
+    """The request of an operation that takes no arguments."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,13 @@ class Call:
             raise ConfigError("this interface serves documents only: it has no memory "
                               "manager")
         return self.memories
+
+    def readable_dirs(self) -> tuple[str, ...]:
+        """The folders a caller may name paths under: ``read_dirs`` (a tool's roots),
+        else ``settings.api.read_dirs`` (none without settings)."""
+        if self.read_dirs is not None:
+            return self.read_dirs
+        return tuple(self.settings.api.read_dirs) if self.settings is not None else ()
 
     def rag(self) -> RAGPipeline:
         """The interface's RAG pipeline (ConfigError without the rag extra)."""
@@ -156,6 +175,13 @@ class Operation:
         """Summary and description: REST's description, MCP's and the tool's."""
         return f"{self.summary} {self.description}".strip()
 
+    def parameters(self) -> dict[str, Any]:
+        """The request model's JSON schema as a function-calling tool's parameters
+        (MemoryTool, RAGTool): without pydantic's ``title`` noise, which those APIs
+        ignore and which costs prompt tokens."""
+        stripped: dict[str, Any] = _strip_titles(self.request.model_json_schema())
+        return stripped
+
     def parse(self, arguments: Mapping[str, Any]) -> BaseModel:
         """The request from plain arguments; a mismatch is :class:`InvalidInputError`."""
         try:
@@ -170,6 +196,14 @@ class Operation:
     def run(self, call: Call, request: BaseModel) -> dict[str, Any]:
         """The handler's result as JSON."""
         return self.serialise(self.invoke(call, request))
+
+
+def _strip_titles(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
 
 
 def annotated(info: FieldInfo, *extra: Any) -> Any:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from hello_memory.catalogue import Call, Operation, Rest
+from hello_memory.catalogue import Call, NoArguments, Operation, Request, Rest
 
 if TYPE_CHECKING:
     from hello_memory.jobs import JobRun
@@ -22,11 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["ADMIN_OPERATIONS", "JobRequest", "JobsRan", "jobs_json"]
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class JobRequest(_Request):
+class JobRequest(Request):
     """The options of ``hello-memory jobs NAME`` (each job takes its own; a store-wide
     job, optimize, takes none)."""
 
@@ -60,10 +56,6 @@ class JobRequest(_Request):
                      "retry_failed": self.retry_failed or None,
                      "drop_failed": self.drop_failed or None}
         return {k: v for k, v in given.items() if v is not None}
-
-
-class NoArguments(_Request):
-    pass
 
 
 @dataclass(frozen=True)

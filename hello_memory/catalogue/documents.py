@@ -15,44 +15,40 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from hello_memory.catalogue import Call, Operation, Rest, plain_json
+from hello_memory.catalogue import Call, NoArguments, Operation, Request, Rest, plain_json
 from hello_memory.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from hello_memory.rag.types import Answer, IngestReport, RAGHit
 
 __all__ = ["DOCUMENT_OPERATIONS", "AskRequest", "DocSearch", "PathDocuments", "SavedUpload",
-           "TextDocument", "confine_path", "confined"]
+           "TextDocument", "confine_path", "confined", "resolve_under"]
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TextDocument(_Request):
+class TextDocument(Request):
     text: str = Field(description="The document's text (Markdown headings are kept).")
     source: str = Field("text", description="The name it is cited by; text added again "
                         "under the same source replaces it")
     metadata: dict[str, Any] | None = Field(None, description="Free-form tags.")
 
 
-class PathDocuments(_Request):
+class PathDocuments(Request):
     paths: list[str] = Field(min_length=1, max_length=1000, description=(
         "Files or folders on this machine, under the folders this interface may read."))
 
 
-class SavedUpload(_Request):
+class SavedUpload(Request):
     path: str
     name: str
 
 
-class UploadedDocuments(_Request):
+class UploadedDocuments(Request):
     files: list[SavedUpload] = Field(min_length=1, description="documents")
 
 
-class DocSearch(_Request):
+class DocSearch(Request):
     query: str = Field(description="What to look for in the documents.")
     top_k: int = Field(5, ge=1, le=50, description="How many passages to return.")
     filters: dict[str, Any] | None = Field(
@@ -60,7 +56,7 @@ class DocSearch(_Request):
         "path or a prefix of one), language")
 
 
-class AskRequest(_Request):
+class AskRequest(Request):
     question: str = Field(description="The question, answered from the documents.")
     top_k: int | None = Field(None, ge=1, le=100, description="Passages retrieved; "
                               "default rag.ask_top_k")
@@ -70,34 +66,39 @@ class AskRequest(_Request):
                                   "(answer, then HyDE, then MQE); default rag.llm_calls")
 
 
-class DocumentRef(_Request):
+class DocumentRef(Request):
     document: str = Field(description="A document id, or its source path.")
 
 
-class ClearDocuments(_Request):
+class ClearDocuments(Request):
     confirm: bool = Field(False, description="Must be true; nothing happens otherwise.")
 
 
-class NoArguments(_Request):
-    pass
+def resolve_under(raw: str, roots: Sequence[str | Path], what: str) -> Path | None:
+    """``raw`` resolved (links followed) when it lies under one of ``roots``, else None;
+    InvalidInputError naming ``what`` when it cannot be resolved at all. The one check
+    of every path a caller names or a record stores (:func:`confine_path`, the media
+    thumbnail's stored file)."""
+    if "\x00" in raw:
+        raise InvalidInputError(f"{what} holds a NUL character")
+    try:
+        path = Path(raw).expanduser().resolve()
+    except (OSError, ValueError, RuntimeError) as exc:  # too long, a link loop
+        raise InvalidInputError(f"{what} cannot be resolved: {exc}") from None
+    resolved = [Path(d).expanduser().resolve() for d in roots]
+    return path if any(path == r or r in path.parents for r in resolved) else None
 
 
 def confine_path(raw: str, read_dirs: Sequence[str | Path], where: str = "api.read_dirs"
                  ) -> Path:
-    """``raw`` resolved (links followed), when it lies under one of ``read_dirs`` (named
-    ``where`` in errors): a remote caller or a model names paths on this machine only
+    """``raw`` resolved, when it lies under one of ``read_dirs`` (named ``where`` in
+    errors) and exists: a remote caller or a model names paths on this machine only
     inside those."""
-    roots = [Path(d).expanduser().resolve() for d in read_dirs]
-    if not roots:
+    if not read_dirs:
         raise InvalidInputError(f"this interface reads no paths ({where} is empty); "
                                 "upload the file or send the text instead")
-    if "\x00" in raw:
-        raise InvalidInputError(f"path {raw!r} holds a NUL character")
-    try:
-        path = Path(raw).expanduser().resolve()
-    except (OSError, ValueError, RuntimeError) as exc:  # too long, a link loop
-        raise InvalidInputError(f"path {raw[:200]!r} cannot be resolved: {exc}") from None
-    if not any(path == r or r in path.parents for r in roots):
+    path = resolve_under(raw, read_dirs, f"path {raw[:200]!r}")
+    if path is None:
         raise InvalidInputError(f"path {raw!r} is outside {where}")
     try:
         exists = path.exists()
@@ -109,12 +110,11 @@ def confine_path(raw: str, read_dirs: Sequence[str | Path], where: str = "api.re
 
 
 def confined(call: Call, raw: str) -> Path:
-    """``raw`` under the interface's folders: ``Call.read_dirs`` (a tool's roots),
-    else ``api.read_dirs``."""
+    """``raw`` under the interface's folders (:meth:`Call.readable_dirs`)."""
     if call.read_dirs is not None:
         return confine_path(raw, call.read_dirs, "the folders this tool may read ("
                             + (", ".join(call.read_dirs) or "none: give it roots") + ")")
-    return confine_path(raw, call.settings.api.read_dirs if call.settings else ())
+    return confine_path(raw, call.readable_dirs())
 
 
 # --- handlers: one pipeline call each ---------------------------------------------------

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, urlencode
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from hello_memory.catalogue import Call, Operation, Rest
-from hello_memory.catalogue.documents import SavedUpload, confined
+from hello_memory.catalogue import Call, Operation, Request, Rest
+from hello_memory.catalogue.documents import SavedUpload, confined, resolve_under
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import hit_to_json, item_to_json, perceptual_off_error
 from hello_memory.types import MemoryItem, MemoryType, Modality
@@ -39,11 +39,7 @@ MediaKind = Literal["image", "audio"]
 Target = Literal["text", "image", "audio"]
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class _MediaFields(_Request):
+class _MediaFields(Request):
     modality: MediaKind = Field(description="What the file is: image or audio.")
     caption: str | None = Field(None, description="A caption (also the memory's text).")
     importance: float = Field(0.5, ge=0, le=1)
@@ -60,7 +56,7 @@ class MediaUpload(_MediaFields):
     file: SavedUpload = Field(description="an image or audio file")
 
 
-class MediaSearch(_Request):
+class MediaSearch(Request):
     query: str = Field(description="a text query")
     target_modality: Target = Field("image", description="What to find: image, audio "
                                     "or text memories.")
@@ -68,13 +64,13 @@ class MediaSearch(_Request):
     min_importance: float | None = Field(None, ge=0, le=1)
 
 
-class MediaFileSearch(_Request):
+class MediaFileSearch(Request):
     file: SavedUpload = Field(description="the query image or audio")
     modality: MediaKind = Field(description="what the file is")
     top_k: int = Field(5, ge=1, le=100)
 
 
-class Thumbnail(_Request):
+class Thumbnail(Request):
     memory_id: str = Field(description="An image memory's id.")
     size: int = Field(128, ge=16, le=512, description="The longest side, in pixels.")
 
@@ -92,11 +88,8 @@ def media_roots(call: Call) -> list[Path]:
     the interface may read."""
     from hello_memory.stores.uploads import uploads_root
 
-    settings = call.settings
-    dirs = call.read_dirs if call.read_dirs is not None else (
-        settings.api.read_dirs if settings is not None else ())
-    roots = [uploads_root(settings.data_dir)] if settings is not None else []
-    return [*roots, *map(Path, dirs)]
+    roots = [uploads_root(call.settings.data_dir)] if call.settings is not None else []
+    return [*roots, *map(Path, call.readable_dirs())]
 
 
 # --- handlers: one facade call each -----------------------------------------------------
@@ -133,14 +126,8 @@ def search_media_file(call: Call, req: MediaFileSearch) -> MediaFound:
 def _stored_file(call: Call, source: str) -> Path:
     """``source`` resolved, when it lies under :func:`media_roots`; else an
     InvalidInputError (400): a stored path pointing elsewhere is never opened."""
-    if "\x00" in source:
-        raise InvalidInputError("the stored source path holds a NUL character")
-    try:
-        path = Path(source).resolve()
-    except (OSError, ValueError, RuntimeError):
-        raise InvalidInputError("the stored source path cannot be resolved") from None
-    roots = [r.resolve() for r in media_roots(call)]
-    if not any(path == root or root in path.parents for root in roots):
+    path = resolve_under(source, media_roots(call), "the stored source path")
+    if path is None:
         raise InvalidInputError("the stored source file lies outside the uploads folder and "
                                 "api.read_dirs; it is not served")
     return path

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from hello_memory.catalogue import Call, Operation, Rest, plain_json
+from hello_memory.catalogue import Call, NoArguments, Operation, Request, Rest, plain_json
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import added_to_json, hit_to_json, item_to_json
 from hello_memory.types import MemoryItem, MemoryType
@@ -38,11 +38,7 @@ RecipeName = Literal["hybrid", "per-type", "bm25-only", "dense-only", "fused",
 OnDuplicate = Literal["return", "update", "store"]
 
 
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MemoryEntry(_Request):
+class MemoryEntry(Request):
     content: str = Field(description="The text to remember, one fact or event.")
     memory_type: StoredType | None = Field(
         None, description="working (this conversation), episodic (an event) or semantic "
@@ -71,13 +67,13 @@ class AddMemory(MemoryEntry):
                                              "memory.on_duplicate")
 
 
-class AddMany(_Request):
+class AddMany(Request):
     memories: list[MemoryEntry] = Field(min_length=1, max_length=1000)
     on_duplicate: OnDuplicate | None = Field(None, description="default: "
                                              "memory.on_duplicate")
 
 
-class SearchRequest(_Request):
+class SearchRequest(Request):
     query: str = Field(description="What to look for, in natural language.")
     top_k: int = Field(5, ge=1, le=100, description="How many memories to return.")
     memory_types: list[TypeName] | None = Field(None, description="Limit to these types.")
@@ -97,7 +93,7 @@ class SearchRequest(_Request):
         "since are found, default search keeps only those still true")
 
 
-class MemoryId(_Request):
+class MemoryId(Request):
     memory_id: str = Field(description="The full id returned by add or search.")
 
 
@@ -107,7 +103,7 @@ class UpdateMemory(MemoryId):
     metadata: dict[str, Any] | None = None
 
 
-class ForgetRequest(_Request):
+class ForgetRequest(Request):
     ids: list[str] | None = Field(None, min_length=1, max_length=10_000,
                                   description="Forget exactly these ids.")
     strategy: Literal["importance", "time", "capacity"] | None = Field(
@@ -123,11 +119,11 @@ class ForgetRequest(_Request):
     hard: bool = Field(False, description="Delete for good (no restore); a strategy only.")
 
 
-class RestoreRequest(_Request):
+class RestoreRequest(Request):
     ids: list[str] = Field(min_length=1, max_length=10_000)
 
 
-class ConsolidateRequest(_Request):
+class ConsolidateRequest(Request):
     from_type: Literal["working", "episodic"] | None = Field(
         None, description="default: jobs.consolidate_from (episodic); one end names "
         "the other")
@@ -140,21 +136,17 @@ class ConsolidateRequest(_Request):
     dry_run: bool = False
 
 
-class ContextRequest(_Request):
+class ContextRequest(Request):
     query: str
     max_tokens: int = Field(1500, ge=1, le=100_000)
 
 
-class SummaryRequest(_Request):
+class SummaryRequest(Request):
     limit: int = Field(5, ge=1, le=50, description="Memories shown per type.")
 
 
-class ClearRequest(_Request):
+class ClearRequest(Request):
     confirm: bool = Field(False, description="Must be true; nothing happens otherwise.")
-
-
-class NoArguments(_Request):
-    pass
 
 
 # --- handlers: one facade call each -----------------------------------------------------

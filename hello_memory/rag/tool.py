@@ -32,14 +32,6 @@ def _actions(catalogue: Catalogue) -> dict[str, Operation]:
 ACTIONS = tuple(_actions(default_catalogue()))
 
 
-def _strip_titles(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
-    if isinstance(schema, list):
-        return [_strip_titles(v) for v in schema]
-    return schema
-
-
 class RAGTool:
     """Document knowledge base for an agent, scoped to ``namespace``."""
 
@@ -93,7 +85,7 @@ class RAGTool:
         namespace left out: it is fixed)."""
         return [{"type": "function", "function": {
                     "name": f"{self.prefix}{action}", "description": op.doc,
-                    "parameters": _strip_titles(op.request.model_json_schema())}}
+                    "parameters": op.parameters()}}
                 for action, op in self.actions.items()]
 
     def schema(self) -> dict[str, Any]:
@@ -103,7 +95,7 @@ class RAGTool:
                                                  "enum": list(self.actions)}}
         takers: dict[str, list[str]] = {}
         for action, op in self.actions.items():
-            schema = _strip_titles(op.request.model_json_schema())
+            schema = op.parameters()
             for field, spec in schema.get("properties", {}).items():
                 properties.setdefault(field, {k: v for k, v in spec.items()
                                               if k != "description"})

@@ -83,16 +83,6 @@ def _actions(catalogue: Catalogue) -> dict[str, Operation]:
 ACTIONS = {action: op.request for action, op in _actions(default_catalogue()).items()}
 
 
-def _strip_titles(schema: Any) -> Any:
-    """JSON schema without pydantic's ``title`` noise (function-calling APIs ignore it
-    and it costs prompt tokens)."""
-    if isinstance(schema, dict):
-        return {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
-    if isinstance(schema, list):
-        return [_strip_titles(v) for v in schema]
-    return schema
-
-
 def memory_dict(item: MemoryItem, score: float | None = None) -> dict[str, Any]:
     """The fields an agent needs about one memory (full id included): the tool's
     compact view of ``item_to_json``."""
@@ -161,7 +151,7 @@ class MemoryTool:
         the catalogue's request models, the tool's namespace left out (it is fixed)."""
         return [{"type": "function", "function": {
                     "name": f"{self.prefix}{action}", "description": op.doc,
-                    "parameters": _strip_titles(op.request.model_json_schema())}}
+                    "parameters": op.parameters()}}
                 for action, op in self.actions.items()]
 
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None
