@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import inspect
 import os
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path as FilePath
 from typing import Annotated, Any, get_origin
 
 from fastapi import APIRouter, Body, File, Form, Path, Query, Request, Response, UploadFile
@@ -33,8 +31,7 @@ from pydantic import BaseModel, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from hello_memory.api.app import Admin, Namespace, async_manager_of
-from hello_memory.api.documents import display_name, pipeline_of, save_upload
-from hello_memory.api.security import safe_upload_name
+from hello_memory.api.documents import pipeline_of, save_upload, temporary_upload
 from hello_memory.catalogue import Call, Catalogue, Operation, annotated, default_catalogue
 
 # The request models, under the names this module gave them before the catalogue.
@@ -49,7 +46,6 @@ from hello_memory.catalogue.memories import (  # noqa: F401
     SearchRequest,
     UpdateMemory,
 )
-from hello_memory.errors import InvalidInputError
 
 __all__ = ["build_router", "router"]
 
@@ -90,12 +86,6 @@ def _upload_param(op: Operation) -> inspect.Parameter:
                              annotation=Annotated[kind, File(description=info.description)])
 
 
-def _saved(request: Request, namespace: str, upload: UploadFile, kind: str
-           ) -> dict[str, str]:
-    path = save_upload(request, namespace, upload, kind)
-    return {"path": str(path), "name": display_name(upload.filename, path.name)}
-
-
 @asynccontextmanager
 async def _kept(op: Operation, request: Request, namespace: str, files: Any
                 ) -> AsyncIterator[Any]:
@@ -106,28 +96,17 @@ async def _kept(op: Operation, request: Request, namespace: str, files: Any
     amm = async_manager_of(request)
     uploads = files if isinstance(files, list) else [files]
     if op.rest.keep_upload:
-        kept = [await amm.run(_saved, request, namespace, f, op.area) for f in uploads]
+        kept = [await amm.run(save_upload, request, namespace, f, op.area) for f in uploads]
         yield kept if _many(op) else kept[0]
         return
     temps: list[dict[str, str]] = []
     try:
         for f in uploads:
-            temps.append(await amm.run(_temporary, f))
+            temps.append(await amm.run(temporary_upload, f))
         yield temps if _many(op) else temps[0]
     finally:
         for t in temps:
             os.unlink(t["path"])
-
-
-def _temporary(upload: UploadFile) -> dict[str, str]:
-    data = upload.file.read()
-    if not data:
-        raise InvalidInputError(f"uploaded file {upload.filename!r} is empty")
-    name = safe_upload_name(upload.filename)
-    fd, path = tempfile.mkstemp(prefix="hm-upload-", suffix=FilePath(name).suffix)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    return {"path": path, "name": display_name(upload.filename, name)}
 
 
 def _params(op: Operation) -> list[inspect.Parameter]:

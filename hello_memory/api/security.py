@@ -23,12 +23,11 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from typing import Any
 
 from hello_memory.api.problems import AccessDenied, problem
-from hello_memory.catalogue.documents import confine_path  # noqa: F401  (REST's and MCP's)
 from hello_memory.config import ApiSettings
 from hello_memory.errors import ConfigError
 from hello_memory.validation import require_namespace
 
-__all__ = ["Access", "BodyLimit", "HostCheck", "check_bind", "confine_path", "host_allowed",
+__all__ = ["Access", "BodyLimit", "HostCheck", "check_bind", "host_allowed",
            "is_loopback", "namespace_allowed", "safe_upload_name"]
 
 _log = logging.getLogger("hello_memory.api")

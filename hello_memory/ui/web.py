@@ -12,7 +12,6 @@ are ``update`` / ``forget_ids`` / ``restore`` / ``remove``, jobs are the schedul
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -48,9 +47,6 @@ SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Frame-Options": "DENY",
                     "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
                     "Cache-Control": "no-store"}
 router = APIRouter()
-_rag_lock = threading.Lock()
-
-
 class LoginRequired(Exception):
     """No valid dashboard session: the browser is sent to the login page."""
 
@@ -356,13 +352,9 @@ def graph(request: Request, viewer: ViewerDep, namespace: NamespaceQ,
 
 # --- documents -------------------------------------------------------------------------
 def _rag(request: Request) -> Any:
-    from hello_memory.tools.rag_access import build_rag
+    from hello_memory.api.documents import pipeline_of
 
-    parent = _parent(request)
-    with _rag_lock:  # one pipeline per app, shared with the REST document routes
-        if parent.state.rag is None:
-            parent.state.rag = build_rag(_manager(request), parent.state.settings)
-        return parent.state.rag
+    return pipeline_of(_parent(request))()  # the REST document routes' one pipeline
 
 
 @router.get("/documents")
