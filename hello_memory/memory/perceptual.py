@@ -264,9 +264,8 @@ class PerceptualMemory:
             vector = self._encode(mod, body if data is None else data)
         except InvalidInputError as exc:
             raise InvalidInputError(f"source {path or '(bytes)'}: {exc}") from exc
-        [seq] = self.records.memories.add_items([item])
-        row = OutboxEntry(seq, "add", item.namespace, item.id, "media")
-        self._raise_failure(self.engine.apply_entries([row], {item.id: (item.content, vector)}),
+        rows = self.records.memories.add_items([item])
+        self._raise_failure(self.engine.apply_entries(rows, {item.id: (item.content, vector)}),
                             item.id)
         return item
 

@@ -250,9 +250,7 @@ class Stores:
         self._ensure_replayed()
         if vectors is None or len(vectors) != len(items):
             vectors = self.embedder.embed([i.content for i in items])
-        seqs = self.records.memories.add_items(items)
-        rows = [OutboxEntry(seq, "add", i.namespace, i.id, kind_of(i.memory_type))
-                for seq, i in zip(seqs, items, strict=True)]
+        rows = self.records.memories.add_items(items)
         result = self.engine.apply_entries(rows, {i.id: (i.content, v)
                                                   for i, v in zip(items, vectors, strict=True)})
         raw = next(iter(result.failed.values()), None)

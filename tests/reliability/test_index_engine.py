@@ -141,7 +141,7 @@ def test_a_failing_memory_row_is_isolated(mm: MemoryManager) -> None:
     items = [_memory(c) for c in ("Alice met Bob in Paris", "Carol keeps bees in Oslo",
                                   "Dave sails on Lake Geneva")]
     good = mm.stores.embedder.embed([i.content for i in items])
-    seqs = mm.stores.records.memories.add_items(items)
+    seqs = [r.seq for r in mm.stores.records.memories.add_items(items)]
     prepared = {i.id: (i.content, v) for i, v in zip(items, good, strict=True)}
     prepared[items[1].id] = (items[1].content, _bad(mm))
     result = mm.stores.engine.apply(seqs, prepared)
@@ -160,7 +160,7 @@ def test_a_failing_memory_row_is_isolated(mm: MemoryManager) -> None:
 def test_a_failing_media_row_is_isolated(mm: MemoryManager) -> None:
     items = [_media(c) for c in ("a red kite over the dunes", "rain on a tin roof")]
     good = mm.stores.embedder.embed([i.content for i in items])
-    seqs = mm.stores.records.memories.add_items(items)
+    seqs = [r.seq for r in mm.stores.records.memories.add_items(items)]
     result = mm.stores.engine.apply(seqs, {items[0].id: (items[0].content, _bad(mm)),
                                            items[1].id: (items[1].content, good[1])})
     assert set(result.failed) == {items[0].id}
@@ -193,7 +193,7 @@ def test_an_old_row_applied_late_writes_the_current_state(mm: MemoryManager) -> 
     """The add's row is applied only after an update and then a delete committed (what
     a thread that lost the race does): it must not bring back the old vector."""
     [kept, gone] = [_memory("Erin plays the cello"), _memory("Frank runs in Berlin")]
-    seqs = mm.stores.records.memories.add_items([kept, gone])
+    seqs = [r.seq for r in mm.stores.records.memories.add_items([kept, gone])]
     mm.stores.records.memories.update_queued("e", kept.id, content="Erin plays the violin",
                                              importance=0.9)
     mm.stores.records.memories.delete_queued("e", [gone.id])

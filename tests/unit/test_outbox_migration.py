@@ -81,7 +81,7 @@ def test_v5_outboxes_become_one_outbox_keyed_by_kind(records_url: str) -> None:
         assert int(version) == SCHEMA_VERSION == 6
         assert applied == 1  # history kept; the chunk outbox's applied rows are dropped
         # and new writes queue into the one outbox, with fresh seqs
-        seqs = store.memories.add_items([MemoryItem(content="Bob keeps bees", namespace="n")])
-        assert [e.kind for e in store.outbox.entries(seqs)] == ["memory"]
+        rows = store.memories.add_items([MemoryItem(content="Bob keeps bees", namespace="n")])
+        assert [e.kind for e in store.outbox.entries([r.seq for r in rows])] == ["memory"]
     finally:
         store.close()

@@ -74,7 +74,9 @@ def test_documents_and_chunks(store: RecordStore) -> None:
 def test_outbox_reads_in_write_order_and_marks(store: RecordStore) -> None:
     items = [MemoryItem(namespace="ns1", content=f"memory {n}", event_time=T0)
              for n in range(3)]
-    seqs = store.memories.add_items(items)
+    rows = store.memories.add_items(items)
+    assert [(r.op, r.kind, r.memory_id) for r in rows] == [("add", "memory", i.id) for i in items]
+    seqs = [r.seq for r in rows]
     assert [e.memory_id for e in store.outbox.pending_outbox()] == [i.id for i in items]
     assert [e.seq for e in store.outbox.pending_outbox(after=seqs[0])] == seqs[1:]
     assert [e.seq for e in store.outbox.pending_outbox(limit=1)] == seqs[:1]

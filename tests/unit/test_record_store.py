@@ -329,8 +329,8 @@ def test_namespace_isolation(store: RecordStore) -> None:
 
 def test_update_and_delete_queue_outbox(store: RecordStore) -> None:
     it = item("old text")
-    [seq] = store.memories.add_items([it])
-    store.outbox.mark_applied([seq])
+    [row] = store.memories.add_items([it])
+    store.outbox.mark_applied([row.seq])
     assert store.outbox.pending_outbox() == []
     new = store.memories.update_item("ns1", it.id, content="new text", importance=0.9)
     assert new.content_hash == content_hash("new text")
@@ -575,8 +575,8 @@ def test_counters_and_sequence_keys_pass_32_bits(store: RecordStore) -> None:
                 conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
                                   ":k)"), {"k": big})
     added = item("after many writes")
-    [seq] = store.memories.add_items([added])
-    assert seq > big
+    [row] = store.memories.add_items([added])
+    assert row.seq > big
     assert store.memories.namespace_totals("ns1") == (2, 2**31 - 1 + count_tokens(added.content))
     store.audit.add("ns1", "forget", {"n": 1})
     assert store.audit.list("ns1", limit=1)[0]["details"] == {"n": 1}

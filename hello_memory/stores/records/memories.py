@@ -201,8 +201,9 @@ class MemoryRepository:
     def __init__(self, records: RecordStore) -> None:
         self._records = records
 
-    def add_items(self, items: Sequence[MemoryItem]) -> list[int]:
-        """Insert items and their outbox rows in one transaction; returns outbox seqs.
+    def add_items(self, items: Sequence[MemoryItem]) -> list[OutboxEntry]:
+        """Insert items and their outbox rows in one transaction; returns those rows (the
+        write path applies them, :meth:`~hello_memory.stores.indexing.IndexEngine.apply_entries`).
         Every item is validated first: one bad item writes nothing."""
         for item in items:
             validate_item(item)

@@ -75,23 +75,25 @@ class OutboxRepository:
         """:meth:`queue`, returning the rows written (what the write path applies)."""
         if kind not in KINDS:
             raise ValueError(f"unknown outbox kind {kind!r}")
-        now = utcnow()
-        boxes = [OutboxRow(kind=kind, op=op, namespace=ns, item_id=i, created_at=now)
-                 for ns, i in keys]
-        s.add_all(boxes)
-        s.flush()
-        return [_entry(b) for b in boxes]
+        return OutboxRepository._written(s, [OutboxRow(kind=kind, op=op, namespace=ns,
+                                                       item_id=i) for ns, i in keys])
 
     @staticmethod
-    def queue_items(s: Session, op: str, items: Sequence[MemoryItem]) -> list[int]:
+    def queue_items(s: Session, op: str, items: Sequence[MemoryItem]) -> list[OutboxEntry]:
         """Queue ``op`` for each memory of ``items``, of its kind (:func:`kind_of`), in
-        session ``s``; returns the seqs, in ``items`` order."""
+        session ``s``; returns the rows written, in ``items`` order."""
+        return OutboxRepository._written(s, [
+            OutboxRow(kind=kind_of(i.memory_type), op=op, namespace=i.namespace, item_id=i.id)
+            for i in items])
+
+    @staticmethod
+    def _written(s: Session, boxes: list[OutboxRow]) -> list[OutboxEntry]:
         now = utcnow()
-        boxes = [OutboxRow(kind=kind_of(i.memory_type), op=op, namespace=i.namespace,
-                           item_id=i.id, created_at=now) for i in items]
+        for box in boxes:
+            box.created_at = now
         s.add_all(boxes)
-        s.flush()
-        return [b.seq for b in boxes]
+        s.flush()  # assigns the seqs
+        return [_entry(b) for b in boxes]
 
     @staticmethod
     def queue_chunks(s: Session, op: str, namespace: str, chunk_ids: Iterable[str]) -> list[int]:
