@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,9 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from benchmarks.report import write_section
+from benchmarks.serving import free_port, start_serve
 from tests.reliability.load import DRIFT_FIELDS, run_load
 
 NAMESPACES = ["drift-a", "drift-b", "drift-c", "drift-d"]
@@ -59,43 +57,18 @@ print(json.dumps(out))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env(src: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(src), "HELLO_MEMORY__API__AUTH_DISABLED": "true"}
-
-
-def _start(src: Path, data: Path, port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(data), "serve",
-         "--host", "127.0.0.1", "--port", str(port)],
-        cwd=src, env=_env(src), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server at {src} exited with {proc.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the server did not answer /healthz within 180 s")
 
 
 def run(src: Path, clients: int, ops: int, kills: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hm-drift-") as tmp:
         data = Path(tmp) / "data"
-        port = _free_port()
+        port = free_port()
         base = f"http://127.0.0.1:{port}"
         requests, errors, elapsed = 0, [], 0.0
         for round_ in range(kills + 1):
-            proc = _start(src, data, port)
+            proc = start_serve(src, data, port, _env(src))
             timer = None
             if round_ < kills:  # this round ends in a SIGKILL mid-load
                 timer = threading.Timer(1.5, os.kill, args=(proc.pid, signal.SIGKILL))

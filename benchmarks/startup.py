@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks.report import write_section
+from benchmarks.serving import free_port, start_serve
 
 HERE = Path(__file__).resolve().parents[1]
 FACT = "Ada Lovelace wrote the first program for the Analytical Engine in 1843."
@@ -53,36 +53,14 @@ def _cli(src: Path, data: Path, *args: str) -> float:
     return time.monotonic() - t0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(src: Path, data: Path) -> tuple[float, float]:
     """Seconds from launch to the first ``/healthz`` 200, and to the first search."""
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
+    port = free_port()
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(data), "serve",
-         "--host", "127.0.0.1", "--port", str(port)],
-        cwd=src, env=_env(src), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_serve(src, data, port, _env(src), timeout=300, poll=0.05)
     try:
-        ready = None
-        while time.monotonic() - t0 < 300:
-            if proc.poll() is not None:
-                raise RuntimeError(f"serve from {src} exited with {proc.returncode}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    ready = time.monotonic() - t0
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        if ready is None:
-            raise RuntimeError("serve did not answer /healthz within 300 s")
-        r = httpx.post(f"{base}/v1/search", params={"namespace": "default"},
+        ready = time.monotonic() - t0
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/search", params={"namespace": "default"},
                        json={"query": QUESTION}, timeout=300)
         if r.status_code != 200:
             raise RuntimeError(f"search answered {r.status_code}: {r.text[:300]}")
