@@ -19,6 +19,7 @@ a constant: 16 terms, about the length of a chat turn or a short note.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import Counter
 from typing import Any
 
@@ -38,18 +39,31 @@ def term_index(term: str) -> int:
     return int.from_bytes(digest, "big") & 0x7FFFFFFF
 
 
-_stemmer: Any = None
+class _Stemmers(threading.local):
+    """One Snowball stemmer per thread. A stemmer keeps the word it is stemming in its
+    own fields (``current``, ``cursor``, ``limit``), so one shared by threads stems a
+    mix of two words: IndexError, or silently wrong terms (issue 28; docs/RELIABILITY.md
+    "Threads"). Building one costs microseconds, once per thread."""
+
+    stemmer: Any = None
+
+    def get(self) -> Any:
+        if self.stemmer is None:
+            import snowballstemmer
+
+            self.stemmer = snowballstemmer.stemmer("english")
+        return self.stemmer
+
+
+_stemmers = _Stemmers()
 
 
 def _stem(words: list[str]) -> list[str]:
     """English words stemmed with Snowball (``plays`` / ``play``, ``intolerance`` /
-    ``intolerant``); Chinese words, numbers and identifiers as they are."""
-    global _stemmer
-    if _stemmer is None:
-        import snowballstemmer
-
-        _stemmer = snowballstemmer.stemmer("english")
-    return [_stemmer.stemWord(w) if w.isascii() and w.isalpha() else w for w in words]
+    ``intolerant``); Chinese words, numbers and identifiers as they are. Thread-safe:
+    each thread stems with its own stemmer."""
+    stemmer = _stemmers.get()
+    return [stemmer.stemWord(w) if w.isascii() and w.isalpha() else w for w in words]
 
 
 class LexicalEncoder:
