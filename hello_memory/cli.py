@@ -680,11 +680,16 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
             f"{held.describe()}; stop that server first, or give another --data-dir")
     import uvicorn
 
+    from hello_memory.factory import build_server_embedder
+
+    # One embedding worker batches every concurrent request (api.embed_batching,
+    # docs/PERFORMANCE.md "A server that batches"); closed after the manager.
+    embedder = build_server_embedder(settings)
     # The stores open before uvicorn starts, so a data directory another process holds
     # (a second serve, a `jobs --every` loop) is one line and exit 4, not a traceback
     # out of the ASGI lifespan.
     with err.status("Opening stores and loading the embedding model..."):
-        mm = MemoryManager.open(settings)
+        mm = MemoryManager.open(settings, embedder=embedder)
     # An embedded vector directory opens in one process only: while this server holds
     # it, server.json in the data directory tells the CLI where to send its commands.
     exclusive = settings.vector.url is None and settings.vector.location is None
@@ -710,12 +715,17 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
                             port=settings.api.port if port is None else port,
                             log_level="info", timeout_graceful_shutdown=5)
     server = _Server(config)
-    with mm:
-        try:
-            server.run()
-        finally:
-            if exclusive:
-                remove_info(settings.data_dir)
+    try:
+        with mm:
+            try:
+                server.run()
+            finally:
+                if exclusive:
+                    remove_info(settings.data_dir)
+    finally:
+        closer = getattr(embedder, "close", None)
+        if callable(closer):
+            closer()
     if not server.started:
         raise BackendUnavailableError(f"the server did not start on {bind} (the log line "
                                       "above says why)")

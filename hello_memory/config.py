@@ -305,6 +305,14 @@ class ApiSettings(_Section):
     # address it is bound to (and, on loopback, localhost): anything else is refused
     # (a DNS-rebinding page names its own domain). "*" accepts any Host.
     allowed_hosts: list[str] = Field(default_factory=list)
+    # The server's one embedding worker (docs/PERFORMANCE.md, "A server that batches"):
+    # concurrent requests' texts and queries are embedded together, in batches, after
+    # waiting at most embed_batch_window_ms for more; embed_threads: torch intra-op
+    # threads of that worker, set once (None: torch's default). Off: each request
+    # embeds on its own thread, as the library does.
+    embed_batching: bool = True
+    embed_batch_window_ms: float = Field(default=2.0, ge=0, le=100)
+    embed_threads: int | None = Field(default=None, ge=1, le=256)
 
 
 class LimitsSettings(_Section):

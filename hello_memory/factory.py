@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "build_embedder", "build_extractor", "build_graph_store", "build_perceptual",
-    "build_vector_store", "open_stores",
+    "build_server_embedder", "build_vector_store", "open_stores",
 ]
 
 
@@ -91,6 +91,21 @@ def build_embedder(cfg: EmbeddingSettings) -> Embedder:
 
     return SentenceTransformerEmbedder(cfg.model, device=cfg.device, batch_size=cfg.batch_size,
                                        normalize=cfg.normalize, query_threads=cfg.query_threads)
+
+
+def build_server_embedder(settings: Settings) -> Embedder:
+    """The embedder of ``hello-memory serve``: the configured one behind the coalescing
+    worker (``embedding/batching.py``) when ``api.embed_batching`` is on, so concurrent
+    requests share batched forward passes; the plain one otherwise. The caller closes
+    it (``close()``) after the manager."""
+    embedder = build_embedder(settings.embedding)
+    api = settings.api
+    if not api.embed_batching:
+        return embedder
+    from hello_memory.embedding.batching import CoalescingEmbedder
+
+    return CoalescingEmbedder(embedder, window_ms=api.embed_batch_window_ms,
+                              max_batch=settings.embedding.batch_size, threads=api.embed_threads)
 
 
 def build_extractor(cfg: SemanticSettings) -> EntityExtractor:
