@@ -22,6 +22,7 @@ import functools
 import json
 import logging
 import os
+import secrets
 import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
@@ -43,7 +44,7 @@ from hello_memory.errors import (
     StoreError,
 )
 from hello_memory.remote import Backend, LocalBackend, ServerClient
-from hello_memory.server_info import ServerInfo, live_server
+from hello_memory.server_info import ServerInfo, discover, info_path
 from hello_memory.types import MemoryType
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -116,12 +117,18 @@ def _root(config: ConfigOpt = None, data_dir: DataDirOpt = None,
               "--api-key", envvar="HELLO_MEMORY_API_KEY",
               help="API key for the server (default: an admin key, granted '*', of "
               "api.api_keys in these settings).")] = None,
+          allow_insecure_key: Annotated[bool, typer.Option(
+              "--allow-insecure-key",
+              help="Send the API key to a --server URL that is neither HTTPS nor on "
+              "this machine (plain HTTP over the network: anyone on the way reads "
+              "it).")] = False,
           verbose: Annotated[bool, typer.Option(help="Log at INFO level.")] = False,
           debug: Annotated[bool, typer.Option(help="Show tracebacks.")] = False) -> None:
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO if verbose
                         else logging.WARNING, format="%(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     _state.update(config=config, debug=debug, server=server, api_key=api_key,
+                  allow_insecure_key=allow_insecure_key,
                   overrides={"data_dir": data_dir} if data_dir else {})
 
 
@@ -145,8 +152,16 @@ def _settings() -> Settings:
 
 # --- the server next to the CLI (README "The CLI next to a server") ---------------------
 def _held_by(settings: Settings) -> ServerInfo | None:
-    """The live server that holds this data directory's embedded stores, if any."""
-    info = live_server(settings.data_dir)
+    """The live server proven to hold this data directory's embedded stores, if any
+    (:func:`hello_memory.server_info.discover`: nothing but a nonce is sent before it
+    proves itself). A ``server.json`` that is not trusted is one line on stderr saying
+    why, and the command runs here, as for a stale file."""
+    found = discover(settings.data_dir)
+    if found.refused:
+        err.print(f"warning: not using {escape(str(info_path(settings.data_dir)))}: "
+                  f"{escape(found.refused)}; running in this process",
+                  style="yellow", highlight=False, soft_wrap=True)
+    info = found.info
     return info if info is not None and info.exclusive else None
 
 
@@ -176,7 +191,9 @@ def _backend(*, embeds: bool = True) -> Iterator[Backend]:
                           f"{settings.data_dir})", style="dim", highlight=False)
     if url:
         with ServerClient(url, api_key=_server_key(settings),
-                          default_namespace=settings.default_namespace) as client:
+                          default_namespace=settings.default_namespace,
+                          allow_insecure_key=bool(_state.get("allow_insecure_key"))
+                          ) as client:
             yield client
         return
     _, mm = _open(settings, embeds=embeds)
@@ -668,7 +685,14 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     from hello_memory.api import create_app
     from hello_memory.api.security import check_bind
     from hello_memory.memory.manager import MemoryManager
-    from hello_memory.server_info import client_host, remove_info, write_info
+    from hello_memory.server_info import (
+        client_host,
+        install_proof,
+        remove_info,
+        remove_token,
+        write_info,
+        write_token,
+    )
 
     settings = _settings()
     bind = host or settings.api.host
@@ -693,11 +717,17 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     # An embedded vector directory opens in one process only: while this server holds
     # it, server.json in the data directory tells the CLI where to send its commands.
     exclusive = settings.vector.url is None and settings.vector.location is None
+    # The CLI trusts server.json only once this server proves it can read the token in
+    # the directory it holds (hello_memory/server_info.py; README "The CLI next to a
+    # server"): written once the stores are ours, before server.json.
+    token = secrets.token_hex(32)
+    address = {"url": ""}
 
     def listening(port: int) -> None:
         if exclusive:
+            address["url"] = f"http://{client_host(bind)}:{port}"
             write_info(settings.data_dir, ServerInfo(
-                url=f"http://{client_host(bind)}:{port}", pid=os.getpid(),
+                url=address["url"], pid=os.getpid(),
                 started=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 data_dir=str(settings.data_dir.resolve()), exclusive=True,
                 version=__version__))
@@ -711,17 +741,23 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
         def capture_signals(self) -> contextlib._GeneratorContextManager[None]:
             return _exit_cleanly(self, super().capture_signals)
 
-    config = uvicorn.Config(create_app(settings, manager=mm, run_jobs=True), host=bind,
+    api = create_app(settings, manager=mm, run_jobs=True)
+    if exclusive:
+        install_proof(api, token, lambda: address["url"])
+    config = uvicorn.Config(api, host=bind,
                             port=settings.api.port if port is None else port,
                             log_level="info", timeout_graceful_shutdown=5)
     server = _Server(config)
     try:
         with mm:
             try:
+                if exclusive:
+                    write_token(settings.data_dir, token)
                 server.run()
             finally:
                 if exclusive:
                     remove_info(settings.data_dir)
+                    remove_token(settings.data_dir, token)
     finally:
         closer = getattr(embedder, "close", None)
         if callable(closer):

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.memory.scoring import SearchHit
 
-__all__ = ["Backend", "LocalBackend", "ServerClient", "hit_from_json", "job_run_from_json"]
+__all__ = ["Backend", "LocalBackend", "ServerClient", "check_server_url", "hit_from_json",
+           "job_run_from_json"]
 
 
 class Backend(Protocol):
@@ -143,19 +144,49 @@ def job_run_from_json(data: Mapping[str, Any]) -> JobRun:
                   dict(data.get("details") or {}))
 
 
+def check_server_url(url: str, *, key: bool, allow_insecure_key: bool = False) -> None:
+    """Refuse (:class:`ConfigError`, one line) a server URL that is not ``http(s)://``,
+    and one a key would cross in plain text: ``http://`` to an address that is not this
+    machine's, unless ``allow_insecure_key``."""
+    from urllib.parse import urlsplit
+
+    from hello_memory.server_info import loopback_url
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        host = None
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
+        raise ConfigError(f"the server URL {url!r} is not an http:// or https:// address")
+    if key and parts.scheme == "http" and not loopback_url(url) and not allow_insecure_key:
+        raise ConfigError(
+            f"refusing to send the API key to {url} in plain text (http:// to another "
+            "machine): use https://, or pass --allow-insecure-key if the network is "
+            "trusted")
+
+
 class ServerClient:
     """The commands over a running server's REST API (``url``: its base address).
 
     ``api_key`` goes as a bearer token; jobs need an admin key (one granted ``*``),
     the other routes a key granting the namespace. ``default_namespace`` stands in
-    where a command names none, as the local path's manager does."""
+    where a command names none, as the local path's manager does.
+
+    A key goes only over HTTPS or to this machine (a loopback address): to a plain
+    ``http://`` address elsewhere only with ``allow_insecure_key`` (the CLI's
+    ``--allow-insecure-key``); otherwise a ``ConfigError`` before anything is sent
+    (issue 28, item 2). Redirects are not followed, so the key never goes on."""
 
     def __init__(self, url: str, *, api_key: str | None = None,
-                 default_namespace: str = "default", timeout: float = 120.0) -> None:
+                 default_namespace: str = "default", timeout: float = 120.0,
+                 allow_insecure_key: bool = False) -> None:
         import httpx
 
         from hello_memory.server_info import loopback_url
 
+        check_server_url(url, key=bool(api_key), allow_insecure_key=allow_insecure_key)
         self.url = url.rstrip("/")
         self.default_namespace = default_namespace
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}

@@ -237,6 +237,53 @@ def test_cli_runs_through_the_server_that_holds_the_directory(server: dict[str, 
     http.close()
 
 
+@pytest.mark.slow
+def test_the_server_proves_it_holds_its_directory_and_no_other(server: dict[str, Any]
+                                                               ) -> None:
+    """Issue 28, item 2: serve keeps a random token in a 0600 file of its data
+    directory (not in server.json) and answers a challenge with an HMAC of it, bound to
+    its own address; the token never crosses the wire. A copy of its server.json in
+    another directory (same user, same process, same address) is not trusted there:
+    the CLI on that directory sends the server no key and runs locally."""
+    import secrets
+    import stat
+
+    from hello_memory.server_info import (
+        PROOF_PATH,
+        discover,
+        proof,
+        token_path,
+        write_token,
+    )
+
+    data, env, info = server["data"], server["env"], server["info"]
+    token_file = token_path(data)
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    token = token_file.read_text().strip()
+    assert token not in info_path(data).read_text()
+    assert discover(data).info == info
+    nonce = secrets.token_hex(16)
+    answer = httpx.get(f"{info.url}{PROOF_PATH}", params={"nonce": nonce}, timeout=30)
+    assert answer.status_code == 200 and token not in answer.text
+    assert answer.json() == {"proof": proof(token, nonce, info.url)}
+    assert httpx.get(f"{info.url}{PROOF_PATH}", params={"nonce": "x"},
+                     timeout=30).status_code == 422
+    # the same file, copied into another directory with a token of its own
+    other = data.parent / "copy"
+    write_info(other, ServerInfo(**{**info.__dict__, "data_dir": str(other.resolve())}))
+    write_token(other)
+    refused = discover(other).refused
+    assert "did not prove that it holds this data directory" in refused
+    out = cli("--data-dir", str(other), "stats", "-n", "alice", "--json",
+              env={**env, "HELLO_MEMORY_API_KEY": ADMIN_KEY})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["total"] == 0  # ran on the copy's own (empty) stores
+    assert "did not prove" in out.stderr and "running in this process" in out.stderr
+    # the server saw the challenge only: no request of the CLI's carried the key
+    log = server["log"].read_text()
+    assert "/v1/stats" not in log
+
+
 def dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
