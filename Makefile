@@ -117,6 +117,7 @@ bench-locomo: install
 # against the per-type search, POST /v1/context latency, Chinese embedders.
 bench-assistant: install
 	$(BIN)/python -m benchmarks.assistant
+	$(BIN)/python -m benchmarks.assistant_v2
 
 bench-search-cost: install
 	$(BIN)/python -m benchmarks.search_cost
