@@ -93,6 +93,8 @@ bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.search_cost
 	$(BIN)/python -m benchmarks.context_latency
 	$(BIN)/python -m benchmarks.multilingual
+	$(BIN)/python -m benchmarks.supersede_dev
+	$(BIN)/python -m benchmarks.zh_everyday
 
 bench-quick: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.run --quick
