@@ -467,7 +467,9 @@ def table(result: dict[str, Any]) -> str:
         f"{result['context_tokens']} tokens. `/v1/context` sent: "
         + (", ".join(sent["context"]) or "query and max_tokens only")
         + (f" (not in its schema: {', '.join(sent['context_not_sent'])})"
-           if sent["context_not_sent"] else "") + ".", "",
+           if sent["context_not_sent"] else "") + "."
+        + ("" if "recipe" in sent["context"] else " The block is the default search's, so "
+           "in ctx is measured once, on the hybrid row."), "",
         "| recipe | top-1 | top-3 | MRR | in ctx | id in ctx | stale>cur | n |",
         "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for recipe, r in runs.items():
@@ -519,9 +521,10 @@ def failures(result: dict[str, Any], recipe: str = "hybrid") -> str:
     return "\n".join(out)
 
 
-def section(result: dict[str, Any], command: str) -> str:
+def section(result: dict[str, Any], command: str, label: str = "") -> str:
     return ("## Assistant memory v2 (our own set, through REST)\n\nProduced by "
-            f"`{command}` on {time.strftime('%Y-%m-%d')}, all-MiniLM-L6-v2 on the CPU, "
+            f"`{command}` on {time.strftime('%Y-%m-%d')}"
+            + (f" ({label})" if label else "") + ", all-MiniLM-L6-v2 on the CPU, "
             "library defaults, a fresh embedded data dir, everything through the REST app "
             "(`POST /v1/memories`, `/v1/search`, `/v1/context`); data "
             "`benchmarks/data/assistant_v2.json` (written by us, issue 26: a user and the "
@@ -547,6 +550,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--md", type=Path, default=Path("BENCHMARKS.md"))
     ap.add_argument("--no-write", action="store_true",
                     help="do not update the BENCHMARKS.md section")
+    ap.add_argument("--label", default="", help="which tree ran, for the section")
     ap.add_argument("--check", action="store_true", help="only check the set and print "
                     "its counts")
     args = ap.parse_args(argv)
@@ -562,8 +566,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
     if not args.no_write:
-        write_section(args.md, "assistant-v2", section(result, "python -m "
-                                                       "benchmarks.assistant_v2"))
+        write_section(args.md, "assistant-v2",
+                      section(result, "python -m benchmarks.assistant_v2", args.label))
     print(f"\nwrote {args.json}" + ("" if args.no_write else f", updated {args.md}"),
           file=sys.stderr)
 
