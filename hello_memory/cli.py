@@ -977,11 +977,20 @@ def import_chats(
         if path.exists():
             raise InvalidInputError(f"{path} is not a file")
         raise NotFoundError(f"{path}: no such file")
-    chat_import.read_chats(path, fmt)  # a malformed file fails before the stores open
-    _, mm = _open(_local_only("import-chats"))
+    from hello_memory.validation import configure_limits
+
+    settings = _local_only("import-chats")
+    # The whole file is read and every turn validated before the stores open: a bad
+    # file is one line, exit 2, and nothing of it is stored (docs/ADAPTERS.md).
+    configure_limits(settings.limits)
+    turns = chat_import.read_chats(path, fmt)
+    chat_import.prepare_chats(turns, fmt, namespace or settings.default_namespace,
+                              user_id=user_id)
+    _, mm = _open(settings)
     with mm:
         result = chat_import.import_chats(mm, path, fmt, namespace=namespace,
-                                          user_id=user_id, progress=err.is_terminal)
+                                          user_id=user_id, progress=err.is_terminal,
+                                          turns=turns)
     if as_json:
         _print_json(result)
     else:

@@ -125,3 +125,103 @@ def test_cli_import_chats(tmp_path: Path) -> None:
     assert json.loads(again.stdout)["skipped"] == 3
     assert cli("import-chats", str(CHATS / "claude.json"), "--format", "nope").exit_code == 2
     assert cli("import-chats", str(tmp_path / "missing.json")).exit_code == 3
+
+
+# --- issue 28, item 8: the whole file is checked before anything is stored -------------
+def _turns(n: int, bad_at: int | None = None, bad: str = '"\\ud800 lone surrogate"') -> str:
+    """``n`` JSON-lines turns; turn ``bad_at`` (1-based) with ``bad`` as its raw JSON
+    content (by default a lone surrogate: it parses, the write path refuses it)."""
+    lines = []
+    for k in range(1, n + 1):
+        content = bad if k == bad_at else json.dumps(f"turn number {k} of the chat")
+        lines.append(f'{{"conversation_id": "c", "role": "user", "content": {content}, '
+                     f'"timestamp": {1709460000 + k}}}')
+    return "\n".join(lines) + "\n"
+
+
+def test_a_bad_turn_late_in_the_file_stores_nothing(manager: MemoryManager,
+                                                    tmp_path: Path) -> None:
+    """One bad turn at 200 of 300 (the issue stored the 192 before its batch)."""
+    path = tmp_path / "chats.jsonl"
+    path.write_text(_turns(300, bad_at=200))
+    with pytest.raises(InvalidInputError) as refused:
+        import_chats(manager, path, "jsonl", namespace="x")
+    assert manager.stats("x")["total"] == 0  # was 192: the batches before turn 200
+    assert "chats.jsonl:200" in str(refused.value)
+    assert "not valid Unicode" in str(refused.value)
+    # and from the CLI: one line, exit 2, the stores not even opened
+    data = tmp_path / "cli-data"
+    result = CliRunner().invoke(app, ["--data-dir", str(data), "import-chats", str(path)],
+                                env={"HELLO_MEMORY_CONFIG": ""})
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.stderr
+    assert ":200" in lines[0] and "nothing of the file was stored" in lines[0]
+    assert not data.exists()
+
+
+DEEP = 5000  # past Python's recursion limit: json.loads raises RecursionError
+
+
+@pytest.mark.parametrize("body, fmt, message", [
+    ("[" * DEEP + "]" * DEEP, "chatgpt", "nested more than 100 levels deep"),
+    ('{"role": "user", "content": ' + "[" * DEEP + '"x"' + "]" * DEEP + "}\n", "jsonl",
+     "nested more than 100 levels deep"),
+    ('[{"uuid": "c", "chat_messages": [{"sender": "human", "text": "hi", '
+     '"created_at": "0001-01-01T00:00:00+14:00"}]}]', "claude",
+     "outside the representable range once converted to UTC"),
+    ('{"role": "user", "content": "hi", "timestamp": "0001-01-01T00:00:00+14:00"}\n',
+     "jsonl", "outside the representable range"),
+    ('{"role": "user", "content": "hi", "timestamp": 1e300}\n', "jsonl", "not a time"),
+    ('{"role": "user", "content": "hi", "timestamp": NaN}\n', "jsonl", "not a time"),
+    ('[{"id": "c", "mapping": {"a": {"message": {"author": {"role": "user"}, '
+     '"content": {"parts": ["hi"]}, "create_time": -1e20}}}, "current_node": "a"}]',
+     "chatgpt", "not a time"),
+    ('{"role": "user", "content": "hi", "conversation_id": "\\udc80"}\n', "jsonl",
+     "not valid Unicode"),
+])
+def test_deep_or_impossible_input_is_a_typed_one_line_error(tmp_path: Path, body: str,
+                                                            fmt: str, message: str) -> None:
+    """Each was exit 1 "unexpected" (RecursionError, OverflowError) or a traceback;
+    now one line naming the problem, exit 2, nothing opened or stored."""
+    path = tmp_path / "export.json"
+    path.write_text(body)
+    data = tmp_path / "data"
+    result = CliRunner().invoke(app, ["--data-dir", str(data), "import-chats", str(path),
+                                      "--format", fmt], env={"HELLO_MEMORY_CONFIG": ""})
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, (result.stderr, result.exception)
+    assert message in lines[0] and "unexpected" not in lines[0], lines[0]
+    assert not data.exists()
+
+
+def test_malformed_parts_of_an_export_are_never_a_crash(tmp_path: Path) -> None:
+    """Parts of the wrong JSON type read as missing (a turn without text is left out),
+    never as an AttributeError or TypeError (exit 1)."""
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([
+        {"id": "c1", "title": ["not", "text"], "current_node": ["unhashable"],
+         "mapping": {"a": ["not a node"], "b": {"parent": "a", "message": {
+             "author": "user", "metadata": ["x"], "content": {"parts": ["hi"]}}}}},
+        {"id": "c2", "mapping": {"n": {"message": {"id": "m", "author": {"role": "user"},
+                                                    "content": {"parts": ["hello"]},
+                                                    "create_time": 1714550460}}}}]))
+    turns = read_chats(path, "chatgpt")
+    assert [(t.conversation, t.role, t.text) for t in turns] == [
+        ("c1", "other", ""), ("c2", "user", "hello")]
+
+
+def test_a_text_over_the_limit_after_nfkc_is_cut_to_fit(manager: MemoryManager,
+                                                         tmp_path: Path) -> None:
+    """The limit counts characters after NFKC (U+FDFA becomes 18): a turn within it by
+    raw length but over it normalised is cut to fit and marked, not refused."""
+    from hello_memory.validation import current_limits, normalized_length
+
+    limit = current_limits().max_content_chars
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": "\ufdfa" * limit,
+                                "timestamp": 1709460000}) + "\n")
+    report = import_chats(manager, path, "jsonl", namespace="long")
+    assert report["imported"] == 1
+    [item] = turns(manager, "long")
+    assert item.metadata["truncated"] is True
+    assert 0 < normalized_length(item.content) <= limit
