@@ -13,7 +13,8 @@ comma := ,
 STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: help install demo test test-fast system-deps test-multimodal lint typecheck bench bench-quick \
-	bench-deps bench-peer-venv bench-locomo bench-assistant bench-search-cost \
+	bench-deps bench-peer-venv bench-locomo bench-assistant bench-search-cost bench-serve \
+	bench-smoke \
 	install-multimodal install-adapters test-adapters clean
 
 help:
@@ -84,8 +85,10 @@ typecheck: install
 	$(BIN)/mypy
 
 # Full run (N = 1k/10k/100k, HNSW, footprint, LoCoMo peer, plots, then the LoCoMo
-# retrieval table: every section of BENCHMARKS.md) and the quick one (< 10 min).
-# mem0 (the peer) lives in its own venv: its dependencies must not move ours.
+# retrieval table, then `serve` under 1/4/16 clients: every section of BENCHMARKS.md)
+# and the quick one (< 10 min). mem0 (the peer) lives in its own venv: its
+# dependencies must not move ours. bench-smoke: the harnesses at tiny N and every
+# script's --help (tests/integration/test_bench_smoke.py, part of `make test`).
 bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.locomo
@@ -95,6 +98,15 @@ bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.multilingual
 	$(BIN)/python -m benchmarks.supersede_dev
 	$(BIN)/python -m benchmarks.zh_everyday
+	$(BIN)/python -m benchmarks.serve_load
+
+bench-smoke: install
+	$(BIN)/python -m pytest -q tests/integration/test_bench_smoke.py
+
+# Issue 27: a real serve, single-memory adds and searches from 1/4/16 clients, the
+# coalescing embedding worker against api.embed_batching off, in one run.
+bench-serve: install
+	$(BIN)/python -m benchmarks.serve_load
 
 bench-quick: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.run --quick

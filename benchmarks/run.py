@@ -1,6 +1,7 @@
 """Ingest, search, footprint and peer benchmarks: hello-memory next to the raw stack.
 
-    python -m benchmarks.run [--quick] [--n 1000 10000 100000] [--no-peer] [--out BENCHMARKS.md]
+    python -m benchmarks.run [--quick | --smoke] [--n 1000 10000 100000] [--no-peer]
+                             [--out BENCHMARKS.md] [--results benchmarks/results]
 
 Raw stack = sentence-transformers ``encode`` (same model, same batch size) + an embedded
 qdrant-client collection (``path=``, one collection, no filter): the least any memory
@@ -16,8 +17,17 @@ on the same texts, so ratios are comparable on a noisy machine; absolute numbers
   ranking), "fused" = ``MemoryManager.search(q)``, the one search (every view: dense +
   BM25 + symbolic + graph, no LLM); "fused, no embed" = the same with the
   query vectors precomputed (the target at 100k excludes query embedding).
+* Floor: every search table has the least any search over these vectors costs,
+  measured in the same run: one query embedding plus a brute-force numpy top-k over the
+  same N x 384 vectors the store holds (captured as the store embedded them), and
+  the top-k alone next to the "no embed" column; each search is given as a ratio to it.
+* Ingest goes through ``MemoryManager.add_many``, the public add path, in calls of at
+  most ``limits.max_batch`` memories (a larger call is refused: PayloadTooLargeError).
 * Isolation: a 1k-memory namespace is searched before and after the N others load.
 * Peer: LoCoMo dev turns on hello-memory, the raw stack and mem0 (``.venv-peer``).
+* ``--smoke``: N = 40, a few queries, no peer, results into ``--results``: checks that
+  the harness runs end to end and writes its section (tests/integration/
+  test_bench_smoke.py), never how fast.
 """
 
 from __future__ import annotations
@@ -36,6 +46,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from benchmarks.corpus import CachedEmbedder, cached_embeddings, corpus, queries
 from benchmarks.footprint import disk_bytes
@@ -59,6 +72,65 @@ def lat_ms(fn: Callable[[str], object], qs: Sequence[str]) -> tuple[float, float
         fn(q)
         out.append(time.perf_counter() - t0)
     return 1000 * statistics.median(out), 1000 * pct(out, 0.95)
+
+
+class CapturingEmbedder:
+    """Passes every call to ``inner`` and keeps the vectors ``embed`` returned, by text:
+    the floor searches the very vectors the store was given."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seen: dict[str, npt.NDArray[np.float32]] = {}
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        vectors = np.asarray(self.inner.embed(texts), dtype=np.float32)
+        self.seen.update(zip(texts, vectors, strict=True))
+        return vectors
+
+    def take(self) -> npt.NDArray[np.float32]:
+        """The vectors captured since the last ``take``, as one matrix."""
+        matrix = np.stack(list(self.seen.values())) if self.seen else np.zeros((0, 384),
+                                                                                np.float32)
+        self.seen = {}
+        return matrix.astype(np.float32, copy=False)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def floor_ms(embedder: Any, matrix: npt.NDArray[np.float32], qs: Sequence[str],
+             k: int = 5) -> dict[str, float]:
+    """The floor of a search over ``matrix``: one query embedding plus a brute-force
+    top ``k`` (dot products of unit vectors, argpartition, sort), p50 / p95 ms; and
+    the top-k alone on query vectors computed beforehand."""
+    k = min(k, len(matrix))
+
+    def top(v: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
+        scores = matrix @ v
+        best = np.argpartition(-scores, k - 1)[:k]
+        return best[np.argsort(-scores[best])]
+
+    p50, p95 = lat_ms(lambda q: top(np.asarray(embedder.embed_query(q), np.float32)), qs)
+    qv = {q: np.asarray(embedder.embed_query(q), np.float32) for q in qs}
+    t50, t95 = lat_ms(lambda q: top(qv[q]), qs)
+    return {"p50_ms": p50, "p95_ms": p95, "topk_p50_ms": t50, "topk_p95_ms": t95,
+            "vectors": float(len(matrix))}
+
+
+def max_batch() -> int:
+    """``limits.max_batch`` of the library defaults: the largest ``add_many`` allowed."""
+    from hello_memory.config import load_settings
+
+    return int(load_settings(environ={}).limits.max_batch)
+
+
+def add_in_batches(mm: Any, texts: Sequence[str], ns: str, now: datetime) -> None:
+    """``texts`` through the public add path, ``limits.max_batch`` memories per call."""
+    step = max_batch()
+    for i in range(0, len(texts), step):
+        mm.add_many(entries(texts[i:i + step], ns, now, start=i))
 
 
 class QueryVectors:
@@ -87,9 +159,10 @@ def open_manager(data_dir: Path, embedder: Any) -> Any:
                          extractor=RuleExtractor())
 
 
-def entries(texts: Sequence[str], ns: str, now: datetime) -> list[dict[str, Any]]:
+def entries(texts: Sequence[str], ns: str, now: datetime, start: int = 0
+            ) -> list[dict[str, Any]]:
     return [{"content": t, "memory_type": "episodic", "namespace": ns, "importance": 0.5,
-             "event_time": now - timedelta(minutes=i)} for i, t in enumerate(texts)]
+             "event_time": now - timedelta(minutes=start + i)} for i, t in enumerate(texts)]
 
 
 def fused_searcher(mm: Any) -> Callable[[str, str], object]:
@@ -154,7 +227,8 @@ def raw_stack(tmp: Path, model: Any, texts: Sequence[str], vecs: Any, batch: int
     return res
 
 
-def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[str, Any]:
+def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
+          solo_n: int = 1000) -> dict[str, Any]:
     from hello_memory.embedding import SentenceTransformerEmbedder
 
     texts, qs = corpus(n), queries(n_queries)
@@ -162,9 +236,12 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[s
     model = embedder._ensure_loaded()  # the same loaded model serves both sides
     embedder.embed(["warm up"])
     now = datetime.now(timezone.utc)
-    res: dict[str, Any] = {"n": n, "cached": n >= CACHE_FROM, "queries": n_queries}
+    res: dict[str, Any] = {"n": n, "cached": n >= CACHE_FROM, "queries": n_queries,
+                           "solo_n": solo_n}
     vecs = cached_embeddings(model, texts, batch, "synthetic-minilm") if res["cached"] else None
-    hm_embedder: Any = CachedEmbedder(embedder, texts, vecs) if vecs is not None else embedder
+    capture = CapturingEmbedder(CachedEmbedder(embedder, texts, vecs) if vecs is not None
+                                else embedder)
+    hm_embedder: Any = capture
 
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
@@ -174,14 +251,15 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[s
         print(f"  hello-memory N={n}", flush=True)
         data = tmp / "hm"
         mm = open_manager(data, hm_embedder)
-        solo = [f"{t} (solo)" for t in corpus(1000, seed=99)]
-        mm.add_many(entries(solo, "solo", now))
+        solo = [f"{t} (solo)" for t in corpus(solo_n, seed=99)]
+        add_in_batches(mm, solo, "solo", now)
+        res["solo_floor"] = floor_ms(embedder, capture.take(), qs)
         res["solo_before_p50_ms"], res["solo_before_p95_ms"] = lat_ms(
             lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs)
         t0 = time.perf_counter()
-        for i in range(0, n, 10_000):  # one call per 10k keeps the batch's memory bounded
-            mm.add_many(entries(texts[i:i + 10_000], "b", now))
+        add_in_batches(mm, texts, "b", now)
         res["hm_ingest_s"] = time.perf_counter() - t0
+        res["floor"] = floor_ms(embedder, capture.take(), qs)
         res["solo_after_p50_ms"], res["solo_after_p95_ms"] = lat_ms(
             lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs)
         res["dense_p50_ms"], res["dense_p95_ms"] = lat_ms(
@@ -213,6 +291,19 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int) -> dict[s
     return res
 
 
+def peer_floor(batch: int) -> dict[str, float]:
+    """The floor of the peer table's searches: one query embedding plus a brute-force
+    top 5 over the first LoCoMo conversation's turns (every system searches that
+    conversation's namespace / collection alone), for its questions."""
+    from benchmarks.locomo_peer import _workload
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    conv = _workload(1)[0]
+    embedder = SentenceTransformerEmbedder(batch_size=batch)
+    matrix = embedder.embed([r["content"] for r in conv["rows"]])
+    return floor_ms(embedder, matrix, conv["questions"])
+
+
 def versions() -> str:
     from importlib.metadata import version
 
@@ -237,6 +328,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="N = 1k and 10k, 30 queries, one LoCoMo conversation (< 10 min)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="N = 40, 5 queries, no peer: checks the harness runs and writes its "
+                         "section (use with --out and --results in a temporary directory)")
     ap.add_argument("--n", type=int, nargs="+")
     ap.add_argument("--queries", type=int)
     ap.add_argument("--batch", type=int, default=64)
@@ -248,29 +342,39 @@ def main() -> None:
     ap.add_argument("--render-only", action="store_true",
                     help="rewrite the section and plots from results/run.json, measure nothing")
     ap.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="where run.json and the plots go (default benchmarks/results)")
     args = ap.parse_args()
+    results = args.results
     if args.render_only:
-        saved = json.loads((RESULTS / "run.json").read_text())
-        pngs = plots.draw(saved["rows"], saved["peer"], RESULTS)
+        saved = json.loads((results / "run.json").read_text())
+        pngs = plots.draw(saved["rows"], saved["peer"], results)
         write_section(args.out, "ingest-search",
                       tables.render(saved["meta"], saved["rows"], saved["peer"], pngs))
         return
-    ns = args.n or ([1000, 10_000] if args.quick else [1000, 10_000, 100_000])
-    n_queries = args.queries or (30 if args.quick else 100)
+    if args.smoke:
+        ns, n_queries, solo_n, searches = args.n or [40], args.queries or 5, 40, 5
+    else:
+        ns = args.n or ([1000, 10_000] if args.quick else [1000, 10_000, 100_000])
+        n_queries, solo_n = args.queries or (30 if args.quick else 100), 1000
+        searches = 200 if args.quick else 1000
     convs = args.conversations or (1 if args.quick else 7)
     started = time.time()
     meta = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "versions": versions(),
-            "load_start": load(), "quick": args.quick, "batch": args.batch}
+            "load_start": load(), "quick": args.quick, "smoke": args.smoke, "batch": args.batch,
+            "max_batch": max_batch()}
     rows = []
     for n in ns:
         print(f"N={n} ...", flush=True)
-        rows.append(bench(n, n_queries, args.batch, 200 if args.quick else 1000))
+        rows.append(bench(n, n_queries, args.batch, searches, solo_n))
         print(json.dumps(rows[-1]), flush=True)
-    peer = None if args.no_peer else locomo_peer.run(convs, args.batch)
+    peer = None if args.no_peer or args.smoke else locomo_peer.run(convs, args.batch)
+    if peer is not None:
+        peer["floor"] = peer_floor(args.batch)
     meta["load_end"] = load()
     meta["minutes"] = (time.time() - started) / 60
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    last = RESULTS / "run.json"
+    results.mkdir(parents=True, exist_ok=True)
+    last = results / "run.json"
     if args.merge and last.exists():
         # Rows measured in different runs: the section says so (their loads differ).
         old = json.loads(last.read_text())
@@ -279,9 +383,9 @@ def main() -> None:
                       key=lambda r: r["n"])
         peer = peer or old.get("peer")
         meta["merged_from"] = old["meta"]
-    (RESULTS / "run.json").write_text(json.dumps({"meta": meta, "rows": rows, "peer": peer},
-                                                 indent=1, default=str))
-    pngs = plots.draw(rows, peer, RESULTS)
+    last.write_text(json.dumps({"meta": meta, "rows": rows, "peer": peer}, indent=1,
+                               default=str))
+    pngs = plots.draw(rows, peer, results)
     write_section(args.out, "ingest-search", tables.render(meta, rows, peer, pngs))
     print(f"wrote {args.out} and {', '.join(str(p) for p in pngs)} "
           f"in {meta['minutes']:.1f} min")

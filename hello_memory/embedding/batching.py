@@ -7,8 +7,9 @@ that batches"). :class:`CoalescingEmbedder` wraps any
 :class:`~hello_memory.embedding.base.Embedder` and is one itself:
 
 * every ``embed`` / ``embed_query`` call is put on a bounded queue and answered by one
-  worker thread, which waits a short window (``window_ms``, or until a batch fills)
-  after the first request for more to arrive, then runs one forward pass for them all;
+  worker thread, which runs one forward pass for everything queued (up to a batch);
+  while callers overlap it first waits a short window (``window_ms``, or until the
+  batch fills) for more to arrive, and a lone caller waits for nothing;
 * queries have their own queue and their own small batch (``query_batch``) and are
   served first: a search never waits behind more than the one passage batch that is
   already running;
@@ -92,6 +93,7 @@ class CoalescingEmbedder:
         self._pending = 0  # texts queued and not yet handed to a batch
         self._closed = False
         self._worker: threading.Thread | None = None
+        self._last_batch_requests = 0  # requests in the last batch, or still queued then
         self._query_encoder: Callable[[list[str]], Vectors] | None = batch_query_encoder(inner)
         # What the worker did (read by tests and benchmarks; written by the worker only).
         self.forward_passes = 0
@@ -214,7 +216,10 @@ class CoalescingEmbedder:
                 if self._closed:
                     return None
                 self._cond.wait()
-            if self.window_s > 0 and not self._closed:
+            # The window only pays when callers overlap: after a batch that served one
+            # request alone, the next is taken at once (a lone client waits for nothing);
+            # while one batch computes, the next requests queue up anyway.
+            if self.window_s > 0 and self._last_batch_requests > 1 and not self._closed:
                 deadline = time.monotonic() + self.window_s
                 while not self._full():
                     left = deadline - time.monotonic()
@@ -235,6 +240,9 @@ class CoalescingEmbedder:
                 if stop == len(request.texts):
                     queue.popleft()
             self._pending -= limit - room
+            self._last_batch_requests = len({id(r) for r, _, _ in parts}
+                                            | {id(r) for r in self._queries}
+                                            | {id(r) for r in self._passages})
             self._cond.notify_all()  # room in the queue for blocked callers
             return query, parts
 

@@ -1,0 +1,103 @@
+"""The benchmarks cannot rot (issue 27, item 1): ``python -m benchmarks.run --smoke`` and
+``python -m benchmarks.serve_load --smoke`` run end to end at tiny N and write their
+BENCHMARKS sections (into a temporary file), and every script ``make bench`` runs
+answers ``--help``. Nothing here looks at a timing: only that each harness runs and
+writes its rows."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench_target_modules() -> list[str]:
+    """The ``python -m benchmarks.X`` modules of the Makefile's ``bench`` recipe."""
+    lines = (ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("bench:"))
+    recipe = []
+    for line in lines[start + 1:]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line)
+    return re.findall(r"-m (benchmarks\.\w+)", "\n".join(recipe))
+
+
+def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{args[0]} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def _section(text: str, name: str) -> str:
+    tag = re.escape(name)
+    match = re.search(rf"<!-- section:{tag} -->\n(.*?)<!-- /section:{tag} -->", text, re.S)
+    assert match is not None, f"no {name} section"
+    return match.group(1)
+
+
+def _rows_after(text: str, heading: str) -> list[list[str]]:
+    """The body rows of the first Markdown table after ``heading``, as cells."""
+    rest = text[text.index(heading):]
+    table = re.search(r"^\|.*\|\n\|[-|]+\|\n((?:\|.*\|\n)+)", rest, re.M)
+    assert table is not None, f"no table after {heading!r}"
+    return [[c.strip() for c in row.strip().strip("|").split("|")]
+            for row in table.group(1).splitlines()]
+
+
+def test_the_bench_target_runs_the_harness_and_the_other_benchmarks() -> None:
+    modules = _bench_target_modules()
+    assert "benchmarks.run" in modules and len(modules) >= 5
+
+
+@pytest.mark.parametrize("module", [*_bench_target_modules(), "benchmarks.serve_load"])
+def test_each_benchmark_of_make_bench_answers_help(module: str) -> None:
+    assert "usage:" in _run([module, "--help"], timeout=180).stdout
+
+
+@pytest.mark.slow
+def test_run_smoke_rewrites_every_table_of_its_section(tmp_path: Path) -> None:
+    out, results = tmp_path / "BENCHMARKS.md", tmp_path / "results"
+    out.write_text("# Benchmarks\n\n<!-- section:ingest-search -->\nstale numbers\n"
+                   "<!-- /section:ingest-search -->\n\n<!-- section:other -->\nkeep me\n"
+                   "<!-- /section:other -->\n", encoding="utf-8")
+    _run(["benchmarks.run", "--smoke", "--out", str(out), "--results", str(results)],
+         timeout=1200)
+    text = out.read_text(encoding="utf-8")
+    assert "keep me" in text and "stale numbers" not in text
+    section = _section(text, "ingest-search")
+    for heading in ("### Ingest", "### Search (top 5", "### Search on the HNSW graph",
+                    "### Other namespaces' data"):
+        rows = _rows_after(section, heading)
+        assert [r[0] for r in rows] == ["40"], heading
+        assert all(cell and cell != "n/a" for cell in rows[0]), (heading, rows[0])
+    assert [r[0] for r in _rows_after(section, "### Footprint")] == ["80"]
+    search_header = section[section.index("### Search (top 5"):]
+    assert "| N | floor |" in search_header and "fused / floor" in search_header
+    saved = json.loads((results / "run.json").read_text(encoding="utf-8"))
+    row = saved["rows"][0]
+    assert row["n"] == 40 and row["floor"]["vectors"] == 40
+    assert row["solo_floor"]["vectors"] == 40
+    assert saved["meta"]["smoke"] and saved["peer"] is None
+
+
+@pytest.mark.slow
+def test_serve_load_smoke_drives_both_servers_and_writes_its_section(tmp_path: Path
+                                                                      ) -> None:
+    out, results = tmp_path / "BENCHMARKS.md", tmp_path / "results"
+    _run(["benchmarks.serve_load", "--smoke", "--md", str(out), "--results", str(results)],
+         timeout=1200)
+    rows = _rows_after(_section(out.read_text(encoding="utf-8"), "serve-load"), "| op |")
+    assert [(r[0], r[1]) for r in rows] == [("add", "1"), ("add", "2"), ("search", "1"),
+                                            ("search", "2")]
+    saved = json.loads((results / "serve_load.json").read_text(encoding="utf-8"))
+    assert {(r["mode"], r["op"], r["clients"]) for r in saved["rows"]} == {
+        (m, op, c) for m in ("batching", "plain") for op in ("add", "search") for c in (1, 2)}
+    assert all(r["errors"] == 0 and r["requests"] == 4 for r in saved["rows"]), saved["rows"]
