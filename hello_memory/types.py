@@ -111,6 +111,10 @@ class MemoryItem:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     superseded_by: str | None = None
+    # The record's version (schema v7, issue 28): the record store adds 1 on every
+    # update, and read-modify-write jobs (consolidate, forget, restore) write only while
+    # it is still the version they read (docs/RELIABILITY.md). 0: not read from a store.
+    version: int = field(default=0, compare=False, repr=False)
     # What the add that returned this item found (issue 15, idempotent add; never
     # stored): ``duplicate_of`` is the id of the memory with the same content, type and
     # namespace that was returned (or updated) instead of storing a copy;

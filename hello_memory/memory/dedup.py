@@ -1,5 +1,5 @@
-"""Idempotent add (issue 15): the same content in the same namespace and memory type
-is one memory, and memories nearly the same are pointed out.
+"""Idempotent add (issue 15): the same content in the same namespace, memory type and
+``user_id`` is one memory, and memories nearly the same are pointed out.
 
 Content identity is ``validation.content_hash`` (SHA-256 of the NFC text with its
 whitespace runs made one space), stored in ``hm_memory_items.content_hash`` and looked
@@ -18,6 +18,20 @@ about a time after it ended, it is news and is stored). Within one batch the fir
 equal entries is stored and the later ones return it. Working memory is
 checked against its own namespace list (bounded by its capacity).
 
+Users are kept apart (issue 28): in a shared namespace one user's "I like green tea."
+is not another user's memory; the same text with another ``user_id`` (or none) is
+stored as its own memory.
+
+Under concurrency (issue 28, :func:`store`): looking up and storing are two steps, so
+identical adds running at once could each find nothing and each store a copy. A
+stored memory added by the ``return`` / ``update`` modes therefore holds a key, unique
+per namespace among current memories (``hm_memory_items.dedup_key``, schema v7: the
+type, the user and the content hash; ``stores/records/memories.py``). The add that
+commits second finds the key taken (``DuplicateKeyError``: nothing of its batch was
+written), looks up again and returns the memory stored first. The database decides,
+so this holds across API workers on one PostgreSQL database too. Working memory (one
+process) is serialised by a lock instead.
+
 A new memory of a stored type whose embedding has cosine >= ``memory.dedup_threshold``
 with an existing memory of the same type and namespace (or an earlier one of the
 batch) is still stored, and reported on the returned item as ``near_duplicates``
@@ -27,7 +41,9 @@ batch) is still stored, and reported on the returned item as ``near_duplicates``
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,20 +52,27 @@ import numpy.typing as npt
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
+from hello_memory.stores.records import DuplicateKeyError, WriteConflictError
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
 
 __all__ = ["DUPLICATE_MODES", "DuplicateMode", "Resolution", "duplicate_mode",
-           "near_duplicates", "resolve"]
+           "merge_repeat", "near_duplicates", "resolve", "store"]
 
 DuplicateMode = Literal["return", "update", "store"]
 DUPLICATE_MODES: tuple[DuplicateMode, ...] = ("return", "update", "store")
 # How many near-duplicates one memory reports.
 NEAR_LIMIT = 3
 
-Key = tuple[str, MemoryType, str]  # namespace, memory type, content hash
+Key = tuple[str, MemoryType, str | None, str]  # namespace, type, user_id, content hash
+
+# Working memory lives in this process: adds of working items look up and store under
+# this lock (stored types are serialised by the record store's unique key instead).
+_WORKING_ADDS = threading.Lock()
+# CAS rounds of merge_repeat before it writes onto the freshest read.
+_REPEAT_ROUNDS = 5
 
 
 def duplicate_mode(value: object) -> DuplicateMode:
@@ -61,7 +84,7 @@ def duplicate_mode(value: object) -> DuplicateMode:
 
 def _key(item: MemoryItem) -> Key:
     assert item.content_hash is not None  # validate_item set it
-    return item.namespace, MemoryType(item.memory_type), item.content_hash
+    return item.namespace, MemoryType(item.memory_type), item.user_id, item.content_hash
 
 
 def _counts(item: MemoryItem) -> bool:
@@ -133,6 +156,61 @@ def _covering(found: Sequence[MemoryItem], item: MemoryItem) -> MemoryItem | Non
         if old.valid_to is not None and start <= when < old.valid_to:
             return old
     return None
+
+
+def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode
+          ) -> tuple[Resolution, list[MemoryItem]]:
+    """Resolve ``items`` (:func:`resolve`) and store the fresh ones: the stored types
+    in one transaction holding their dedup keys (not with ``mode="store"``), working
+    ones in working memory. When an identical add committed between the lookup and
+    the insert (``DuplicateKeyError``: nothing written), look up again and store what
+    is still fresh; each round finds at least one more stored memory, so it ends.
+    Returns the resolution and the items stored in the record store."""
+    working = mode != "store" and any(i.memory_type == MemoryType.WORKING for i in items)
+    vectors: dict[str, npt.NDArray[np.float32]] = {}
+    with _WORKING_ADDS if working else nullcontext():
+        for attempt in range(len(items) + 2):
+            plan = resolve(mm, items, mode)
+            fresh = [items[n] for n in plan.fresh]
+            stored = [i for i in fresh if i.memory_type != MemoryType.WORKING]
+            todo = [i for i in stored if i.id not in vectors]
+            if todo:  # embedded once, even when a round is repeated
+                made = mm.stores.embedder.embed([i.content for i in todo])
+                vectors.update(zip((i.id for i in todo), made, strict=True))
+            batch = np.stack([vectors[i.id] for i in stored]) if stored else None
+            if stored and batch is not None and mode != "store":
+                for item, near in zip(stored, near_duplicates(mm, stored, batch),
+                                      strict=True):
+                    item.near_duplicates = near
+            try:
+                mm.stores.add(stored, batch, keyed=mode != "store")
+            except DuplicateKeyError:
+                if attempt == len(items) + 1:
+                    raise
+                continue  # an identical add won the race: it is found on the next look
+            mm.working.add_many([i for i in fresh if i.memory_type == MemoryType.WORKING])
+            return plan, stored
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def merge_repeat(mm: MemoryManager, entry: Mapping[str, Any], existing: MemoryItem
+                 ) -> MemoryItem:
+    """``on_duplicate="update"``: the repeated entry's fields onto the stored memory,
+    by compare-and-swap on the version read (its metadata is merged over the old: a
+    metadata update acknowledged since the read is merged too, never overwritten)."""
+    for _ in range(_REPEAT_ROUNDS):
+        changes = update_changes(entry, existing)
+        if not changes:
+            return existing
+        if existing.memory_type == MemoryType.WORKING:
+            return mm.working.update(existing.namespace, existing.id, **changes)
+        try:
+            return mm.stores.update(existing.namespace, existing.id,
+                                    expect_version=existing.version, **changes)
+        except WriteConflictError:
+            existing = mm.stores.records.memories.get_item(existing.namespace, existing.id)
+    return mm.stores.update(existing.namespace, existing.id,
+                            **update_changes(entry, existing))
 
 
 def update_changes(entry: Mapping[str, Any], existing: MemoryItem) -> dict[str, Any]:

@@ -25,6 +25,16 @@ failure in between leaves a duplicate, never a loss, and the next run recognises
 (the target's ``merged_from`` already names the source) and only removes the source;
 a second run after a complete one finds nothing to do.
 
+Concurrent writes (issue 28; docs/RELIABILITY.md "Concurrency"): every job here decides
+on what it read, then writes by compare-and-swap on each record's ``version`` (schema
+v7, ``MemoryRepository``), never from a stale copy. One merge (the target inserted or
+updated and its stored sources deleted) is one transaction that holds only while the
+target and every source are still the versions read: an update acknowledged in between
+makes the merge skip, all of it (the next run sees the new text), so it is never lost
+under a merged copy. ``forget`` by a strategy leaves a memory that changed since it was
+chosen (its importance raised, say) for the next run; ``forget_ids`` and ``restore``
+re-read a memory that changed and act on its current version.
+
 Duplicates within a type (issue 15: stored before the idempotent add, or with
 ``on_duplicate="store"``) merge into the oldest of them (same rules: the longest
 content, the max importance, ``merged_from``; the others are removed after it is
@@ -38,6 +48,7 @@ are not merged by a promotion run on its own accord: "Note 1 about the shed" and
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -48,7 +59,7 @@ import numpy as np
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.reports import ConsolidateReport, ForgetReport
 from hello_memory.memory.scoring import EPISODIC, recency
-from hello_memory.stores.records import ItemFilter
+from hello_memory.stores.records import ItemFilter, WriteConflictError
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import (
     require_namespace,
@@ -63,6 +74,11 @@ if TYPE_CHECKING:
     from hello_memory.stores.records import MemoryRepository
 
 __all__ = ["ConsolidateReport", "ForgetReport", "Lifecycle"]
+
+log = logging.getLogger(__name__)
+
+# How many times forget_ids / restore re-read a memory that changed under them.
+_CAS_ROUNDS = 5
 
 MAX_AGE_DAYS = 365_000  # a thousand years: any real age, and a cutoff datetime can hold
 
@@ -132,20 +148,25 @@ class Lifecycle:
         ns = self._namespace(namespace)
         chosen = self._forget_candidates(ns, self._forget_types(memory_types), **args)
         ids = tuple(sorted(i.id for i in chosen))
-        report = ForgetReport(args["strategy"], ns, ids, dry_run, hard)
         if dry_run or not ids:
-            return report
-        working_ids = [i.id for i in chosen if i.memory_type == MemoryType.WORKING]
-        stored_ids = [i.id for i in chosen if i.memory_type != MemoryType.WORKING]
-        for wid in working_ids:  # working memory has no soft state: it is short-lived anyway
+            return ForgetReport(args["strategy"], ns, ids, dry_run, hard)
+        working = [i for i in chosen if i.memory_type == MemoryType.WORKING]
+        # Chosen at the versions read: one changed since (importance raised, content
+        # rewritten) is left for the next run, never forgotten on stale grounds.
+        versions = {i.id: i.version for i in chosen if i.memory_type != MemoryType.WORKING}
+        done = [i.id for i in working if self.working.get(ns, i.id) is i]
+        for wid in done:  # working memory has no soft state: it is short-lived anyway
             self.working.remove(ns, wid)
         if hard:
-            self.stores.delete(ns, stored_ids)
+            done += self.stores.delete_unchanged(ns, versions)
         else:
-            self.stores.update_many(ns, stored_ids, status=MemoryStatus.FORGOTTEN)
-        self._audit(ns, "forget", {"strategy": args["strategy"], "hard": hard,
-                                                     "count": len(ids), "ids": list(ids)})
-        return report
+            done += [i.id for i in self.stores.update_many(
+                ns, list(versions), expect=versions, status=MemoryStatus.FORGOTTEN)]
+        ids = tuple(sorted(done))
+        if ids:
+            self._audit(ns, "forget", {"strategy": args["strategy"], "hard": hard,
+                                       "count": len(ids), "ids": list(ids)})
+        return ForgetReport(args["strategy"], ns, ids, dry_run, hard)
 
     @staticmethod
     def _forget_types(memory_types: Sequence[MemoryType | str] | None
@@ -203,9 +224,8 @@ class Lifecycle:
             return working + [i.id for i in active]
         for wid in working:
             self.working.remove(ns, wid)
-        if active:
-            self.stores.update_many(ns, [i.id for i in active], status=MemoryStatus.FORGOTTEN)
-        done = working + [i.id for i in active]
+        done = working + self._set_status(ns, active, MemoryStatus.ACTIVE,
+                                          MemoryStatus.FORGOTTEN)
         if done:
             self._audit(ns, "forget", {"strategy": "ids", "hard": False,
                                                          "count": len(done), "ids": done})
@@ -215,11 +235,30 @@ class Lifecycle:
         """Bring soft-forgotten memories back into search; returns how many."""
         ns = self._namespace(namespace)
         found = self._memories.get_items(ns, list(ids))
-        back = [i for i in found if i.status == MemoryStatus.FORGOTTEN]
+        back = self._set_status(ns, found, MemoryStatus.FORGOTTEN, MemoryStatus.ACTIVE)
         if back:
-            self.stores.update_many(ns, [i.id for i in back], status=MemoryStatus.ACTIVE)
-            self._audit(ns, "restore", {"ids": [i.id for i in back]})
+            self._audit(ns, "restore", {"ids": back})
         return len(back)
+
+    def _set_status(self, ns: str, items: Sequence[MemoryItem], old: MemoryStatus,
+                    new: MemoryStatus) -> list[str]:
+        """Move the ``items`` whose status is ``old`` to ``new``, by compare-and-swap on
+        the versions read; one that changed meanwhile is read again and moved if it is
+        still ``old`` (gone: skipped). Returns the ids moved, in ``items`` order."""
+        order = {i.id: n for n, i in enumerate(items)}
+        todo = [i for i in items if i.status == old]
+        done: list[str] = []
+        for _ in range(_CAS_ROUNDS):
+            if not todo:
+                break
+            versions = {i.id: i.version for i in todo}
+            moved = {i.id for i in self.stores.update_many(ns, list(versions),
+                                                           expect=versions, status=new)}
+            done += moved
+            todo = [i for i in self._memories.get_items(ns, [i for i in versions
+                                                             if i not in moved])
+                    if i.status == old]
+        return sorted(done, key=order.__getitem__)
 
     # --- consolidate -----------------------------------------------------------------
     def consolidate(
@@ -278,13 +317,12 @@ class Lifecycle:
         gone: set[str] = set()
         for survivor, members in _within(self.stores, self.dedup_threshold, run.namespace,
                                          targets, tgt_v, near=within_only):
+            if not run.dry_run and self._commit_merge(run, survivor, members) is None:
+                continue  # changed since read: left as it is for the next run
             run.deduplicated[survivor.id] = tuple(m.id for m in members)
             gone.update(m.id for m in members)
-            if run.dry_run:
-                continue
-            _merge_into(self.stores, run.namespace, run.to_type, survivor, members)
-            self.stores.delete(run.namespace, [m.id for m in members])  # add-before-remove
-            run.removed.extend(m.id for m in members)
+            if not run.dry_run:
+                run.removed.extend(m.id for m in members)
         keep = [k for k, t in enumerate(targets) if t.id not in gone]
         targets, tgt_v = [targets[k] for k in keep], tgt_v[keep]
         done_before = {src: t for t in targets for src in t.metadata.get("merged_from", [])}
@@ -297,16 +335,41 @@ class Lifecycle:
             key = target.id if target is not None else f"new:{members[0].id}"
             run.merged[key] = tuple(m.id for m in members)
             return
-        tid = _merge_into(self.stores, run.namespace, run.to_type, target, members)
+        tid = self._commit_merge(run, target, members)
+        if tid is None:
+            return  # a member or the target changed since read: the next run retries
         run.merged[tid] = tuple(m.id for m in members)
         if target is None:
             run.promoted.append(tid)
-        for m in members:  # add-before-remove: the target is committed by now
-            if m.memory_type == MemoryType.WORKING:
-                self.working.remove(run.namespace, m.id)
-            else:
-                self.stores.delete(run.namespace, [m.id])
-            run.removed.append(m.id)
+        run.removed.extend(m.id for m in members)
+
+    def _commit_merge(self, run: _Run, target: MemoryItem | None,
+                      members: list[MemoryItem]) -> str | None:
+        """Merge ``members`` into ``target`` (None: a new memory of the target type) as
+        read, in ONE transaction that holds only while the target and every stored
+        member are still the versions read (``Stores.merge``); returns the target's id,
+        or None when something changed since it was read (nothing is written: an
+        acknowledged update is never lost under a merged copy). Working members are
+        removed after the commit, each only if it is still the item read (a working
+        memory updated meanwhile stays: a duplicate, never a loss)."""
+        ns = run.namespace
+        working = [m for m in members if m.memory_type == MemoryType.WORKING]
+        if any(self.working.get(ns, m.id) is not m for m in working):
+            log.info("consolidate %s: a working memory changed since read; skipped", ns)
+            return None
+        add, changes = _merged(ns, run.to_type, target, members)
+        spec = None if target is None else (target.id, target.version, changes)
+        stored = {m.id: m.version for m in members if m.memory_type != MemoryType.WORKING}
+        try:
+            made = self.stores.merge(ns, add=add, target=spec, remove=stored)
+        except (WriteConflictError, NotFoundError) as exc:
+            log.info("consolidate %s: %s; that merge is left for the next run", ns, exc)
+            return None
+        for m in working:
+            if self.working.get(ns, m.id) is m:
+                self.working.remove(ns, m.id)
+        assert made is not None or target is not None
+        return made.id if made is not None else target.id  # type: ignore[union-attr]
 
 
 @dataclass
@@ -340,17 +403,18 @@ def _within(stores: Stores, threshold: float, ns: str, items: list[MemoryItem],
 
     order = sorted(range(len(items)), key=lambda k: (items[k].recorded_time, items[k].id))
     rank = {items[k].id: n for n, k in enumerate(order)}
-    by_hash: dict[str | None, list[int]] = {}
+    # one user's memory is never another's duplicate (issue 28): same user, same text
+    by_hash: dict[tuple[str | None, str | None], list[int]] = {}
     for k in order:
-        by_hash.setdefault(items[k].content_hash, []).append(k)
+        by_hash.setdefault((items[k].user_id, items[k].content_hash), []).append(k)
     taken: set[str] = set()
     out: list[tuple[MemoryItem, list[MemoryItem]]] = []
     for k in order:
         head = items[k]
         if head.id in taken:
             continue
-        same = [items[j] for j in by_hash.get(head.content_hash, []) if j != k
-                and items[j].id not in taken] if head.content_hash else []
+        same = [items[j] for j in by_hash.get((head.user_id, head.content_hash), [])
+                if j != k and items[j].id not in taken] if head.content_hash else []
         if not near:
             if same:
                 taken.update(m.id for m in same)
@@ -364,6 +428,7 @@ def _within(stores: Stores, threshold: float, ns: str, items: list[MemoryItem],
         members = same + [items[order[rank[h.id]]] for h in hits
                           if h.id in rank and h.id != head.id and h.id not in taken
                           and rank[h.id] > rank[head.id] and h.score >= threshold
+                          and items[order[rank[h.id]]].user_id == head.user_id
                           and items[order[rank[h.id]]] not in same]
         if members:
             taken.update(m.id for m in members)
@@ -416,23 +481,25 @@ def _group(sources: list[MemoryItem], src_v: np.ndarray, targets: list[MemoryIte
     return [g for g in groups if g.members]
 
 
-def _merge_into(stores: Stores, ns: str, to_type: MemoryType, target: MemoryItem | None,
-                members: list[MemoryItem]) -> str:
+def _merged(ns: str, to_type: MemoryType, target: MemoryItem | None,
+            members: list[MemoryItem]) -> tuple[MemoryItem | None, dict[str, Any]]:
+    """What merging ``members`` into ``target`` writes: (a new memory, no changes) when
+    there is no target, else (None, the target's changes: the longest content, the max
+    importance, ``merged_from``; none when an earlier, interrupted run already merged
+    them and only their removal is left)."""
     ids = [m.id for m in members]
     importance = min(1.0, max(m.importance for m in members))
     if target is not None:
         merged_from = list(dict.fromkeys([*target.metadata.get("merged_from", []), *ids]))
         if merged_from == target.metadata.get("merged_from"):
-            return target.id  # already merged by an earlier, interrupted run
+            return None, {}  # already merged by an earlier, interrupted run
         longest = max([target, *members], key=lambda i: len(i.content)).content
-        stores.update(ns, target.id, content=longest,
-                         importance=max(target.importance, importance),
-                         metadata={**target.metadata, "merged_from": merged_from})
-        return target.id
+        return None, {"content": longest,
+                      "importance": max(target.importance, importance),
+                      "metadata": {**target.metadata, "merged_from": merged_from}}
     head = max(members, key=lambda i: len(i.content))
     meta = {**head.metadata, "promoted_from": head.id, "merged_from": ids}
-    [new] = stores.add([MemoryItem(
+    return MemoryItem(
         content=head.content, namespace=ns, memory_type=to_type, importance=importance,
         user_id=head.user_id, agent_id=head.agent_id, session_id=head.session_id,
-        event_time=min(m.event_time for m in members), metadata=meta)])
-    return new.id
+        event_time=min(m.event_time for m in members), metadata=meta), {}

@@ -440,17 +440,9 @@ class MemoryManager:
         for item in items:
             validate_item(item)
         validate_batch(len(items))  # before any embedding work
-        plan = dedup.resolve(self, items, mode)
-        fresh = [items[n] for n in plan.fresh]
-        stored = [i for i in fresh if i.memory_type != MemoryType.WORKING]
-        vectors = self.stores.embedder.embed([i.content for i in stored]) if stored else None
-        if stored and vectors is not None and mode != "store":
-            for item, near in zip(stored, dedup.near_duplicates(self, stored, vectors),
-                                  strict=True):
-                item.near_duplicates = near
-        self.stores.add(stored, vectors)
+        # look up, embed, store; identical adds racing store one (issue 28, dedup.store)
+        plan, stored = dedup.store(self, items, mode)
         self.superseder.apply(stored)  # facts that update: memory/supersede.py
-        self.working.add_many([i for i in fresh if i.memory_type == MemoryType.WORKING])
         out = list(items)
         for n, existing in plan.existing.items():
             if mode == "update":
@@ -462,12 +454,7 @@ class MemoryManager:
 
     def _merge_repeat(self, entry: Mapping[str, Any], existing: MemoryItem) -> MemoryItem:
         """``on_duplicate="update"``: the repeated entry's fields onto the stored memory."""
-        changes = dedup.update_changes(entry, existing)
-        if not changes:
-            return existing
-        if existing.memory_type == MemoryType.WORKING:
-            return self.working.update(existing.namespace, existing.id, **changes)
-        return self.stores.update(existing.namespace, existing.id, **changes)
+        return dedup.merge_repeat(self, entry, existing)
 
     def mentioned_times(self, memory_id: str, *, namespace: str | None = None
                         ) -> list[TimeSpan]:

@@ -26,6 +26,7 @@ from hello_memory.embedding.base import Embedder
 from hello_memory.errors import (
     InsufficientStorageError,
     InvalidInputError,
+    NotFoundError,
     StoreError,
 )
 from hello_memory.stores.graph.base import GraphStore
@@ -36,6 +37,7 @@ from hello_memory.stores.indexing import (
     IndexFailure,
 )
 from hello_memory.stores.records import OutboxEntry, RecordStore
+from hello_memory.stores.records.memories import WriteConflictError
 from hello_memory.stores.records.outbox import kind_of
 from hello_memory.stores.vector.base import CollectionSpec, VectorStore
 from hello_memory.text.bm25 import BM25_VECTOR, LexicalEncoder
@@ -236,10 +238,13 @@ class Stores:
 
     # writes ------------------------------------------------------------------------
     def add(self, items: Sequence[MemoryItem],
-            vectors: npt.NDArray[np.float32] | None = None) -> list[MemoryItem]:
+            vectors: npt.NDArray[np.float32] | None = None, *,
+            keyed: bool = False) -> list[MemoryItem]:
         """Validate, embed (one batch), commit records (one transaction), index.
         Invalid input or an embedding failure writes nothing. ``vectors``: the items'
-        embeddings when the caller already has them (the add path's duplicate check)."""
+        embeddings when the caller already has them (the add path's duplicate check).
+        ``keyed``: the idempotent add's unique key (``MemoryRepository.add_items``;
+        ``DuplicateKeyError`` when an identical add committed first)."""
         validate_batch(len(items))
         for item in items:
             validate_item(item)
@@ -250,7 +255,7 @@ class Stores:
         self._ensure_replayed()
         if vectors is None or len(vectors) != len(items):
             vectors = self.embedder.embed([i.content for i in items])
-        rows = self.records.memories.add_items(items)
+        rows = self.records.memories.add_items(items, keyed=keyed)
         result = self.engine.apply_entries(rows, {i.id: (i.content, v)
                                                   for i, v in zip(items, vectors, strict=True)})
         raw = next(iter(result.failed.values()), None)
@@ -301,25 +306,38 @@ class Stores:
                 if entities or relations:
                     self.graph.add_mentions(item.namespace, item.id, entities, relations)
 
-    def update(self, namespace: str, memory_id: str, **changes: Any) -> MemoryItem:
+    def update(self, namespace: str, memory_id: str, *, expect_version: int | None = None,
+               **changes: Any) -> MemoryItem:
         """Change a record, then its index: new content is re-embedded and re-extracted;
-        other fields only rewrite the vector payload."""
+        other fields only rewrite the vector payload. ``expect_version``: write only
+        while the record is still that version (else ``WriteConflictError``)."""
         content = changes.get("content")
         self.check_disk(8 * len(content) + 4096 if isinstance(content, str) else 4096)
-        item, rows = self.records.memories.update_queued(namespace, memory_id, **changes)
+        item, rows = self.records.memories.update_queued(
+            namespace, memory_id, expect_version=expect_version, **changes)
         self._apply_own(rows, {memory_id})
         return item
 
-    def update_many(self, namespace: str, ids: Sequence[str], **changes: Any
+    def update_many(self, namespace: str, ids: Sequence[str], *,
+                    expect: Mapping[str, int] | None = None, **changes: Any
                     ) -> list[MemoryItem]:
         """Change the same fields of several records (forget and restore: a status),
-        one transaction each, then apply their own rows together."""
+        one transaction each, then apply their own rows together. With ``expect``
+        (id -> the version the caller read) a record changed or deleted since that
+        version is left alone (compare-and-swap) and not among the items returned."""
         items, rows = [], []
         for memory_id in ids:
-            item, queued = self.records.memories.update_queued(namespace, memory_id, **changes)
+            try:
+                item, queued = self.records.memories.update_queued(
+                    namespace, memory_id,
+                    expect_version=None if expect is None else expect[memory_id], **changes)
+            except (WriteConflictError, NotFoundError):
+                if expect is None:
+                    raise
+                continue
             items.append(item)
             rows += queued
-        self._apply_own(rows, set(ids))
+        self._apply_own(rows, {i.id for i in items})
         return items
 
     def delete(self, namespace: str, ids: Sequence[str]) -> int:
@@ -328,6 +346,29 @@ class Stores:
         if n:
             self._apply_own(rows, set(ids))
         return n
+
+    def delete_unchanged(self, namespace: str, versions: Mapping[str, int]) -> list[str]:
+        """Delete the records of ``versions`` (id -> the version the caller read) that
+        are still at that version, with their vectors and graph links (a
+        compare-and-swap: one updated since is kept); returns the ids deleted."""
+        n, rows = self.records.memories.delete_queued(namespace, list(versions),
+                                                      expect=versions)
+        gone = list(dict.fromkeys(e.item_id for e in rows))
+        if n:
+            self._apply_own(rows, set(gone))
+        return gone
+
+    def merge(self, namespace: str, *, add: MemoryItem | None = None,
+              target: tuple[str, int, Mapping[str, Any]] | None = None,
+              remove: Mapping[str, int]) -> MemoryItem | None:
+        """One merge of ``consolidate``, all or nothing
+        (``MemoryRepository.merge_queued``: ``WriteConflictError`` when a memory
+        changed since the version read), then its index work."""
+        self.check_disk(8 * len(add.content) + 4096 if add is not None else 4096)
+        made, rows = self.records.memories.merge_queued(namespace, add=add, target=target,
+                                                        remove=remove)
+        self._apply_own(rows, {e.item_id for e in rows})
+        return made
 
     def _apply_own(self, rows: Sequence[OutboxEntry], keys: set[str]) -> ApplyResult:
         """Apply the caller's own rows; a failure of one of its items is raised (the

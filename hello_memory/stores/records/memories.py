@@ -15,7 +15,9 @@ decision 1), so a rollback or crash can never leave them out of step;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -24,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import TextClause, delete, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
-from sqlalchemy.orm.exc import StaleDataError
 
 from hello_memory.errors import InvalidInputError, NotFoundError, RecordStoreError
 from hello_memory.stores.records.models import (
@@ -45,8 +47,39 @@ from hello_memory.validation import require_namespace, validate_item
 if TYPE_CHECKING:
     from hello_memory.stores.records.store import RecordStore
 
-__all__ = ["ItemFilter", "ItemOrder", "MemoryRepository", "count_tokens", "item_topic",
+__all__ = ["DuplicateKeyError", "ItemFilter", "ItemOrder", "MemoryRepository",
+           "WriteConflictError", "count_tokens", "dedup_key", "item_topic",
            "mentioned_times", "topic_for"]
+
+
+class WriteConflictError(RecordStoreError):
+    """A compare-and-swap write found the row changed (or gone) since the version the
+    caller read (schema v7 ``version``); nothing of the write was committed. Callers
+    that pass an expected version catch it: they re-read, or leave the memory for the
+    next run (memory/lifecycle.py)."""
+
+
+class DuplicateKeyError(RecordStoreError):
+    """An add with ``keyed=True`` found a current memory holding the same dedup key
+    (an identical add committed first); nothing of the batch was committed. The add
+    path catches it and returns the memory stored first (memory/dedup.py)."""
+
+
+def dedup_key(item: MemoryItem) -> str:
+    """The idempotent add's key of a memory within its namespace (schema v7,
+    ``ux_items_ns_dedup_key``): SHA-256 of its type, its ``user_id`` and its
+    ``content_hash`` (issue 28: one user's memory is never another's duplicate)."""
+    assert item.content_hash is not None  # validate_item set it
+    raw = json.dumps([MemoryType(item.memory_type).value, item.user_id, item.content_hash])
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _keeps_key(before: MemoryItem, after: MemoryItem) -> bool:
+    """Whether an updated memory is still the current active memory of the same key
+    (else its key is released: a forgotten, superseded or rewritten memory no longer
+    stands for that content)."""
+    return (after.status == MemoryStatus.ACTIVE and after.valid_to is None
+            and dedup_key(before) == dedup_key(after))
 
 # first (newer first among equals; served by ix_items_ns_type_importance).
 ItemOrder = Literal["event_time", "-event_time", "-importance"]
@@ -87,6 +120,14 @@ class ItemFilter:
             return False
         return self.status is not None if self.current is None else self.current
 
+# The columns an update rewrites from the item (the key, the version and the identity
+# columns are the update's own business).
+_ROW_ATTRS = ("content", "content_hash", "memory_type", "modality", "user_id", "agent_id",
+              "session_id", "event_time", "importance", "access_count", "last_access",
+              "status", "metadata_", "topic", "tokens", "valid_from", "valid_to",
+              "superseded_by", "fact_key")
+
+
 def _to_item(row: MemoryRow) -> MemoryItem:
     return MemoryItem(
         id=row.id, namespace=row.namespace, content=row.content,
@@ -97,7 +138,7 @@ def _to_item(row: MemoryRow) -> MemoryItem:
         last_access=row.last_access, status=MemoryStatus(row.status),
         metadata=dict(row.metadata_ or {}), content_hash=row.content_hash,
         valid_from=row.valid_from or row.event_time, valid_to=row.valid_to,
-        superseded_by=row.superseded_by,
+        superseded_by=row.superseded_by, version=row.version or 1,
     )
 
 
@@ -201,10 +242,15 @@ class MemoryRepository:
     def __init__(self, records: RecordStore) -> None:
         self._records = records
 
-    def add_items(self, items: Sequence[MemoryItem]) -> list[OutboxEntry]:
+    def add_items(self, items: Sequence[MemoryItem], *, keyed: bool = False
+                  ) -> list[OutboxEntry]:
         """Insert items and their outbox rows in one transaction; returns those rows (the
         write path applies them, :meth:`~hello_memory.stores.indexing.IndexEngine.apply_entries`).
-        Every item is validated first: one bad item writes nothing."""
+        Every item is validated first: one bad item writes nothing. With ``keyed`` (the
+        idempotent add) each current active item holds its :func:`dedup_key`; when a
+        memory holding one of those keys is already committed, nothing is written and
+        :class:`DuplicateKeyError` is raised (the unique index decides, so two
+        processes racing on one PostgreSQL database are serialised too)."""
         for item in items:
             validate_item(item)
         ids = [i.id for i in items]
@@ -215,7 +261,18 @@ class MemoryRepository:
             if taken:
                 raise InvalidInputError(f"memory id already exists: {taken[0]}")
             rows = [_to_row(i) for i in items]
+            if keyed:
+                for item, row in zip(items, rows, strict=True):
+                    if item.status == MemoryStatus.ACTIVE and item.valid_to is None:
+                        row.dedup_key = dedup_key(item)
             s.add_all(rows)
+            try:
+                s.flush()  # the unique index speaks here, inside the transaction
+            except IntegrityError as exc:
+                if not keyed:
+                    raise
+                raise DuplicateKeyError("a memory with the same content, type and user "
+                                        "was stored first") from exc
             if self._records.mention_times:
                 times = [t for i in items for t in mention_time_rows(i)]
                 if times:  # after the rows they point to; one executemany
@@ -445,87 +502,188 @@ class MemoryRepository:
         """Change fields of one item and queue its re-index; returns the new item."""
         return self.update_queued(namespace, memory_id, **changes)[0]
 
-    def update_queued(self, namespace: str, memory_id: str, **changes: Any
+    def update_queued(self, namespace: str, memory_id: str, *,
+                      expect_version: int | None = None, **changes: Any
                       ) -> tuple[MemoryItem, list[OutboxEntry]]:
         """:meth:`update_item`, also returning the outbox rows its transaction wrote
-        (the write path applies those, and only those)."""
+        (the write path applies those, and only those).
+
+        The row is rewritten by a compare-and-swap on its ``version`` (schema v7): the
+        UPDATE holds only while the row is still the version this call read, so a
+        concurrent writer's acknowledged change is never overwritten with a stale
+        copy. Without ``expect_version`` a lost race is retried on the fresh row; with
+        it (a job that decided on what it read) a row changed since that version
+        raises :class:`WriteConflictError` and nothing is written. A row deleted in
+        between is a :class:`NotFoundError`."""
         unknown = set(changes) - _UPDATABLE
         if unknown:
             raise InvalidInputError(f"cannot update field(s) {sorted(unknown)}")
-        try:
-            return self._update_in_transaction(namespace, memory_id, changes)
-        except RecordStoreError as exc:
-            # The row was read, then deleted by another writer before this UPDATE ran
-            # (it matched no row): to this caller the memory is gone, as if the delete
-            # had come first. Nothing of this update was written (rolled back).
-            if isinstance(exc.__cause__, StaleDataError):
+        raced = False
+        while True:
+            try:
+                with self._records.transaction() as s:
+                    return self._update(s, namespace, memory_id, changes, expect_version)
+            except WriteConflictError:
+                if expect_version is not None:
+                    raise
+                raced = True  # another writer committed between our read and write
+            except NotFoundError:
+                if not raced:
+                    raise
+                # Read, then deleted by another writer before the UPDATE ran: to this
+                # caller the memory is gone, as if the delete had come first.
                 raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r} "
                                     "(deleted while it was being updated)") from None
-            raise
 
-    def _update_in_transaction(self, namespace: str, memory_id: str,
-                               changes: dict[str, Any]
-                               ) -> tuple[MemoryItem, list[OutboxEntry]]:
-        with self._records.transaction() as s:
-            row = s.scalar(select(MemoryRow).where(
-                MemoryRow.namespace == require_namespace(namespace), MemoryRow.id == memory_id))
-            if row is None:
-                raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
-            item = _to_item(row)
-            old_content, old_event, old_type = item.content, item.event_time, item.memory_type
-            before = (1, row.tokens) if _active(row.status) else (0, 0)
-            for key, value in changes.items():
-                setattr(item, key, value)
-            content_changed = item.content != old_content
-            if content_changed and "content_hash" not in changes:
-                item.content_hash = None
-            validate_item(item)
-            new = _to_row(item)
-            s.merge(new)
-            if content_changed or item.event_time != old_event:
-                # The mentioned times follow the text and the time it is read against.
-                s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id == memory_id))
-                times = mention_time_rows(item) if self._records.mention_times else []
-                if times:
-                    s.flush()
-                    s.execute(insert(MemoryTimeRow), times)
-            after = (1, new.tokens) if _active(new.status) else (0, 0)
-            _bump_totals(s, {namespace: [after[0] - before[0], after[1] - before[1]]})
-            # New content must be re-embedded and re-extracted, a new type re-derives
-            # the graph links (only semantic memories have any); anything else only
-            # changes the vector's payload.
-            op = "upsert" if content_changed or item.memory_type != old_type else "payload"
-            kinds = dict.fromkeys((kind_of(old_type), kind_of(item.memory_type)))
-            rows = [row for kind in kinds for row in self._records.outbox.queue_entries(
-                s, op, [(namespace, memory_id)], kind)]
+    def _update(self, s: Session, namespace: str, memory_id: str, changes: Mapping[str, Any],
+                expect_version: int | None) -> tuple[MemoryItem, list[OutboxEntry]]:
+        row = s.scalar(select(MemoryRow).where(
+            MemoryRow.namespace == require_namespace(namespace), MemoryRow.id == memory_id))
+        if row is None:
+            raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
+        version = row.version or 1
+        if expect_version is not None and version != expect_version:
+            raise WriteConflictError(f"memory {memory_id!r} changed since version "
+                                     f"{expect_version} (now {version})")
+        item = _to_item(row)
+        before_item = _to_item(row)
+        old_content, old_event, old_type = item.content, item.event_time, item.memory_type
+        before = (1, row.tokens) if _active(row.status) else (0, 0)
+        for key, value in changes.items():
+            setattr(item, key, value)
+        content_changed = item.content != old_content
+        if content_changed and "content_hash" not in changes:
+            item.content_hash = None
+        validate_item(item)
+        new = _to_row(item)
+        # Only the columns this update changes: a search's access count, bumped in
+        # between without a version (bookkeeping), is not written back stale.
+        values = {attr: getattr(new, attr) for attr in _ROW_ATTRS
+                  if getattr(new, attr) != getattr(row, attr)}
+        values["dedup_key"] = row.dedup_key if _keeps_key(before_item, item) else None
+        done = s.execute(
+            update(MemoryRow)
+            .where(MemoryRow.id == memory_id, MemoryRow.namespace == namespace,
+                   MemoryRow.version == version)
+            .values(**values, version=version + 1)
+            .execution_options(synchronize_session=False))
+        if done.rowcount != 1:  # type: ignore[attr-defined]
+            raise WriteConflictError(f"memory {memory_id!r} changed or was deleted while "
+                                     "it was being updated")
+        item.version = version + 1
+        if content_changed or item.event_time != old_event:
+            # The mentioned times follow the text and the time it is read against.
+            s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id == memory_id))
+            times = mention_time_rows(item) if self._records.mention_times else []
+            if times:
+                s.execute(insert(MemoryTimeRow), times)
+        after = (1, new.tokens) if _active(new.status) else (0, 0)
+        _bump_totals(s, {namespace: [after[0] - before[0], after[1] - before[1]]})
+        # New content must be re-embedded and re-extracted, a new type re-derives
+        # the graph links (only semantic memories have any); anything else only
+        # changes the vector's payload.
+        op = "upsert" if content_changed or item.memory_type != old_type else "payload"
+        kinds = dict.fromkeys((kind_of(old_type), kind_of(item.memory_type)))
+        rows = [r for kind in kinds for r in self._records.outbox.queue_entries(
+            s, op, [(namespace, memory_id)], kind)]
         return item, rows
 
     def delete_items(self, namespace: str, ids: Sequence[str]) -> int:
         """Delete items of ``namespace`` by id and queue index deletions; returns count."""
         return self.delete_queued(namespace, ids)[0]
 
-    def delete_queued(self, namespace: str, ids: Sequence[str]
+    def delete_queued(self, namespace: str, ids: Sequence[str], *,
+                      expect: Mapping[str, int] | None = None
                       ) -> tuple[int, list[OutboxEntry]]:
-        """:meth:`delete_items`, also returning the outbox rows its transaction wrote."""
+        """:meth:`delete_items`, also returning the outbox rows its transaction wrote.
+        With ``expect`` (id -> the version the caller read) only the rows still at that
+        version are deleted (a compare-and-swap: one updated since is kept, and is not
+        among the returned rows' ``item_id``)."""
         require_namespace(namespace)
         with self._records.transaction() as s:
-            rows = s.execute(select(MemoryRow.id, MemoryRow.status, MemoryRow.tokens,
-                                    MemoryRow.memory_type).where(
-                MemoryRow.namespace == namespace, MemoryRow.id.in_(ids))).all()
-            found = [r.id for r in rows]
-            if not found:
-                return 0, []
+            return self._delete(s, namespace, ids, expect, strict=False)
+
+    def _delete(self, s: Session, namespace: str, ids: Sequence[str],
+                expect: Mapping[str, int] | None, *, strict: bool
+                ) -> tuple[int, list[OutboxEntry]]:
+        rows = s.execute(select(MemoryRow.id, MemoryRow.status, MemoryRow.tokens,
+                                MemoryRow.memory_type, MemoryRow.version).where(
+            MemoryRow.namespace == namespace, MemoryRow.id.in_(ids))).all()
+        if expect is not None:
+            rows = [r for r in rows if (r.version or 1) == expect.get(r.id)]
+            if strict and len(rows) != len(set(ids)):
+                raise WriteConflictError("a memory changed or was deleted since it was read")
+        found = [r.id for r in rows]
+        if not found:
+            return 0, []
+        if expect is None:
             s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id.in_(found)))
             s.execute(delete(MemoryRow).where(MemoryRow.namespace == namespace,
                                               MemoryRow.id.in_(found)))
-            gone = [r.tokens for r in rows if _active(r.status)]
-            _bump_totals(s, {namespace: [-len(gone), -sum(gone)]})
-            queued: list[OutboxEntry] = []
-            for kind in dict.fromkeys(kind_of(r.memory_type) for r in rows):
-                queued += self._records.outbox.queue_entries(
-                    s, "delete", [(namespace, r.id) for r in rows
-                                  if kind_of(r.memory_type) == kind], kind)
+        else:
+            kept = []
+            for r in rows:  # one compare-and-swap per row: the version read above
+                done = s.execute(delete(MemoryRow).where(
+                    MemoryRow.namespace == namespace, MemoryRow.id == r.id,
+                    MemoryRow.version == (r.version or 1)))
+                if done.rowcount == 1:  # type: ignore[attr-defined]
+                    kept.append(r)
+                elif strict:
+                    raise WriteConflictError(f"memory {r.id!r} changed since it was read")
+            rows, found = kept, [r.id for r in kept]
+            if not found:
+                return 0, []
+            s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id.in_(found)))
+        gone = [r.tokens for r in rows if _active(r.status)]
+        _bump_totals(s, {namespace: [-len(gone), -sum(gone)]})
+        queued: list[OutboxEntry] = []
+        for kind in dict.fromkeys(kind_of(r.memory_type) for r in rows):
+            queued += self._records.outbox.queue_entries(
+                s, "delete", [(namespace, r.id) for r in rows
+                              if kind_of(r.memory_type) == kind], kind)
         return len(found), queued
+
+    def merge_queued(self, namespace: str, *, add: MemoryItem | None = None,
+                     target: tuple[str, int, Mapping[str, Any]] | None = None,
+                     remove: Mapping[str, int]) -> tuple[MemoryItem | None, list[OutboxEntry]]:
+        """One merge of ``consolidate`` in ONE transaction (schema v7 compare-and-swap):
+        insert ``add`` (a new memory) or update ``target`` ((id, the version read,
+        changes)), and delete every memory of ``remove`` (id -> the version read).
+        When any of them changed or went away since it was read, nothing is written
+        and :class:`WriteConflictError` is raised: a merge built from what a job read
+        never overwrites or deletes an update acknowledged after that read.
+        Returns the new or updated memory and the outbox rows written."""
+        require_namespace(namespace)
+        with self._records.transaction() as s:
+            # The deletes first: on SQLite the first write takes the database's write
+            # lock, so what is read after it (the target) cannot change before commit.
+            _, queued = self._delete(s, namespace, list(remove), remove, strict=True)
+            made: MemoryItem | None = None
+            if target is not None:
+                memory_id, version, changes = target
+                if changes:
+                    made, updated = self._update(s, namespace, memory_id, changes, version)
+                    queued += updated
+                else:  # nothing to change (an interrupted run merged them): still there?
+                    now = s.scalar(select(MemoryRow.version).where(
+                        MemoryRow.namespace == namespace, MemoryRow.id == memory_id))
+                    if now is None or (now or 1) != version:
+                        raise WriteConflictError(f"memory {memory_id!r} changed since "
+                                                 "it was read")
+            if add is not None:
+                validate_item(add)
+                row = _to_row(add)
+                s.add(row)
+                s.flush()
+                if self._records.mention_times:
+                    times = mention_time_rows(add)
+                    if times:
+                        s.execute(insert(MemoryTimeRow), times)
+                if _active(row.status):
+                    _bump_totals(s, {namespace: [1, row.tokens]})
+                queued += self._records.outbox.queue_items(s, "add", [add])
+                made = add
+        return made, queued
 
     def record_access(self, namespace: str, ids: Sequence[str]) -> None:
         """Bump access counts (search hits); does not touch the indexes."""

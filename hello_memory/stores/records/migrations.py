@@ -202,10 +202,30 @@ def _v5_to_v6(conn: Connection) -> None:
                 index.create(conn)
 
 
+def _v6_to_v7(conn: Connection) -> None:
+    """v7 (issue 28, concurrency): ``hm_memory_items.version`` (1 for every row, then
+    bumped by each update: the compare-and-swap of consolidate / forget / restore) and
+    ``dedup_key`` with its unique index per namespace (the idempotent add under
+    concurrency). Existing rows hold no key (NULL), so memories already stored twice
+    (before issue 15, or with ``on_duplicate="store"``) never make the index fail;
+    the add still finds them by ``content_hash``. Each part checks what is there."""
+    insp = inspect(conn)
+    columns = {c["name"] for c in insp.get_columns("hm_memory_items")}
+    if "version" not in columns:
+        conn.execute(text("ALTER TABLE hm_memory_items ADD COLUMN version INTEGER "
+                          "NOT NULL DEFAULT 1"))
+    if "dedup_key" not in columns:
+        conn.execute(text("ALTER TABLE hm_memory_items ADD COLUMN dedup_key VARCHAR(64)"))
+    if "ux_items_ns_dedup_key" not in {i["name"] for i in insp.get_indexes("hm_memory_items")}:
+        for index in MemoryRow.__table__.indexes:  # type: ignore[attr-defined]
+            if index.name == "ux_items_ns_dedup_key":
+                index.create(conn)
+
+
 # MIGRATIONS[n] upgrades a database at version n to n + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                        3: _v3_to_v4, 4: _v4_to_v5,
-                                                       5: _v5_to_v6}
+                                                       5: _v5_to_v6, 6: _v6_to_v7}
 
 
 def read_version(conn: Connection) -> int | None:

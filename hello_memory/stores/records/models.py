@@ -1,4 +1,4 @@
-"""SQLAlchemy table definitions of the record store (schema version 6).
+"""SQLAlchemy table definitions of the record store (schema version 7).
 
 The record store is the source of truth: Qdrant and the graph are derived from it.
 All times are stored as timezone-aware UTC. The SQLite graph backend keeps its
@@ -29,7 +29,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from hello_memory.text.facts import FACT_KEY_CHARS
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Longest topic key kept in ``hm_memory_items.topic`` (the index column); longer keys are
 # stored cut and matched exactly on the rows read back (see MemoryRepository.recent_by_topic).
@@ -93,6 +93,10 @@ class MemoryRow(Base):
         # no index of its own: nearly every row is NULL there (still true), and such an
         # index only leads SQLite's planner to read a whole namespace through it.
         Index("ix_items_ns_fact_key", "namespace", "fact_key"),
+        # Schema v7 (issue 28): one current memory per (namespace, dedup key), so
+        # identical adds that race store one memory (memory/dedup.py). NULLs are
+        # distinct on SQLite and PostgreSQL: memories that hold no key never collide.
+        Index("ux_items_ns_dedup_key", "namespace", "dedup_key", unique=True),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -126,6 +130,16 @@ class MemoryRow(Base):
     # ``subject|attribute`` of the single-valued fact the content states, if any
     # (hello_memory/text/facts.py): the memories about the same fact, one index away.
     fact_key: Mapped[str | None] = mapped_column(String(FACT_KEY_CHARS))
+    # Schema v7 (issue 28, docs/RELIABILITY.md "Concurrency"). ``version`` starts at 1
+    # and every update of the row adds 1 in the same statement that checks it
+    # (compare-and-swap): a read-modify-write job (consolidate, forget, restore) that
+    # read version n changes or deletes the row only while it is still n, so an update
+    # acknowledged in between is never overwritten or deleted unseen. Access counts are
+    # bookkeeping and do not bump it. ``dedup_key`` (memory/dedup.py ``dedup_key``:
+    # type, user and content hash) is set by the idempotent add and cleared when the
+    # memory stops being a current active memory of that content; NULL otherwise.
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    dedup_key: Mapped[str | None] = mapped_column(String(64))
 
 
 # Longest time expression kept in ``hm_memory_times.expression`` (longer ones cut).
