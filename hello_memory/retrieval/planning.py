@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from hello_memory.llm.base import LLMClient, Message, call_or_fallback
 from hello_memory.text import contains_cjk, tokenize
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
-from hello_memory.text.timeparse import TimeRange, find_time_ranges
+from hello_memory.text.timeparse import TimeRange, direction_of, find_time_ranges
 
 __all__ = [
     "Completeness",
@@ -106,6 +106,17 @@ class QueryAnalysis(BaseModel):
         return self.question_type == "when" or bool(_ASKS_TIME.search(self.query))
 
 
+# "when" asks a time when an auxiliary follows it ("when is", "when did"), when it opens
+# the question without a subordinate clause's subject ("when I book, ..." does not), or
+# ends it ("since when?"); elsewhere it is a conjunction (issue 26, scores a person can
+# read: the when-factor only for questions that ask when).
+_ASKS_WHEN_EN = re.compile(
+    r"\bwhen(?:'s|\s+(?:is|are|was|were|am|do|does|did|will|would|should|shall|can|could|"
+    r"has|have|had|might|must)\b)"
+    r"|^\W*when\b(?!\s+(?:i|i'm|you|we|he|she|they|it|my|our|your|his|her|their)\b)"
+    r"|\bwhen\W*$")
+
+
 def question_type(query: str) -> QuestionType:
     """The question's type from its wording (English and Chinese)."""
     low = query.lower()
@@ -116,6 +127,8 @@ def question_type(query: str) -> QuestionType:
         if query.rstrip("？?").endswith(("吗", "么")):
             return "yesno"
     for cue, kind in _QTYPE_EN:
+        if cue == "when" and not _ASKS_WHEN_EN.search(low):
+            continue  # "which seat should I choose when I book?" does not ask when
         if re.search(rf"\b{cue}\b", low):
             return kind  # type: ignore[return-value]
     return "yesno" if _YESNO_EN.match(query) else "other"
@@ -132,7 +145,10 @@ def analyze_query(
     """Rule-based analysis: keywords (stopwords out), persons (``known_persons``
     mentioned, and names the extractor types as people), entities, locations, time
     expressions with their ranges resolved against ``reference``."""
-    ranges: list[TimeRange] = find_time_ranges(query, reference)
+    # A question's year-less date is a past one unless its wording looks ahead ("what's
+    # on 9 December?", "when is my flight?"): issue 26, time that points the right way.
+    ranges: list[TimeRange] = find_time_ranges(query, reference,
+                                               direction=direction_of(query, "past"))
     extraction = (extractor or RuleExtractor()).extract(query, namespace)
     persons: list[str] = []
     entities: list[str] = []

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hello_memory.memory.scoring import graph_proximity
+from hello_memory.retrieval.bounds import bounded_terms
 from hello_memory.retrieval.fusion import ViewResult
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
@@ -108,6 +109,7 @@ NAME_TERM_WEIGHT = 0.5
 def _sparse_search(stores: Stores, req: ViewRequest, terms: Mapping[int, float],
                    filters: Mapping[str, Any], limit: int,
                    ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
+    terms = bounded_terms(terms)  # one search's work stays bounded (bounds.py)
     indices = sorted(terms)
     sparse = SparseVector(tuple(indices), tuple(terms[i] for i in indices))
     hits = stores.vectors.nearest(MEMORY_COLLECTION, sparse, namespace=req.namespace,
@@ -120,6 +122,16 @@ def name_terms(stores: Stores, persons: Sequence[str]) -> set[int]:
     return {term_index(t) for p in persons for t in stores.lexical.terms(p)}
 
 
+def without_times(query: str, analysis: QueryAnalysis) -> str:
+    """``query`` without the time expressions the planner resolved: "last", "next
+    week", 上周 are the symbolic view's constraints, not words to match ("last" would
+    find "lasts"; issue 26)."""
+    for expression in analysis.time_expressions:
+        if expression:
+            query = query.replace(expression, " ")
+    return query
+
+
 def lexical_query(stores: Stores, req: ViewRequest, query: str,
                   filters: Mapping[str, Any], limit: int) -> list[tuple[str, float]]:
     """BM25 for one query in which the words of the question's person names weigh
@@ -128,7 +140,9 @@ def lexical_query(stores: Stores, req: ViewRequest, query: str,
     refer to ("my husband" -> Tom Berg) join at the names' weight and may find
     candidates: naming them is what answers the question. A query of names only is
     plain BM25."""
-    terms = {term_index(t) for t in stores.lexical.terms(query)}
+    terms = {term_index(t) for t in stores.lexical.terms(without_times(query, req.analysis))}
+    if not terms:
+        terms = {term_index(t) for t in stores.lexical.terms(query)}
     if not terms:
         return []
     resolved = name_terms(stores, req.analysis.resolved)
@@ -298,13 +312,32 @@ def about_subject(item: MemoryItem, analysis: QueryAnalysis) -> int:
     met += 1 if (_about(item, analysis.resolved)
                  or _names_role(item, analysis.resolved_roles)) else 0
     if analysis.first_person and (_SELF_REFERENCE.search(item.content)
-                                  or _about(item, analysis.self_names)):
+                                  or _about(item, analysis.self_names)
+                                  or _implicit_self(item)):
         met += 1
     return met
 
 
+_THIRD_PERSON_LEAD = re.compile(r"^\W*(?:he|she|they|his|her|their|its?)\b", re.I)
+
+
+def _implicit_self(item: MemoryItem) -> bool:
+    """A note with its subject left out ("Went bouldering with Priya", "去了杭州") is the
+    user's own, when it names no one else as its subject and carries no person metadata
+    (issue 26: a first-person question is about such notes too)."""
+    if _has_person_metadata(item) or _THIRD_PERSON_LEAD.search(item.content):
+        return False
+    return not any(n.split(" ", 1)[0].casefold() not in _NOT_SUBJECTS
+                   for m in _NAMED_SUBJECT.finditer(item.content)
+                   if (n := m.group("lead") or m.group("own")))
+
+
 # Someone a memory is about, by name: "Anna's manager ...", "Tom plays ...".
-_NAMED_SUBJECT = re.compile(r"(?:^|[.;!?]\s+)(?P<lead>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\b"
+# A capitalised word opening a sentence is a subject only when a verb follows it ("Tom
+# plays", "Anna is", "Priya moved"): "Went bouldering with Priya" and "Dentist on 9
+# December" are the user's own notes with the subject left out (issue 26).
+_NAMED_SUBJECT = re.compile(r"(?:^|[.;!?]\s+)(?P<lead>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
+                            r"(?=\s+(?:is|was|has|had|will|can|does|did|and|[a-z]+(?:s|ed))\b)"
                             r"|\b(?P<own>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)['’]s\b")
 _NOT_SUBJECTS = {"the", "a", "an", "this", "that", "these", "those", "when", "where", "while",
                  "after", "before", "at", "in", "on", "if", "we", "i", "it", "they", "she", "he",

@@ -66,9 +66,15 @@ from typing import Literal, cast
 
 from hello_memory.errors import InvalidInputError
 
-__all__ = ["Granularity", "TimeRange", "find_time_ranges", "parse_time_range", "says_when"]
+__all__ = ["Direction", "Granularity", "TimeRange", "direction_of", "find_time_ranges",
+           "mentioned_ranges", "parse_time_range", "says_when"]
 
 Granularity = Literal["day", "week", "month", "year", "range", "instant"]
+# Which occurrence a date written without a year (or a bare weekday) means: the latest
+# not after the reference ("past"), the first not before it ("future"), or, for a month
+# or a day, whichever of the two is nearer ("nearest"; issue 26, time that points the
+# right way).
+Direction = Literal["past", "future", "nearest"]
 _YMD = tuple[int | None, int | None, int | None]  # the calendar fields written in the text
 _Span = tuple[datetime, datetime, Granularity, _YMD | None]
 
@@ -147,6 +153,7 @@ def _floor(d: date, unit: str, week_start: int) -> date:
 class _Ctx:
     ref: datetime
     week_start: int
+    direction: Direction = "past"
 
     @property
     def today(self) -> date:
@@ -164,12 +171,35 @@ class _Ctx:
         start = _shift(_floor(anchor or self.today, unit, self.week_start), unit, n)
         return self.span(start, _shift(start, unit, 1), cast(Granularity, unit))
 
-    def ymd(self, y: int | None, m: int | None, d: int | None) -> _Span:
-        """A written date; a missing year is the latest one not after the reference."""
+    def _year_for(self, m: int | None, d: int | None) -> int:
+        """The year of a month (and day) written without one, by ``direction``."""
         t = self.today
-        year = y if y is not None else t.year - (1 if (m or 1, d or 1) > (t.month, t.day) else 0)
+        past = t.year - (1 if (m or 1, d or 1) > (t.month, t.day) else 0)
+        if d is None and m is not None and m == t.month:
+            return t.year  # "in December", said in December: this one, either way
+        if self.direction == "past":
+            return past
+        future = past if (m or 1, d or 1) == (t.month, t.day) else past + 1
+        if self.direction == "future":
+            return future
+        # nearest: the distance from today to each occurrence (a month: to its nearest
+        # day), ties go to the coming one (a plan is said before it happens)
+        def gap(year: int) -> int:
+            try:
+                lo = date(year, m or 1, d or 1)
+            except ValueError:  # Feb 29 in a common year: leave it to the caller's loop
+                return 10**6
+            hi = lo if d is not None else _shift(lo, "month", 1) - timedelta(days=1)
+            return min(abs((lo - t).days), abs((hi - t).days))
+        return future if gap(future) <= gap(past) else past
+
+    def ymd(self, y: int | None, m: int | None, d: int | None) -> _Span:
+        """A written date; a missing year follows ``direction`` (default: the latest one
+        not after the reference)."""
+        year = y if y is not None else self._year_for(m, d)
         while y is None and (m, d) == (2, 29) and not calendar.isleap(year):
-            year -= 1  # "2月29日" in 2023: the latest Feb 29 that existed, 2020
+            # "2月29日" in 2023: the latest Feb 29 that existed (2020), or the next (2024)
+            year += 1 if self.direction == "future" else -1
         if m is not None and d is not None:
             day = date(year, m, d)
             return self.span(day, day + timedelta(days=1), "day", (y, m, d))
@@ -217,11 +247,20 @@ def _two_away(m: re.Match[str], c: _Ctx) -> _Span:
     return c.period(m["unit"].lower(), -2 if m["dir"] else 2)
 
 
-def _weekday(m: re.Match[str], c: _Ctx) -> _Span:
+# "every Monday", "each Friday", 每周一: a recurring day, no calendar range (says_when
+# still tells a when-question it answers one).
+_RECURRING_PRE_RE = re.compile(r"(?:\b(?:every|each)\s+(?:other\s+)?|每个?)$", re.I)
+
+
+def _weekday(m: re.Match[str], c: _Ctx) -> _Span | None:
+    if _RECURRING_PRE_RE.search(m.string, max(0, m.start() - 12), m.start()):
+        return None
     wd, rel = _WEEKDAYS[m["wd"][:3].lower()], (m["rel"] or "").lower()
     if rel in _REL:
         week = _shift(_floor(c.today, "week", c.week_start), "week", _REL[rel])
         day = week + timedelta(days=(wd - c.week_start) % 7)
+    elif c.direction == "future":  # "dinner with Anna on Friday", said on a Wednesday
+        day = c.today + timedelta(days=(wd - c.today.weekday()) % 7 or 7)
     else:
         day = c.today - timedelta(days=(c.today.weekday() - wd) % 7 or 7)
     return c.span(day, day + timedelta(days=1), "day")
@@ -280,6 +319,19 @@ def _en_date(m: re.Match[str], c: _Ctx) -> _Span | None:
     elif y is None and d is None and rel == "this":
         y = c.today.year
     return c.ymd(y, mon, d)
+
+
+def _day_span(m: re.Match[str], c: _Ctx) -> _Span | None:
+    """'18-21 December', '18 to 21 Dec 2026': both ends kept, one range."""
+    first = _en_date(m, c)
+    if first is None:
+        return None
+    lo, _, _, ymd = first
+    last = int(m["d2"])
+    if ymd is None or last <= lo.day:
+        return None
+    end = date(lo.year, lo.month, last) + timedelta(days=1)  # ValueError: no such day
+    return lo, c.span(end, end, "day")[0], "range", None
 
 
 def _iso(m: re.Match[str], c: _Ctx) -> _Span:
@@ -342,6 +394,8 @@ _RULES: list[tuple[str, Callable[[re.Match[str], _Ctx], _Span | None]]] = [
      r"(?:(?P<m>\d{1,2}|十[一二]?|[一二三四五六七八九])月(?!份?[\d一两二三四五六七八九十几]{1,3}次)份?)?"
      rf"(?:(?P<d>{_ZH_D})[日号])?",
      _zh_date),
+    (rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s*(?:-|–|to|till|until|through)\s*"
+     rf"(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}{_YEAR_OPT}", _day_span),
     (rf"\b(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}{_YEAR_OPT}", _en_date),
     (rf"\b{_MON}\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?![:\d]){_YEAR_OPT}", _en_date),
     (rf"\b(?:(?P<rel>last|this|next)\s+)?{_MON}{_YEAR_OPT}", _en_date),
@@ -450,22 +504,29 @@ def _join_ranges(hits: list[_Hit], text: str, c: _Ctx) -> list[_Hit]:
     return out
 
 
-def _make_ctx(reference: datetime, week_start: int) -> _Ctx:
+def _make_ctx(reference: datetime, week_start: int, direction: Direction = "past") -> _Ctx:
     if not isinstance(reference, datetime) or reference.utcoffset() is None:
         raise InvalidInputError(f"reference must be a timezone-aware datetime, got {reference!r}")
     if type(week_start) is not int or not 0 <= week_start <= 6:
         raise InvalidInputError(f"week_start must be 0 (Monday) .. 6 (Sunday), got {week_start!r}")
-    return _Ctx(reference, week_start)
+    if direction not in ("past", "future", "nearest"):
+        raise InvalidInputError(f"direction must be past, future or nearest, got {direction!r}")
+    return _Ctx(reference, week_start, direction)
 
 
-def find_time_ranges(text: str, reference: datetime, *, week_start: int = 0) -> list[TimeRange]:
+def find_time_ranges(text: str, reference: datetime, *, week_start: int = 0,
+                     direction: Direction = "past") -> list[TimeRange]:
     """Every time expression in ``text``, resolved against ``reference``, in order of appearance.
+
+    ``direction`` says which occurrence a date without a year and a bare weekday mean
+    (:data:`Direction`; "past", the default, is the table above; a memory's own text is
+    read with :func:`direction_of`, see :func:`mentioned_ranges`).
 
     Ranges with the same start and end are returned once (the first mention). Text with
     no time expression gives ``[]``. Raises :class:`InvalidInputError` for a naive
     ``reference``, a ``week_start`` outside 0..6 or a non-string ``text``.
     """
-    c = _make_ctx(reference, week_start)
+    c = _make_ctx(reference, week_start, direction)
     if not isinstance(text, str):
         raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
     norm = text.translate(_FULLWIDTH)
@@ -477,6 +538,44 @@ def find_time_ranges(text: str, reference: datetime, *, week_start: int = 0) -> 
             seen.add((hit.lo, hit.hi))
             out.append(TimeRange(hit.lo, hit.hi, text[hit.start : hit.end], hit.gran))
     return out
+
+
+# Wording that places what a text says ahead of when it was said (a plan, an
+# appointment, a trip) or behind it (something done). Checked on the text around the
+# dates; "nearest" when neither or both speak (issue 26).
+_FUTURE_RE = re.compile(
+    r"\b(?:will|shall|won't|going\s+to|gonna|plan(?:s|ning|ned)?\s+to|planning|intend|"
+    r"about\s+to|booked|scheduled|appointment|reservation|upcoming|coming\s+up|due|"
+    r"deadline|remind(?:er)?|is\s+on|are\s+on|is\s+due|starts?|begins?|leaving|"
+    r"flying|fly(?:ing)?\s+(?:to|out)|hoping\s+to|want\s+to|need\s+to|have\s+to|"
+    r"next|tomorrow|soon|what's\s+on|when\s+is|when\s+are|when's)\b|'ll\b"
+    r"|打算|计划|准备|预约|约了|安排|将要|将会|要去|会去|下周|下个|明天|后天|明年|到时候|提醒",
+    re.I)
+_PAST_RE = re.compile(
+    r"\b(?:was|were|went|had|did|got|came|saw|met|visited|finished|celebrated|spent|"
+    r"took|made|ate|bought|moved|returned|attended|enjoyed|ago|last|yesterday|earlier|"
+    r"used\s+to|back\s+in|when\s+did|what\s+did|where\s+did|who\s+did|how\s+did)\b"
+    r"|去了|去过|过了|已经|昨天|前天|上周|上个|去年|那时|当时|刚刚|了[。，！!,.\s]|了$",
+    re.I)
+
+
+def direction_of(text: str, default: Direction = "nearest") -> Direction:
+    """Which way a year-less date in ``text`` points, by its wording: "future" for a
+    plan or an appointment ("dentist on 9 December, booked", "下周去杭州"), "past" for
+    something done ("we went to Porto on 3 May", "去了杭州"), else ``default``."""
+    ahead, behind = bool(_FUTURE_RE.search(text)), bool(_PAST_RE.search(text))
+    if ahead != behind:
+        return "future" if ahead else "past"
+    return default
+
+
+def mentioned_ranges(text: str, said_at: datetime, *, week_start: int = 0) -> list[TimeRange]:
+    """The times a memory's own text names, resolved against when it was said: a date
+    without a year is the occurrence its wording points to (:func:`direction_of`),
+    the nearer one when the wording does not say ("Dentist on 9 December", said on
+    20 November 2026, is 9 December 2026; issue 26)."""
+    return find_time_ranges(text, said_at, week_start=week_start,
+                            direction=direction_of(text))
 
 
 # dateparser reads plain words as dates ("may", "march", "second", "sun", "last decade"),

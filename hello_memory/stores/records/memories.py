@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import TextClause, delete, func, insert, select, text, update
+from sqlalchemy import TextClause, and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -39,7 +39,7 @@ from hello_memory.stores.records.models import (
 )
 from hello_memory.stores.records.outbox import OutboxEntry, kind_of
 from hello_memory.text.facts import fact_key
-from hello_memory.text.timeparse import TimeRange, find_time_ranges
+from hello_memory.text.timeparse import TimeRange, mentioned_ranges
 from hello_memory.text.tokens import default_token_counter
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality, utcnow
 from hello_memory.validation import require_namespace, validate_item
@@ -166,13 +166,18 @@ def count_tokens(content: str) -> int:
 MENTION_CHARS = 20_000
 # The longest mention a range query looks back for: a year (and a leap day).
 MENTION_SPAN_DAYS = 366
+# The longest mention that answers a question about a shorter time inside it (a trip,
+# a week away), not a month or a year (RepositoryMemories.mentioning, issue 26).
+SHORT_MENTION_DAYS = 14
 
 
 def mentioned_times(content: str, event_time: datetime) -> list[TimeRange]:
     """The time ranges ``content`` mentions, resolved against ``event_time`` by the same
     en + zh rules the retriever reads questions with (hello_memory/text/timeparse.py):
-    "yesterday" in a memory of 2023-05-08 is 2023-05-07 (issue 15, times from the text)."""
-    return find_time_ranges(content[:MENTION_CHARS], event_time)
+    "yesterday" in a memory of 2023-05-08 is 2023-05-07 (issue 15, times from the text);
+    a date without a year points the way its wording does ("dentist on 9 December",
+    said in November, is this December: ``timeparse.mentioned_ranges``, issue 26)."""
+    return mentioned_ranges(content[:MENTION_CHARS], event_time)
 
 
 def mention_time_rows(item: MemoryItem) -> list[dict[str, Any]]:
@@ -452,18 +457,28 @@ class MemoryRepository:
 
     def mentioning(self, namespace: str, start: datetime, end: datetime,
                    flt: ItemFilter = ItemFilter(), *, limit: int = 1000) -> list[str]:
-        """Ids of the memories matching ``flt`` whose text mentions a time overlapping
+        """Ids of the memories matching ``flt`` whose text mentions a time inside
         ``[start, end)`` (hm_memory_times), at most ``limit``, latest mention first.
-        Mentions starting more than MENTION_SPAN_DAYS before ``start`` are not looked at
-        (a bounded range of ix_memory_times_ns_start, not every older mention): a
-        mention longer than a year ("from 2010 to 2020") is stored but too vague to
-        answer a question about one day of it."""
+
+        Inside means contained (issue 26): "this year" or "in November" does not answer
+        "what did I do last Thursday?", though it overlaps it. A short mention that holds
+        the whole question range counts too (a trip "18-21 December" or a week answers
+        "what am I doing on 19 December?"): a day, a week or a range of at most
+        SHORT_MENTION_DAYS. Mentions starting more than MENTION_SPAN_DAYS before
+        ``start`` are not looked at (a bounded range of ix_memory_times_ns_start)."""
+        short = timedelta(days=SHORT_MENTION_DAYS)
+        inside = and_(MemoryTimeRow.start_time >= start, MemoryTimeRow.end_time <= end)
+        holds = and_(MemoryTimeRow.start_time <= start, MemoryTimeRow.end_time >= end,
+                     MemoryTimeRow.start_time >= start - short,
+                     MemoryTimeRow.end_time <= end + short,
+                     MemoryTimeRow.granularity.in_(("instant", "day", "week", "range")))
         q = (select(MemoryTimeRow.memory_id)
              .join(MemoryRow, MemoryRow.id == MemoryTimeRow.memory_id)
              .where(MemoryTimeRow.namespace == require_namespace(namespace),
                     MemoryTimeRow.start_time < end,
                     MemoryTimeRow.start_time >= start - timedelta(days=MENTION_SPAN_DAYS),
                     MemoryTimeRow.end_time > start,
+                    or_(inside, holds),
                     *self._where(namespace, flt))
              .order_by(MemoryTimeRow.start_time.desc(), MemoryTimeRow.memory_id)
              .limit(4 * limit))

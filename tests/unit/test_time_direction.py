@@ -1,0 +1,73 @@
+"""Time that points the right way (issue 26, failure class 2 and 3): a date without a
+year in a memory is the occurrence its wording points to, ranges keep both ends, a
+recurring day is no calendar date, and "this year" does not answer "last Thursday"."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+
+from hello_memory.retrieval.planning import analyze_query, question_type
+from hello_memory.text.timeparse import direction_of, find_time_ranges, mentioned_ranges
+
+SAID = datetime(2026, 11, 20, 9, 30, tzinfo=timezone(timedelta(hours=1)))
+
+
+def days(ranges):
+    return [(r.start.date(), r.end.date()) for r in ranges]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a plan said before the date: this December, not last
+    ("Dentist on 9 December", [(date(2026, 12, 9), date(2026, 12, 10))]),
+    ("Booked the dentist for 9 December at 10", [(date(2026, 12, 9), date(2026, 12, 10))]),
+    ("牙医预约在12月9日", [(date(2026, 12, 9), date(2026, 12, 10))]),
+    # both ends of a range, in the year the plan points to
+    ("Flying to Lisbon 18-21 December", [(date(2026, 12, 18), date(2026, 12, 22))]),
+    ("Lisbon trip December 18-21", [(date(2026, 12, 18), date(2026, 12, 22))]),
+    # something done points back
+    ("We went to Porto on 3 May", [(date(2026, 5, 3), date(2026, 5, 4))]),
+    ("去了杭州，12月1日回来的", [(date(2025, 12, 1), date(2025, 12, 2))]),
+    # a booked Friday is the coming one
+    ("Dinner with Anna on Friday, booked a table", [(date(2026, 11, 27), date(2026, 11, 28))]),
+])
+def test_a_memory_date_without_a_year_points_the_way_its_wording_does(text, expected):
+    assert days(mentioned_ranges(text, SAID)) == expected
+
+
+def test_the_default_reading_is_unchanged_for_callers_that_ask_for_the_past():
+    assert days(find_time_ranges("Dentist on 9 December", SAID)) == [
+        (date(2025, 12, 9), date(2025, 12, 10))]
+
+
+@pytest.mark.parametrize("text", ["Every Monday I swim at the lido", "each Friday we do pizza",
+                                  "每周一去游泳"])
+def test_a_recurring_day_is_no_calendar_date(text):
+    assert mentioned_ranges(text, SAID) == []
+
+
+def test_direction_of_reads_tense_in_english_and_chinese():
+    assert direction_of("I'm going to see Anna on 2 December") == "future"
+    assert direction_of("打算12月去北京") == "future"
+    assert direction_of("We had lunch with Tom on 2 November") == "past"
+    assert direction_of("Anna's birthday, 2 December") == "nearest"
+    assert direction_of("Anna's birthday, 2 December", "past") == "past"
+
+
+def test_a_question_that_looks_ahead_resolves_forward():
+    ranges = analyze_query("What's on 9 December?", SAID).time_ranges
+    assert [r[0].date() for r in ranges] == [date(2026, 12, 9)]
+    ranges = analyze_query("What did I do on 9 November?", SAID).time_ranges
+    assert [r[0].date() for r in ranges] == [date(2026, 11, 9)]
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("Which seat should I choose when I book?", "which"),
+    ("What should I cook when Anna comes over?", "what"),
+    ("When is my dentist appointment?", "when"),
+    ("when did we go to Porto", "when"),
+    ("Since when?", "when"),
+])
+def test_when_makes_a_when_question_only_when_it_asks_when(question, kind):
+    assert question_type(question) == kind
