@@ -27,6 +27,7 @@ import contextvars
 import functools
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from hello_memory.errors import InvalidInputError
@@ -123,10 +124,13 @@ class AsyncMemoryManager:
             self._pool, functools.partial(ctx.run, fn, *args, **kwargs))
 
     async def context_for_query(self, tool: MemoryTool, query: str,
-                                max_tokens: int | None = None) -> str:
-        """``tool.get_context_for_query(query, max_tokens)`` in the pool: the progressive
-        loader's prompt block for ``tool``'s namespace."""
-        return await self.run(tool.get_context_for_query, query, max_tokens)
+                                max_tokens: int | None = None, *,
+                                reference_time: datetime | None = None,
+                                recipe: str | None = None) -> str:
+        """``tool.get_context_for_query(...)`` in the pool: the context block of
+        ``tool``'s namespace, built from the one search's ranking."""
+        return await self.run(tool.get_context_for_query, query, max_tokens,
+                              reference_time=reference_time, recipe=recipe)
 
     async def close(self) -> None:
         """Wait for the calls in flight, stop the pool, and close the manager when this

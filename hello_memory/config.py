@@ -276,6 +276,10 @@ class RetrievalSettings(_Section):
     # sentences at 0-0.1): without it, with few memories, anything at all is a
     # "candidate" and importance alone can rank it first.
     min_similarity: float = Field(default=0.1, ge=0, le=1)
+    # The relevance floor (docs/RETRIEVAL.md, "Reading a score"): the context block
+    # keeps the search's hits scored at least this; search itself applies a floor only
+    # when a caller passes min_score. Chosen on the assistant benchmark v2 (BENCHMARKS.md).
+    min_score: float = Field(default=0.25, ge=0, le=1)
     enable_planning: bool = True
     enable_reflection: bool = True
     max_reflection_rounds: int = Field(default=2, ge=0, le=5)
@@ -313,6 +317,10 @@ class ApiSettings(_Section):
     embed_batching: bool = True
     embed_batch_window_ms: float = Field(default=2.0, ge=0, le=100)
     embed_threads: int | None = Field(default=None, ge=1, le=256)
+    # Admission control (issue 28, docs/RELIABILITY.md "Fair service under heavy
+    # queries"): at most this many searches of one API key in flight; one more is a 429
+    # with Retry-After. 0: no limit (a single-tenant benchmark).
+    searches_per_key: int = Field(default=2, ge=0, le=1024)
 
 
 class LimitsSettings(_Section):

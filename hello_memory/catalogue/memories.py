@@ -91,6 +91,9 @@ class SearchRequest(Request):
     as_of: datetime | None = Field(
         None, description="what was true then (timezone-aware): memories superseded "
         "since are found, default search keeps only those still true")
+    min_score: float | None = Field(
+        None, ge=0, le=1, description="drop hits scored under this (scores are in "
+        "[0, 1]; retrieval.min_score is the measured relevance floor)")
 
 
 class MemoryId(Request):
@@ -139,6 +142,11 @@ class ConsolidateRequest(Request):
 class ContextRequest(Request):
     query: str
     max_tokens: int = Field(1500, ge=1, le=100_000)
+    reference_time: datetime | None = Field(
+        None, description="resolves relative times in the query ('next week'), as "
+        "search does; timezone-aware, default now")
+    recipe: RecipeName = Field("hybrid", description="the search recipe whose ranking "
+                               "the block follows")
 
 
 class SummaryRequest(Request):
@@ -173,7 +181,8 @@ def search(call: Call, req: SearchRequest) -> Found:
         req.query, req.memory_types, req.top_k, namespace=call.namespace,
         min_importance=req.min_importance, time_range=time_range, user_id=req.user_id,
         agent_id=req.agent_id, session_id=req.session_id,
-        reference_time=req.reference_time, recipe=req.recipe, as_of=req.as_of)
+        reference_time=req.reference_time, recipe=req.recipe, as_of=req.as_of,
+        min_score=req.min_score)
     return Found(req.recipe, hits)
 
 
@@ -251,7 +260,8 @@ def context(call: Call, req: ContextRequest) -> dict[str, Any]:
 
     tool = MemoryTool(call.manager, namespace=call.namespace,
                       context_tokens=max(20, req.max_tokens))
-    text = tool.get_context_for_query(req.query, req.max_tokens)
+    text = tool.get_context_for_query(req.query, req.max_tokens,
+                                      reference_time=req.reference_time, recipe=req.recipe)
     return {"context": text, "tokens": tool.counter.count(text)}
 
 

@@ -174,7 +174,8 @@ MEMORY_TYPE_CUES: dict[MemoryType, tuple[str, ...]] = {
         # something that happened at a time
         "yesterday", "today", "tonight", "this morning", "last week", "last month",
         "last year", "last night", "ago", "met", "went", "visited", "happened", "attended",
-        "called", "bought", "arrived", "said", "told",
+        "called", "bought", "arrived", "said", "told", "had", "started", "moved",
+        "finished", "took", "got", "traded", "flew", "ate", "saw", "celebrated",
         "昨天", "今天", "前天", "上周", "上个月", "去年", "刚才", "发生", "去了", "见了",
         "参加了", "买了", "那天", "当时",
     ),
@@ -193,6 +194,31 @@ EPISODIC_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bon (?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE),
     re.compile(r"\b\d{1,2}(?::\d{2})? ?[ap]\.?m\b", re.IGNORECASE),  # 3pm, 10:30 am
     re.compile(r"\d{1,2}月\d{1,2}[日号]|\d{4}年|(?:周|星期)[一二三四五六日天]"),
+    # "on 9 December", "December 18-21": a dated event or plan
+    re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?(?:\s*-\s*\d{1,2})?\s+(?:of\s+)?(?:jan|feb|mar|apr|"
+               r"may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:jan|feb|mar|apr|jun|jul|aug|sep|"
+               r"oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?\b", re.IGNORECASE),
+)
+
+
+# A standing attribute or state of someone, said in the present: where they live or
+# work, what they are, have or do not eat; each pattern found counts as one more
+# semantic cue (issue 26: a durable fact added without a type is semantic, en + zh).
+SEMANTIC_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\b(?:lives?|living|based)\s+in\b|\bworks?\s+(?:at|for|as|in)\b"
+               r"|\b(?:i|we|he|she|they)\s+(?:own|drive|speak|use|have|has|need|eat|am|are)\b"
+               r"|\b(?:doesn't|don't|does not|do not|never|can't|cannot)\s+(?:eat|drink)\b"
+               r"|\b(?:he|she|(?-i:(?!It\b|This\b|That\b|There\b|The\b)[A-Z][a-z]+))\s+(?:lives|works|drives|owns|speaks|uses|has|eats|"
+               r"prefers|is\s+(?:vegetarian|vegan|allergic|married|single|engaged|pregnant))\b",
+               re.IGNORECASE),
+    re.compile(r"\b(?:my|his|her|our|their)\s+(?:\w+\s+){0,2}(?:is|are)\b"
+               r"|\b(?-i:(?!It\b|This\b|That\b|There\b|The\b)[A-Z][a-z]+)(?:'s)?\s+(?:\w+\s+)?"
+               r"(?:is|are)\s+(?:a|an|my|our|his|her|the)\b"
+               r"|\b(?:i'm|i am|he's|he is|she's|she is|we're|we are)\s+(?:a|an|allergic|"
+               r"vegetarian|vegan|married|single|engaged|pregnant|based|from|lactose)\b",
+               re.IGNORECASE),
+    re.compile(r"住在|在.{1,12}(?:工作|上班|读书|上学)|我是|他是|她是|的.{1,6}是|我有|不吃|不喝|"
+               r"对.{1,8}过敏|素食|吃素|开的是|养了"),
 )
 
 
@@ -211,7 +237,8 @@ def classify_memory_type(content: str) -> MemoryType:
     """Guess working / episodic / semantic from cue words (MEMORY_TYPE_CUES).
 
     Each type scores the number of its distinct cues found (dates and times in
-    EPISODIC_PATTERNS count for episodic). The highest score wins; a tie for the top,
+    EPISODIC_PATTERNS count for episodic, standing attributes and states in
+    SEMANTIC_PATTERNS for semantic: "I live in Leith", "Anna is vegetarian"). The highest score wins; a tie for the top,
     or no cue at all, gives EPISODIC - an event is the safest reading of a statement.
     Never returns PERCEPTUAL: that type follows from the modality, not the words.
     """
@@ -219,6 +246,7 @@ def classify_memory_type(content: str) -> MemoryType:
         raise TypeError(f"content must be a str, got {type(content).__name__}")
     scores = {m: sum(1 for r in regs if r.search(content)) for m, regs in _CUE_REGEXES.items()}
     scores[MemoryType.EPISODIC] += sum(1 for p in EPISODIC_PATTERNS if p.search(content))
+    scores[MemoryType.SEMANTIC] += sum(1 for p in SEMANTIC_PATTERNS if p.search(content))
     best = max(scores.values())
     winners = [m for m, s in scores.items() if s == best]
     return winners[0] if best > 0 and len(winners) == 1 else MemoryType.EPISODIC

@@ -323,12 +323,18 @@ class MemoryManager:
         self.close()
 
     def extract_links(self, item: MemoryItem) -> tuple[Sequence[Entity], Sequence[Relation]]:
-        """The entities and relations ``item`` puts in the graph (none unless it is
-        semantic); the stores call this on every write, the inspector to show them."""
-        if item.memory_type != MemoryType.SEMANTIC:
+        """The entities and relations ``item`` puts in the graph; the stores call this
+        on every write, the inspector to show them. A semantic memory gives its
+        entities and relations; every stored text memory (episodic too) gives who the
+        user is and the people around them, so "my sister" resolves whatever type the
+        fact was stored as (issue 26: a type does not switch features off)."""
+        if item.memory_type not in STORED_TYPES:
             return (), ()
-        ex = self.extractor.extract(item.content, item.namespace)
-        entities, relations = list(ex.entities), list(ex.relations)
+        entities: list[Entity] = []
+        relations: list[Relation] = []
+        if item.memory_type == MemoryType.SEMANTIC:
+            ex = self.extractor.extract(item.content, item.namespace)
+            entities, relations = list(ex.entities), list(ex.relations)
         # Who the user is and who the people around them are (text/people.py): the
         # user's names hang off one node, each role link ("The user's husband is Tom
         # Berg") off a node of its own, so a question can resolve "my husband".
@@ -498,9 +504,12 @@ class MemoryManager:
         enable_reflection: bool | None = None,
         touch: bool = True,
         as_of: datetime | None = None,
+        min_score: float | None = None,
     ) -> list[SearchHit]:
         """The one search (docs/RETRIEVAL.md): the hybrid engine over the requested
         memory types (all by default), best first. Every interface calls this.
+        ``min_score`` (in [0, 1]) drops the hits scored under it (docs/RETRIEVAL.md,
+        "Reading a score": ``retrieval.min_score`` is the measured floor).
 
         ``filters`` is the same as the keyword filters in one mapping (``user_id``,
         ``agent_id``, ``session_id``, ``min_importance``, ``time_range``).
@@ -537,7 +546,7 @@ class MemoryManager:
             reference_time=reference_time, recipe=recipe, views=views,
             view_weights=view_weights, neighbor_weight=neighbor_weight,
             enable_planning=enable_planning, enable_reflection=enable_reflection, touch=touch,
-            as_of=as_of)
+            as_of=as_of, min_score=min_score)
 
     def perceptual_search(self, ns: str, query: str, top_k: int,
                            min_importance: float | None, user_id: str | None) -> list[SearchHit]:

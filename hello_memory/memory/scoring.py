@@ -92,15 +92,32 @@ def clip_similarity(cosine: float) -> float:
 
 @dataclass(frozen=True)
 class ScoreBreakdown:
+    """Every part of a final score (docs/RETRIEVAL.md, "Reading a score"): the
+    profile's inputs (``similarity``, ``recency``, ``importance``, ``graph``,
+    ``keyword``), ``profile`` (the type's blend, scaled into [0, 1]), the evidence
+    factor and the three question factors. ``score = profile * evidence * time * when
+    * subject``."""
+
     similarity: float = 0.0
     recency: float = 0.0
     importance: float = 0.0
     graph: float = 0.0
     keyword: float = 0.0
+    profile: float = 0.0
+    # How plainly the memory itself matches the question, in [0, 1]: the calibrated
+    # cosine, or the share of the question's words it contains (retrieval/hybrid.py).
+    evidence: float = 1.0
+    # What a memory keeps when it misses the time a question names, does not say when
+    # for a "when" question, or is about someone else: 1.0 or the miss factor.
+    time: float = 1.0
+    when: float = 1.0
+    subject: float = 1.0
 
     def as_dict(self) -> dict[str, float]:
         return {"similarity": self.similarity, "recency": self.recency,
-                "importance": self.importance, "graph": self.graph, "keyword": self.keyword}
+                "importance": self.importance, "graph": self.graph, "keyword": self.keyword,
+                "profile": self.profile, "evidence": self.evidence, "time": self.time,
+                "when": self.when, "subject": self.subject}
 
 
 @dataclass(frozen=True)
@@ -183,6 +200,14 @@ def score(
     else:
         relevance += profile.recency_weight * rec
     final = relevance * importance_factor(item.importance, profile)
+    # The profile part of the score, scaled by the largest importance factor so that it
+    # stays in [0, 1] (the blend's weights sum to at most 1).
+    part = min(1.0, final / max_importance_factor(profile))
     return SearchHit(item, final, ScoreBreakdown(similarity=similarity, recency=rec,
                                                   importance=item.importance, graph=graph,
-                                                  keyword=keyword))
+                                                  keyword=keyword, profile=part))
+
+
+def max_importance_factor(profile: ScoringProfile) -> float:
+    """The importance factor of an importance of 1, the largest a profile gives."""
+    return profile.importance_base + max(0.0, profile.importance_span)

@@ -52,8 +52,12 @@ def explain(hit: SearchHit) -> str:
     if hit.context:
         lines.append(f"  context   +{hit.context:.4f} from neighbouring memories")
     b = hit.breakdown
-    lines.append(f"  profile   similarity {b.similarity:.3f} recency {b.recency:.3f} "
-                 f"importance {b.importance:.2f} graph {b.graph:.3f}")
+    lines.append(f"  profile   {b.profile:.3f} = similarity {b.similarity:.3f} recency "
+                 f"{b.recency:.3f} importance {b.importance:.2f} graph {b.graph:.3f}")
+    factors = [f"evidence {b.evidence:.3f}"] + [
+        f"{name} {value:.2f}" for name, value in (("time", b.time), ("when", b.when),
+                                                  ("subject", b.subject)) if value != 1.0]
+    lines.append("  x         " + " x ".join(factors) + f" = score {hit.score:.4f}")
     if hit.queries:
         lines.append("  queries   " + " | ".join(hit.queries))
     return "\n".join(lines)

@@ -42,6 +42,7 @@ from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
 from hello_memory.memory.episodic import matches, payload_filters
 from hello_memory.memory.scoring import PROFILES, ScoringProfile, SearchHit, score
+from hello_memory.retrieval.bounds import bounded_analysis
 from hello_memory.retrieval.fusion import ViewResult, explain, weighted_rrf
 from hello_memory.retrieval.planning import (
     InformationPlan,
@@ -60,6 +61,7 @@ from hello_memory.retrieval.views import (
     semantic_view,
     symbolic_constraint_view,
     symbolic_pool_view,
+    without_times,
 )
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
@@ -108,6 +110,12 @@ SUBJECT_MISS_FACTOR = 0.5
 # What a memory that mentions no time keeps of its score when the question asks when
 # and other candidates do mention one (measured on the LoCoMo dev split, BENCHMARKS.md).
 WHEN_MISS_FACTOR = 0.5
+# A candidate's evidence (HybridRetriever._evidence) scales its score from
+# EVIDENCE_BASE (no plain match) to 1 (a clear one): the fused rank decides most of the
+# order, the evidence how far down an unrelated memory sits (issue 26, scores a person
+# can read). Cosines are calibrated from EVIDENCE_COSINE[0] (nothing) to [1] (clear).
+EVIDENCE_BASE = 0.5
+EVIDENCE_COSINE = (0.15, 0.55)
 
 
 @dataclass(frozen=True)
@@ -215,7 +223,8 @@ class HybridRetriever:
                                            or reference_time.tzinfo is None):
             raise InvalidInputError("reference_time must be a timezone-aware datetime")
         reference = reference_time or self._clock()
-        analysis = analyze_query(query, reference, extractor=self.extractor)
+        # bounded names, keywords and times: one query's work stays bounded (bounds.py)
+        analysis = bounded_analysis(analyze_query(query, reference, extractor=self.extractor))
         planning = self.settings.enable_planning if enable_planning is None else enable_planning
         if not planning:
             return RetrievalPlan(analysis, None, (query,))
@@ -249,6 +258,7 @@ class HybridRetriever:
         recipe: str | SearchRecipe | None = None,
         touch: bool = True,
         as_of: datetime | None = None,
+        min_score: float | None = None,
     ) -> list[SearchHit]:
         """The ``top_k`` best memories of ``namespace`` for ``query``, best first.
 
@@ -262,8 +272,13 @@ class HybridRetriever:
         returned memories, as :meth:`MemoryManager.search` does. ``as_of`` searches
         the memories true at that time (superseded since or not; see
         :class:`~hello_memory.stores.records.ItemFilter`), default: those still true.
+        ``min_score`` keeps the hits scored at least that (scores are in [0, 1]).
         """
         ns = require_namespace(namespace)
+        if min_score is not None and (isinstance(min_score, bool)
+                                      or not isinstance(min_score, (int, float))
+                                      or not 0 <= min_score <= 1):
+            raise InvalidInputError(f"min_score must be a number in [0, 1], got {min_score!r}")
         validate_query(query)
         validate_top_k(top_k)
         for name, value in (("user_id", user_id), ("agent_id", agent_id),
@@ -288,6 +303,8 @@ class HybridRetriever:
             hits = self._hybrid(ns, query, types, top_k, flt, time_range, active, weights,
                                 context_weight, reference_time, enable_planning,
                                 enable_reflection)
+        if min_score:  # hits are sorted by score: the floor only shortens the list
+            hits = [h for h in hits if h.score >= min_score]
         if touch:
             self._touch(ns, hits)
         return hits
@@ -614,6 +631,32 @@ class HybridRetriever:
             fused = self._fuse(state, weights)
         return fused
 
+    def _evidence(self, state: _Round, totals: Mapping[str, float]) -> dict[str, float]:
+        """How plainly each candidate matches the question on its own, in [0, 1]: its
+        cosine to the question, calibrated (EVIDENCE_COSINE: MiniLM puts unrelated
+        sentences under 0.15 and clear answers above 0.5), or the share of the
+        question's words its text holds, whichever is higher. Rank fusion keeps ranks,
+        not how close the best match is; this is what lets ``min_score`` tell an answer
+        from the nearest unrelated memory (issue 26)."""
+        lo, hi = EVIDENCE_COSINE
+        out: dict[str, float] = {}
+        cosines = dict(state.results.get("semantic", []))
+        asked: set[str] = set()
+        if state.analysis is not None:
+            asked = set(self.stores.lexical.terms(without_times(state.analysis.query,
+                                                                 state.analysis)))
+        lexical = {m for m, _ in state.results.get("lexical", [])}
+        # working memory's own view scores TF-IDF similarity and keywords in [0, 1]
+        working = dict(state.results.get("working", []))
+        for m in totals:
+            value = min(1.0, max(0.0, (cosines.get(m, 0.0) - lo) / (hi - lo),
+                                 working.get(m, 0.0)))
+            if asked and m in lexical:
+                have = set(self.stores.lexical.terms(state.items[m].content[:2000]))
+                value = max(value, len(asked & have) / len(asked))
+            out[m] = value
+        return out
+
     def _neighbours(self, ns: str, state: _Round,
                     fused: dict[str, tuple[float, dict[str, Any]]],
                     weight: float, flt: ItemFilter) -> dict[str, float]:
@@ -679,6 +722,7 @@ class HybridRetriever:
             # and those naming a recurring day or a time of day ("on Mondays")
             says_when |= {m for m in totals if m not in says_when
                           and says_when_text(state.items[m].content)}
+        evidence = self._evidence(state, totals)
         hits = []
         for m, total in totals.items():
             item = state.items[m]
@@ -687,16 +731,19 @@ class HybridRetriever:
             scored = score(profile, item, now, similarity=total / top,
                            graph=graph[m] / gmax if m in graph else None)
             views = fused.get(m, (0.0, {}))[1]
-            final = scored.score
-            if timed and m not in timed:
-                final *= TIME_MISS_FACTOR
-            if says_when and m not in says_when:
-                final *= WHEN_MISS_FACTOR
-            if state.analysis is not None and about_someone_else(item, state.analysis):
-                final *= SUBJECT_MISS_FACTOR
+            # Every factor that moves a rank is in the breakdown (docs/RETRIEVAL.md,
+            # "Reading a score"); the product of the parts is the score, in [0, 1].
+            parts = replace(
+                scored.breakdown,
+                evidence=EVIDENCE_BASE + (1 - EVIDENCE_BASE) * evidence.get(m, 0.0),
+                time=TIME_MISS_FACTOR if timed and m not in timed else 1.0,
+                when=WHEN_MISS_FACTOR if says_when and m not in says_when else 1.0,
+                subject=(SUBJECT_MISS_FACTOR if state.analysis is not None
+                         and about_someone_else(item, state.analysis) else 1.0))
+            final = parts.profile * parts.evidence * parts.time * parts.when * parts.subject
             hits.append(SearchHit(item=item, score=final, fused=fused.get(m, (0.0, {}))[0],
                                  views=dict(views), context=context.get(m, 0.0),
-                                 breakdown=scored.breakdown,
+                                 breakdown=parts,
                                  queries=tuple(state.found_by.get(m, ()))))
         # Ties (reciprocal ranks tie often: ranks 1 + 2 = 2 + 1): the stronger fused
         # evidence, then the raw evidence of the views (cosine, then BM25), the older

@@ -466,18 +466,25 @@ class ProgressiveLoader:
             full.append(entry)
         return full
 
-    def _standing(self, namespace: str, exclude: Collection[str]) -> list[dict[str, Any]]:
-        """Standing-fact candidates, most important first (one indexed LIMIT query)."""
+    def standing_facts(self, namespace: str, exclude: Collection[str] = ()) -> list[MemoryItem]:
+        """The standing facts of ``namespace``: its most important semantic memories
+        (at least ``standing_min_importance``, at most ``standing_limit``), most
+        important first; one indexed LIMIT query. The context block shows them too
+        (``MemoryTool.get_context_for_query``)."""
         if self.standing_share == 0 or self.standing_limit == 0:
             return []
         facts = self.manager.stores.records.memories.list_items(
             namespace, ItemFilter(memory_types=(MemoryType.SEMANTIC,),
                                   min_importance=self.standing_min_importance),
             order="-importance", limit=self.standing_limit + len(exclude))
+        return [i for i in facts if i.id not in exclude][:self.standing_limit]
+
+    def _standing(self, namespace: str, exclude: Collection[str]) -> list[dict[str, Any]]:
+        """Standing-fact candidates as loader entries."""
         return [{"id": i.id, "type": i.memory_type.value, "layer": "standing",
                  "content": i.content, "topic": topic_key(i), "relevance": 0.0,
                  "event_time": i.event_time}
-                for i in facts if i.id not in exclude][:self.standing_limit]
+                for i in self.standing_facts(namespace, exclude)]
 
     @staticmethod
     def _entry(item: MemoryItem, topic: Topic, layer: str, content: str,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,8 @@ __all__ = ["ACTIONS", "MemoryTool", "memory_dict"]
 ROLES = ("user", "assistant", "system", "tool")
 # The most of a context block's budget the standing facts may take.
 STANDING_SHARE = 0.15
+# How many of the search's hits a context block looks at (whole memories, best first).
+CONTEXT_CANDIDATES = 30
 CONTEXT_HEADER = "Relevant memories (id, date, type: content):"
 STANDING_HEADER = "Standing facts (kept in every context):"
 # The block's first line when only standing facts are shown (no longer than the two).
@@ -266,40 +269,66 @@ class MemoryTool:
         return self.invoke("clear", {"confirm": confirm})
 
     # --- context for a prompt and conversation capture ------------------------------
-    def get_context_for_query(self, query: str, max_tokens: int | None = None) -> str:
+    def get_context_for_query(self, query: str, max_tokens: int | None = None, *,
+                              reference_time: datetime | None = None,
+                              recipe: str | None = None) -> str:
         """A block of the memories relevant to ``query`` to put in a prompt, at most
         ``max_tokens`` tokens (default ``context_tokens``); empty when nothing is.
 
-        One line per memory, ``- [id] date type: content``. The turn being answered
-        (a working-memory turn with the query's text, as :meth:`record_turn` keeps it)
-        is left out, and stored memories come before the conversation's own turns.
-        The loader's standing facts (the most important semantic memories, a small
-        share of the budget) follow under a header of their own."""
+        The block is the one search's ranking (docs/RETRIEVAL.md, "The context block"):
+        ``MemoryManager.search`` with the same ``reference_time`` and ``recipe``, its
+        hits scored at least ``retrieval.min_score``, in its order, one line per memory
+        (``- [id] date type: content``). Memories are whole: one that does not fit the
+        budget left is skipped for the next that does, never cut mid-text. The turn
+        being answered (a working-memory turn with the query's text, as
+        :meth:`record_turn` keeps it) is left out, and stored memories come before the
+        conversation's own turns. The standing facts (the most important semantic
+        memories, at most STANDING_SHARE of the budget) follow under a header of
+        their own."""
         validate_content(query)
         budget = self.context_tokens if max_tokens is None else max_tokens
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise InvalidInputError(f"max_tokens must be a non-negative integer, got {budget!r}")
-        # Header lines and their newlines are paid before the loader packs the lines.
+        # Header lines and their newlines are paid before the lines are packed.
         room = (budget - self.counter.count(CONTEXT_HEADER) - self.counter.count(STANDING_HEADER)
                 - 4)
         if room <= 0:
             return ""
-        turn = [i.id for i in self.manager.working.list(self.namespace)
-                if _same_text(i.content, query)]
-        entries, _ = self.loader.load_relevant_context(
-            query, room, namespace=self.namespace, exclude=turn, working_last=True,
-            render=self._context_line, charge_index=False)  # the block shows no index
-        rendered = [(e["layer"], self._context_line(e)) for e in entries]
-        # The loader charged these very lines; this pass only guards the budget against
-        # a counter that counts a line differently from its parts.
-        kept = set(optimize_context([line for _, line in rendered], room,
-                                    token_counter=self.counter).included)
-        relevant = [line for layer, line in rendered if line in kept and layer != "standing"]
-        standing = [line for layer, line in rendered if line in kept and layer == "standing"]
+        turn = {i.id for i in self.manager.working.list(self.namespace)
+                if _same_text(i.content, query)}
+        floor = self.manager.retriever.settings.min_score
+        hits = self.manager.search(query, top_k=CONTEXT_CANDIDATES, namespace=self.namespace,
+                                   reference_time=reference_time, recipe=recipe,
+                                   min_score=floor or None)
+        found = [h.item for h in hits if h.id not in turn]
+        # the conversation itself never outranks what was remembered (a stable sort)
+        found.sort(key=lambda i: i.memory_type is MemoryType.WORKING)
+        standing = [i for i in self.loader.standing_facts(self.namespace, turn)
+                    if i.id not in {f.id for f in found}]
+        standing_lines, used = self._pack(standing, min(int(budget * STANDING_SHARE), room))
+        relevant, _ = self._pack(found, room - used)
         if not relevant:
-            return "\n".join([STANDING_ONLY_HEADER, *standing]) if standing else ""
+            if not standing_lines:
+                return ""
+            # without the second header, the standing facts may use its room too
+            return "\n".join([STANDING_ONLY_HEADER, *self._pack(standing, room)[0]])
         return "\n".join([CONTEXT_HEADER, *relevant,
-                          *([STANDING_HEADER, *standing] if standing else [])])
+                          *([STANDING_HEADER, *standing_lines] if standing_lines else [])])
+
+    def _pack(self, items: Sequence[MemoryItem], room: int) -> tuple[list[str], int]:
+        """The lines of ``items``, in order, that fit ``room`` tokens whole (one that does
+        not fit is skipped for the next that does), and the tokens they take."""
+        lines: list[str] = []
+        used = 0
+        for item in items:
+            line = self._context_line({"id": item.id, "type": item.memory_type.value,
+                                       "layer": "full", "content": item.content,
+                                       "event_time": item.event_time})
+            cost = self.counter.count(line) + 1  # and its newline
+            if used + cost <= room:
+                lines.append(line)
+                used += cost
+        return lines, used
 
     def _context_line(self, entry: Mapping[str, Any]) -> str:
         content = " ".join(str(entry["content"]).split())

@@ -144,6 +144,9 @@ def test_context_lines_print_date_and_type_once(manager: MemoryManager) -> None:
     tool = MemoryTool(manager, namespace="n")
     fact = tool.add("The staging database password rotates every Monday.", "semantic")["id"]
     tool.add("Lunch on Tuesday was ramen.", "episodic")
+    # every hit of the search in the block (no relevance floor): each kind of line
+    manager.retriever.settings = manager.retriever.settings.model_copy(
+        update={"min_score": 0.0})
     tool.record_turn("user", "The staging database is slow today.")
     block = tool.get_context_for_query("when does the staging database password rotate?")
     header, *lines = block.splitlines()

@@ -1,0 +1,71 @@
+"""Issue 26 failure classes 2 and 3 through the one search: a plan written without a
+year is found by a question about the coming weeks, and a memory that mentions "this
+year" or "every Monday" does not answer "what did I do last Thursday?"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hello_memory.config import load_settings
+from hello_memory.factory import open_stores
+from hello_memory.memory.manager import MemoryManager
+from hello_memory.text.entities import RuleExtractor
+
+pytestmark = pytest.mark.slow
+
+TZ = timezone(timedelta(hours=1))
+NS = "life"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Any:
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture
+def mm(tmp_path: Path, embedder: Any) -> Iterator[MemoryManager]:
+    settings = load_settings(environ={}, data_dir=tmp_path / "data")
+    manager = MemoryManager(open_stores(settings, embedder=embedder),
+                            extractor=RuleExtractor(),
+                            clock=lambda: datetime(2026, 12, 4, 18, 0, tzinfo=TZ))
+    yield manager
+    manager.close()
+
+
+def add(mm: MemoryManager, text: str, said: datetime, kind: str = "episodic") -> str:
+    return mm.add(text, namespace=NS, memory_type=kind, event_time=said).id
+
+
+def test_a_plan_without_a_year_is_found_by_a_question_about_the_coming_weeks(mm):
+    said = datetime(2026, 11, 20, 10, 0, tzinfo=TZ)
+    dentist = add(mm, "Dentist appointment on 9 December at 10:15", said)
+    add(mm, "Had a dentist check-up, no fillings needed", datetime(2026, 6, 2, 9, tzinfo=TZ))
+    add(mm, "Lunch with Marco at the Thai place", datetime(2026, 11, 28, 13, tzinfo=TZ))
+    asked = datetime(2026, 12, 4, 18, 0, tzinfo=TZ)
+    hits = mm.search("What's on next week?", namespace=NS, reference_time=asked)
+    assert hits and hits[0].id == dentist
+    [mention] = mm.mentioned_times(dentist, namespace=NS)
+    assert mention.start.astimezone(TZ).date().isoformat() == "2026-12-09"
+
+
+def test_this_year_and_every_monday_do_not_answer_last_thursday(mm):
+    asked = datetime(2026, 12, 4, 18, 0, tzinfo=TZ)  # a Friday
+    add(mm, "This year I want to finally learn to bake sourdough",
+        datetime(2026, 1, 3, 11, tzinfo=TZ), "semantic")
+    add(mm, "Every Monday I do a long swim before work", datetime(2026, 9, 1, 8, tzinfo=TZ),
+        "semantic")
+    # "last Thursday" asked on Friday 4 December is 26 November (the previous calendar
+    # week's Thursday, text/timeparse.py); the note was written the day after
+    thursday = add(mm, "Went bouldering with Priya yesterday after work",
+                   datetime(2026, 11, 27, 9, tzinfo=TZ))
+    hits = mm.search("What did I do last Thursday?", namespace=NS, reference_time=asked)
+    assert hits[0].id == thursday
+    # the recurring and the whole-year memory are not inside the day asked about
+    assert all(h.breakdown.time < 1 for h in hits[1:])
