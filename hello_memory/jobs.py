@@ -47,6 +47,10 @@ __all__ = ["ALL_JOBS", "JOBS", "STORE_JOBS", "STORE_NAMESPACE", "JobRun", "Sched
 
 JOBS = ("consolidate", "forget", "reindex", "reconcile")  # per namespace
 STORE_JOBS = ("optimize",)                                # store-wide
+# Jobs that write (index work, HNSW segments): refused under storage.min_free_bytes
+# before they start (hello_memory/stores/disk.py); forget is left to the record
+# store's own guard, since a hard forget is how space is freed.
+_WRITING_JOBS = frozenset({"consolidate", "reindex", "reconcile", "optimize"})
 ALL_JOBS = JOBS + STORE_JOBS
 STORE_NAMESPACE = "*"  # the audit namespace of a store-wide run
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
@@ -299,6 +303,8 @@ def run_job(
         raise InvalidInputError(f"job {job!r} takes no option(s) {unknown}; "
                                 f"it takes {sorted(allowed) or 'none'}")
     cfg = settings or manager.lifecycle
+    if not dry_run and job in _WRITING_JOBS:
+        manager.stores.check_disk()  # 507 before the job reads anything
     started = clock()
     counts, details = _RUNNERS[job](manager, ns, dry_run, cfg, options)
     run = JobRun(job, ns, dry_run, started, clock(), counts, _plain(details))
@@ -310,7 +316,9 @@ def run_job(
 def run_optimize(manager: MemoryManager, *, clock: Callable[[], datetime] = utcnow
                  ) -> JobRun:
     """Build the vector index store-wide (:meth:`MemoryManager.optimize`) and audit it
-    under :data:`STORE_NAMESPACE`; ``details`` is the ``OptimizeReport``."""
+    under :data:`STORE_NAMESPACE`; ``details`` is the ``OptimizeReport``. Refused under
+    ``storage.min_free_bytes`` before it starts (building segments writes)."""
+    manager.stores.check_disk()
     started = clock()
     report = _plain(manager.optimize())
     report = report if isinstance(report, dict) else {"result": report}

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from hello_memory.embedding.base import Embedder
 from hello_memory.rag.chunker import heading_prefixes
+from hello_memory.stores.disk import DiskGuard
 from hello_memory.stores.indexing import CHUNK_COLLECTION, ApplyResult, IndexEngine
 from hello_memory.stores.records import OutboxEntry, RecordStore
 from hello_memory.stores.records.documents import ChunkRecord, DocumentRecord
@@ -62,12 +63,14 @@ def chunk_payload(chunk: ChunkRecord) -> dict[str, object]:
 class ChunkIndex:
     """Write path and replay for document chunks; takes built stores. ``engine``: the
     stores' one engine (shared locks, replayed by ``reconcile`` too); by default one of
-    its own over the same outbox."""
+    its own over the same outbox. ``disk``: the stores' disk guard (``Stores.disk``,
+    hello_memory/stores/disk.py), checked before each document is written."""
 
     def __init__(self, records: RecordStore, vectors: VectorStore, embedder: Embedder,
                  lexical: LexicalEncoder, *, batch_size: int = 32,
-                 engine: IndexEngine | None = None) -> None:
+                 engine: IndexEngine | None = None, disk: DiskGuard | None = None) -> None:
         self.records = records
+        self.disk = disk if disk is not None else DiskGuard()
         self.vectors = vectors
         self.embedder = embedder
         self.lexical = lexical
@@ -99,7 +102,9 @@ class ChunkIndex:
 
     def write(self, doc: DocumentRecord, chunks: Sequence[ChunkRecord],
               vectors: npt.NDArray[np.float32]) -> None:
-        """Replace ``doc`` and its chunks (records first), then their vectors."""
+        """Replace ``doc`` and its chunks (records first), then their vectors; refused
+        (InsufficientStorageError) under the disk guard's floor, before any write."""
+        self.disk.check(sum(8 * len(c.content) + 4096 for c in chunks))
         seqs, _old = self.records.documents.replace_document(doc, chunks)
         filled = [ChunkRecord(**{**c.__dict__, "source_path": doc.source_path}) for c in chunks]
         self._raise(self.engine.apply(seqs, {c.id: (embedding_text(c), v)

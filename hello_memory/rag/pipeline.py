@@ -84,7 +84,8 @@ class RAGPipeline:
         lexical = LexicalEncoder(k1=base.k1, b=base.b, avgdl=max(16.0, s.chunk_size * 0.5))
         # the stores' one index engine (shared key locks; reconcile replays chunks too)
         self.index = ChunkIndex(stores.records, stores.vectors, stores.embedder, lexical,
-                                batch_size=s.batch_size, engine=stores.engine)
+                                batch_size=s.batch_size, engine=stores.engine,
+                                disk=stores.disk)
         self._opened = False
 
     @classmethod
@@ -130,6 +131,7 @@ class RAGPipeline:
         ns = self._ready(namespace)
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
+        self.index.disk.check()  # under the floor: 507 before any file is read
         report = IngestReport()
         t0 = time.perf_counter()
         found = list(collect_files(paths, follow_symlinks=follow_symlinks))
@@ -211,6 +213,7 @@ class RAGPipeline:
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInputError("metadata must be a mapping")
         check_text(source, text, max_line_chars=self.settings.max_line_chars)
+        self.index.disk.check(8 * len(text) + 4096)  # before chunking and embedding
         digest = content_hash(text)
         key = f"text:{digest[:16]}" if source == "text" else source
         existing = self.index.records.documents.find_document(ns, key)

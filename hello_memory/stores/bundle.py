@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -24,11 +23,11 @@ import numpy.typing as npt
 
 from hello_memory.embedding.base import Embedder
 from hello_memory.errors import (
-    InsufficientStorageError,
     InvalidInputError,
     NotFoundError,
     StoreError,
 )
+from hello_memory.stores.disk import DiskGuard
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.indexing import (
     ApplyResult,
@@ -152,8 +151,8 @@ class Stores:
         self.engine = IndexEngine(lambda: self.records.outbox)
         self._memory_indexer = MemoryIndexer(self)
         self._replay_deferred = False
-        self._disk_path: str | None = None
-        self._min_free_bytes = 0
+        # the one disk guard (hello_memory/stores/disk.py), inactive until guard_disk
+        self.disk = DiskGuard()
 
     @property
     def index_failures(self) -> dict[str, IndexFailure]:
@@ -162,30 +161,17 @@ class Stores:
 
     def guard_disk(self, path: str | os.PathLike[str], min_free_bytes: int) -> None:
         """Refuse writes (:class:`InsufficientStorageError`) while the file system of
-        ``path`` has less than ``min_free_bytes`` free (``storage.min_free_bytes``)."""
-        self._disk_path = os.fspath(path)
-        self._min_free_bytes = int(min_free_bytes)
+        ``path`` has less than ``min_free_bytes`` free (``storage.min_free_bytes``):
+        checked before each write starts (:meth:`check_disk`) and enforced by the
+        record store for every write that queues index work (hello_memory/stores/
+        disk.py), so no route or job can write under the floor."""
+        self.disk.configure(path, min_free_bytes)
+        self.disk.watch(self.records)
 
     def check_disk(self, incoming: int = 0) -> None:
         """Raise before a write of about ``incoming`` bytes would leave less than the
         configured free space (the embedded engines crash on a full disk)."""
-        if self._disk_path is None or self._min_free_bytes <= 0:
-            return
-        probe = self._disk_path
-        while probe and not os.path.exists(probe):
-            parent = os.path.dirname(probe)
-            if parent == probe:
-                break
-            probe = parent
-        try:
-            free = shutil.disk_usage(probe or ".").free
-        except OSError:
-            return
-        if free - incoming < self._min_free_bytes:
-            raise InsufficientStorageError(
-                f"only {free:,} bytes free on the data directory's disk, less than "
-                f"storage.min_free_bytes ({self._min_free_bytes:,}): the write was refused "
-                "and nothing was written; free space (the store reopens once there is)")
+        self.disk.check(incoming)
 
     def open(self) -> None:
         """Open every store, make sure the memory collection matches the embedder's
