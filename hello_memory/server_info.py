@@ -223,7 +223,10 @@ def _read_checked(path: Path, what: str, *, private: bool) -> str:
     """``path``'s text when it is a regular file (not a link), owned by this user and
     not writable by others (``private``: not readable by them either); FileNotFoundError
     when there is none; :class:`_Untrusted` otherwise."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    if not getattr(os, "O_NOFOLLOW", 0) and path.is_symlink():  # no O_NOFOLLOW here
+        raise _Untrusted(f"{what} is a symbolic link")
     try:
         fd = os.open(path, flags)
     except OSError as exc:
@@ -236,9 +239,10 @@ def _read_checked(path: Path, what: str, *, private: bool) -> str:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _Untrusted(f"{what} is not a regular file")
-        if st.st_uid != os.geteuid():
+        uid = _uid()
+        if uid is not None and st.st_uid != uid:
             raise _Untrusted(f"{what} belongs to uid {st.st_uid}, not to this user "
-                             f"(uid {os.geteuid()})")
+                             f"(uid {uid})")
         mode = stat.S_IMODE(st.st_mode)
         if mode & 0o022:
             raise _Untrusted(f"{what} is writable by group or others (mode {mode:04o})")
@@ -254,6 +258,12 @@ def _read_checked(path: Path, what: str, *, private: bool) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise _Untrusted(f"{what} is not UTF-8") from None
+
+
+def _uid() -> int | None:
+    """This process's effective uid (None where the platform has none)."""
+    geteuid = getattr(os, "geteuid", None)
+    return int(geteuid()) if geteuid is not None else None
 
 
 def pid_alive(pid: int) -> bool:
@@ -364,9 +374,9 @@ def discover(data_dir: str | os.PathLike[str], timeout: float = 3.0) -> Discover
 
         if urlsplit(info.url).scheme not in ("http", "https") or not loopback_url(info.url):
             raise _Untrusted(f"its URL {info.url!r} is not an http(s) address on this "
-                             "machine (loopback)")
-        owner = _pid_owner(info.pid)
-        if owner is not None and owner != os.geteuid():
+                             "machine (loopback); give --server URL to go through it")
+        owner, uid = _pid_owner(info.pid), _uid()
+        if owner is not None and uid is not None and owner != uid:
             raise _Untrusted(f"its process {info.pid} belongs to uid {owner}, not to this "
                              "user")
         listening = _listening_inodes(_port_of(info.url))
