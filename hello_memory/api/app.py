@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hello_memory import __version__
 from hello_memory.api.problems import AccessDenied, add_problem_responses, problem, problem_for
-from hello_memory.api.security import Access, BodyLimit, HostCheck
+from hello_memory.api.security import Access, BodyLimit, HostCheck, SearchAdmission
 from hello_memory.config import Settings, load_settings
 from hello_memory.errors import HelloMemoryError
 
@@ -34,12 +34,18 @@ if TYPE_CHECKING:
     from hello_memory.catalogue import Catalogue
     from hello_memory.memory.manager import MemoryManager
 
-__all__ = ["API_MAX_WORKERS", "Admin", "Namespace", "async_manager_of", "create_app",
-           "manager_of"]
+__all__ = ["API_MAX_WORKERS", "SEARCH_PATHS", "Admin", "Namespace", "async_manager_of",
+           "create_app", "manager_of"]
 
 # How many catalogue operations the app runs at once (its AsyncMemoryManager's pool;
 # the rest wait their turn).
 API_MAX_WORKERS = 8
+# Admission control (issue 28, docs/RELIABILITY.md "Fair service under heavy queries"):
+# by default (``api.searches_per_key``) at most 2 searches of one API key run at once;
+# one more is a 429 with Retry-After, so one key holds at most a quarter of the pool.
+# The routes that search (the work of one grows with its query: retrieval/bounds.py).
+SEARCH_PATHS = frozenset({"/v1/search", "/v1/context", "/v1/documents/search", "/v1/ask",
+                          "/v1/media/search", "/v1/media/search/file"})
 
 PROBLEM_JSON = "application/problem+json"
 _bearer = HTTPBearer(auto_error=False, description="API key as a bearer token")
@@ -106,7 +112,8 @@ def _problem_response(body: dict[str, Any], headers: dict[str, str] | None = Non
 
 def create_app(settings: Settings | None = None, *, manager: MemoryManager | None = None,
                run_jobs: bool = False, catalogue: Catalogue | None = None,
-               max_workers: int = API_MAX_WORKERS) -> FastAPI:
+               max_workers: int = API_MAX_WORKERS,
+               searches_per_key: int | None = None) -> FastAPI:
     """The REST API over ``manager`` (opened from ``settings`` at startup and closed at
     shutdown when not given; a given manager stays the caller's to close). With
     ``run_jobs`` the jobs of ``settings.jobs.schedule`` run on their schedules while the
@@ -115,8 +122,10 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     The routes are those of ``catalogue`` (default: every operation: memories,
     media, documents, admin);
     they run through an :class:`~hello_memory.aio.AsyncMemoryManager` over the manager,
-    at most ``max_workers`` at once. The lifespan owns that facade: it closes its pool
-    at shutdown (and the manager, when it opened it)."""
+    at most ``max_workers`` at once, and at most ``searches_per_key`` searches of one
+    API key (default ``api.searches_per_key``; 0: no limit; more are a 429,
+    :class:`SearchAdmission`). The lifespan owns
+    that facade: it closes its pool at shutdown (and the manager, when it opened it)."""
     from hello_memory.aio import AsyncMemoryManager
 
     settings = settings or load_settings()
@@ -222,6 +231,10 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         from hello_memory.api.metrics import install_metrics
 
         install_metrics(app, Admin)
+    # before a search takes a worker: one key's searches in flight are bounded
+    app.add_middleware(SearchAdmission, paths=SEARCH_PATHS,
+                       per_key=(settings.api.searches_per_key if searches_per_key is None
+                                else searches_per_key))
     app.add_middleware(BodyLimit, max_bytes=settings.api.max_request_bytes,
                        max_upload_bytes=settings.api.max_upload_bytes)
     # outermost: the Host check runs before anything else, for every route (/docs too)

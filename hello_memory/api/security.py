@@ -27,8 +27,8 @@ from hello_memory.config import ApiSettings
 from hello_memory.errors import ConfigError
 from hello_memory.validation import require_namespace
 
-__all__ = ["Access", "BodyLimit", "HostCheck", "check_bind", "host_allowed",
-           "is_loopback", "namespace_allowed", "safe_upload_name"]
+__all__ = ["Access", "BodyLimit", "HostCheck", "SearchAdmission", "check_bind",
+           "host_allowed", "is_loopback", "namespace_allowed", "safe_upload_name"]
 
 _log = logging.getLogger("hello_memory.api")
 Scope = MutableMapping[str, Any]
@@ -306,3 +306,63 @@ class BodyLimit:
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 
+
+
+class SearchAdmission:
+    """ASGI middleware: at most ``per_key`` searches of one API key in flight at once
+    (issue 28, item 10; docs/RELIABILITY.md "Fair service under heavy queries").
+
+    A search is a request to one of ``paths`` (POST: memory search, context, document
+    search, ask, media search). One more from a key that already has ``per_key``
+    running is answered at once with 429 ``too-many-searches`` and ``Retry-After``,
+    before it takes a worker of the operation pool: one client's heavy queries then
+    hold at most ``per_key`` of the pool's workers (``API_MAX_WORKERS``) and cannot
+    make another tenant's small request wait for all of them. The key is the one the
+    request presents (``Authorization: Bearer`` or ``X-API-Key``); an unknown key is
+    counted like any other and refused by the route (401) as before. A request with no
+    key is not counted: it is refused (401) before it takes a worker, or auth is
+    disabled, which only a loopback client gets: one local user, no tenants to keep
+    apart. Counts live on the event loop (no lock) and an entry is dropped when its
+    key has nothing in flight."""
+
+    def __init__(self, app: ASGIApp, *, paths: frozenset[str], per_key: int,
+                 retry_after_s: int = 1) -> None:
+        self.app = app
+        self.paths = paths
+        self.per_key = per_key
+        self.retry_after_s = retry_after_s
+        self.in_flight: dict[str, int] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (scope["type"] != "http" or self.per_key <= 0 or scope.get("method") != "POST"
+                or scope.get("path") not in self.paths):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", [])}
+        who = Access.key_of(headers)
+        if who is None:
+            await self.app(scope, receive, send)
+            return
+        running = self.in_flight.get(who, 0)
+        if running >= self.per_key:
+            body = json.dumps(problem(
+                429, "too-many-searches", "Too many searches in flight",
+                f"this API key already has {running} searches running (at most "
+                f"{self.per_key} at once); retry after {self.retry_after_s} s",
+                error="TooManyRequests")).encode()
+            await send({"type": "http.response.start", "status": 429,
+                        "headers": [(b"content-type", b"application/problem+json"),
+                                    (b"retry-after", str(self.retry_after_s).encode()),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        self.in_flight[who] = running + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            left = self.in_flight.get(who, 1) - 1
+            if left > 0:
+                self.in_flight[who] = left
+            else:
+                self.in_flight.pop(who, None)
