@@ -16,7 +16,7 @@ from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import hit_to_json
 from hello_memory.stores.records import ItemFilter
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
-from hello_memory.validation import validate_importance
+from hello_memory.validation import current_limits, validate_importance
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
@@ -145,7 +145,11 @@ def _day(text: str, what: str, *, end: bool = False) -> datetime | None:
         raise InvalidInputError(f"{what} must be a date like 2024-05-06, got {text!r}") \
             from None
     start = datetime.combine(day, time(), tzinfo=timezone.utc)
-    return start + timedelta(days=1) if end else start
+    if not end:
+        return start
+    if day == date.max:  # 9999-12-31 has no next day: the end of time instead
+        return datetime.max.replace(tzinfo=timezone.utc)
+    return start + timedelta(days=1)
 
 
 def run_search(mm: MemoryManager, ns: str, form: Mapping[str, Any]) -> dict[str, Any]:
@@ -248,6 +252,23 @@ def _entities(mm: MemoryManager, item: MemoryItem
               "target": names.get(r.target_id, r.target_id)} for r in rels])
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def json_depth(text: str) -> int:
+    """How deep the arrays and objects of a JSON text nest, counted without parsing
+    it: ``json.loads`` recurses once per level, and 30,000 levels raise RecursionError
+    (issue 28, item 9). Brackets inside strings do not count."""
+    depth = deepest = 0
+    for char in _JSON_STRING.sub('""', text):
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def parse_edit(importance: str, metadata: str) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     if importance.strip():
@@ -256,6 +277,10 @@ def parse_edit(importance: str, metadata: str) -> dict[str, Any]:
         except ValueError:
             raise InvalidInputError("importance must be a number in [0, 1]") from None
     if metadata.strip():
+        depth, limit = json_depth(metadata), current_limits().max_metadata_depth
+        if depth > limit:
+            raise InvalidInputError(f"metadata is nested {depth} levels deep, more than "
+                                    f"limits.max_metadata_depth ({limit}) allows")
         try:
             value = json.loads(metadata)
         except json.JSONDecodeError as exc:

@@ -12,6 +12,7 @@ are ``update`` / ``forget_ids`` / ``restore`` / ``remove``, jobs are the schedul
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,10 +20,12 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, FastAPI, Form, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hello_memory import __version__
 from hello_memory.api.problems import AccessDenied, status_for
@@ -30,23 +33,45 @@ from hello_memory.api.security import Access, is_loopback, namespace_allowed
 from hello_memory.errors import HelloMemoryError, InvalidInputError
 from hello_memory.ui import STATIC_DIR
 from hello_memory.ui import pages as P
-from hello_memory.ui.sessions import COOKIE, Session, Sessions
+from hello_memory.ui.sessions import (
+    COOKIE,
+    LOGIN_COOKIE,
+    LoginForms,
+    LoginThrottle,
+    Session,
+    Sessions,
+)
 
-__all__ = ["CSP", "build_ui"]
+__all__ = ["CSP", "build_ui", "script_json"]
 
+logger = logging.getLogger("hello_memory.ui")
 TEMPLATES = Path(__file__).parent / "templates"
-# Pages load only the package's own scripts and styles; the graph library draws on a
-# canvas and sets element styles through the DOM, which this policy allows.
+# Pages load only the package's own scripts and styles, on every page, the graph's
+# included: no inline script, no inline style (issue 28, item 6). The graph library
+# draws on a canvas and sets element styles through the DOM (CSSOM), which this policy
+# allows; the one <style> element it would add is supplied as a file (graph.html).
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
        "form-action 'self'")
-# Cytoscape.js adds one <style> element for its container: the graph page allows
-# inline styles (never inline scripts).
-GRAPH_CSP = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Frame-Options": "DENY",
                     "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
                     "Cache-Control": "no-store"}
 router = APIRouter()
+
+# JSON inside <script type="application/json"> ends at the first "</script": every <, >
+# and & is written as a JSON escape, and so are U+2028 / U+2029, so no value can close
+# the element or open another (docs/RELIABILITY.md "The inspector").
+_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
+                   0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def script_json(value: Any) -> Markup:
+    """``value`` as JSON that is safe inside a ``<script type="application/json">``
+    element: ``JSON.parse`` of the element's text gives ``value`` back."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return Markup(text.translate(_SCRIPT_ESCAPES))  # noqa: S704 - escaped above
+
+
 class LoginRequired(Exception):
     """No valid dashboard session: the browser is sent to the login page."""
 
@@ -135,7 +160,8 @@ def _check_csrf(viewer: Viewer, token: str | None) -> None:
 
 
 def render(request: Request, template: str, viewer: Viewer | None, *, status: int = 200,
-           namespace: str | None = None, csp: str = CSP, **context: Any) -> Response:
+           namespace: str | None = None, headers: dict[str, str] | None = None,
+           **context: Any) -> Response:
     base = _base(request)
     names: list[str] = []
     if viewer is not None:
@@ -149,8 +175,7 @@ def render(request: Request, template: str, viewer: Viewer | None, *, status: in
            "docs_url": base.rsplit("/ui", 1)[0] + "/docs", **context}
     templates: Jinja2Templates = request.app.state.templates
     return templates.TemplateResponse(request, template, ctx, status_code=status,
-                                      headers={**SECURITY_HEADERS,
-                                               "Content-Security-Policy": csp})
+                                      headers={**SECURITY_HEADERS, **(headers or {})})
 
 
 def _url_builder(base: str) -> Any:
@@ -180,6 +205,22 @@ def _set_cookie(request: Request, response: Response, token: str) -> None:
 
 
 # --- login -----------------------------------------------------------------------------
+def _login_form(request: Request, *, status: int = 200, next: str = "",  # noqa: A002
+                error: str | None = None, headers: dict[str, str] | None = None
+                ) -> Response:
+    """The sign-in form with its CSRF token, and the nonce cookie the token is bound
+    to (kept when the browser has one, so two tabs both work)."""
+    forms: LoginForms = request.app.state.login_forms
+    nonce = request.cookies.get(LOGIN_COOKIE) or ""
+    if not (16 <= len(nonce) <= 64 and nonce.isascii()):
+        nonce = forms.new_nonce()
+    response = render(request, "login.html", None, status=status, next=next, error=error,
+                      login_csrf=forms.token(nonce), headers=headers)
+    response.set_cookie(LOGIN_COOKIE, nonce, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path=_base(request) + "/")
+    return response
+
+
 @router.get("/login")
 def login_page(request: Request, next: str | None = None) -> Response:  # noqa: A002
     access: Access = _parent(request).state.access
@@ -189,20 +230,38 @@ def login_page(request: Request, next: str | None = None) -> Response:  # noqa: 
         response = RedirectResponse(_safe_next(request, next), status_code=303)
         _set_cookie(request, response, token)
         return response
-    return render(request, "login.html", None, next=next or "", error=None)
+    return _login_form(request, next=next or "")
 
 
 @router.post("/login")
 def login(request: Request, key: Annotated[str, Form(max_length=4096)] = "",
-          next: Annotated[str, Form(max_length=4096)] = "") -> Response:  # noqa: A002
+          next: Annotated[str, Form(max_length=4096)] = "",  # noqa: A002
+          csrf: Annotated[str, Form(max_length=256)] = "") -> Response:
+    # Login CSRF: only the form this server gave this browser signs it in; a post from
+    # another site brings neither the SameSite=Strict nonce cookie nor its token.
+    forms: LoginForms = request.app.state.login_forms
+    if request.headers.get("sec-fetch-site") == "cross-site" or not forms.valid(
+            request.cookies.get(LOGIN_COOKIE), csrf):
+        return _login_form(request, status=403, next=next, error=(
+            "this sign-in form is stale or did not come from this server; sign in again"))
+    # Back-off per client after failed keys: refused before the key is even looked at.
+    throttle: LoginThrottle = request.app.state.login_throttle
+    host = _host(request)
+    wait = throttle.retry_after(host)
+    if wait:
+        return _login_form(request, status=429, next=next, headers={"Retry-After": str(wait)},
+                           error=f"too many failed sign-ins from this address; try again "
+                                 f"in {wait} s")
     access: Access = _parent(request).state.access
     key = key.strip()
     try:
         if not key:
             raise AccessDenied(401, "enter an API key")
-        access._granted(key, _host(request))
+        access._granted(key, host)
     except AccessDenied as exc:
-        return render(request, "login.html", None, status=401, next=next, error=exc.detail)
+        if key:
+            throttle.failed(host)
+        return _login_form(request, status=401, next=next, error=exc.detail)
     sessions: Sessions = request.app.state.sessions
     token, _ = sessions.create(key)
     response = RedirectResponse(_safe_next(request, next), status_code=303)
@@ -345,9 +404,7 @@ def graph(request: Request, viewer: ViewerDep, namespace: NamespaceQ,
     base = _base(request)
     data = P.graph(_manager(request), ns, entity.strip() or None,
                    lambda name: _url_builder(base)("graph", namespace=ns, entity=name))
-    return render(request, "graph.html", viewer, namespace=ns, entity=entity, g=data,
-                  csp=GRAPH_CSP,
-                  graph_json=json.dumps(data["cy"], ensure_ascii=False))
+    return render(request, "graph.html", viewer, namespace=ns, entity=entity, g=data)
 
 
 # --- documents -------------------------------------------------------------------------
@@ -444,19 +501,75 @@ def _error(request: Request, status: int, title: str, detail: str) -> Response:
                   namespace=ns if ns else None)
 
 
+def _failure(exc: Exception) -> tuple[int, str, str]:
+    """Status, title and detail for an exception no handler took. A date past year
+    9999 or before year 1 and input nested past Python's recursion limit come from the
+    request: 400. Anything else is a bug: 500, logged with its traceback."""
+    if isinstance(exc, OverflowError):
+        return 400, "Invalid request", "a date or number in the request is out of range"
+    if isinstance(exc, RecursionError):
+        return 400, "Invalid request", "the request is nested too deeply"
+    return 500, "Internal error", f"{type(exc).__name__} (see the server log)"
+
+
+class HtmlErrors:
+    """Every error of the dashboard is an HTML page with a status, never Starlette's
+    plain-text 500 nor a dropped connection (issue 28, item 9): an exception no
+    handler took is rendered here, inside the app's server-error middleware, so it is
+    not raised on to the parent app and the server (which would close the
+    connection)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            if started:
+                raise
+            status, title, detail = _failure(exc)
+            log = logger.error if status >= 500 else logger.info
+            log("dashboard %s %s: %s", scope.get("method"), scope.get("path"),
+                type(exc).__name__, exc_info=exc if status >= 500 else None)
+            request = Request(scope, receive)
+            try:
+                response = _error(request, status, title, detail)
+            except Exception:  # noqa: BLE001 - the page itself failed: the bare page
+                logger.exception("dashboard error page failed")
+                response = HTMLResponse(
+                    f"<!doctype html><title>{escape(title)}</title><h1>{escape(title)}</h1>"
+                    f"<p>{escape(detail)}</p>", status_code=status, headers=SECURITY_HEADERS)
+            await response(scope, receive, send)
+
+
 def build_ui(parent: FastAPI) -> FastAPI:
     """The dashboard app, to be mounted at ``/ui`` of ``parent`` (the REST app)."""
     ui = FastAPI(openapi_url=None, docs_url=None, redoc_url=None, title="hello-memory ui")
     ui.state.parent = parent
     ui.state.sessions = Sessions()
+    ui.state.login_forms = LoginForms()
+    ui.state.login_throttle = LoginThrottle()
     templates = Jinja2Templates(directory=str(TEMPLATES))
     templates.env.filters["when"] = P.when
     templates.env.filters["pretty"] = P.pretty
     templates.env.filters["short"] = P.short
+    templates.env.filters["script_json"] = script_json
     templates.env.globals["PAGES"] = P.NAMESPACE_PAGES
     ui.state.templates = templates
     ui.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     ui.include_router(router)
+    ui.add_middleware(HtmlErrors)
 
     @ui.exception_handler(LoginRequired)
     async def _login(request: Request, exc: LoginRequired) -> Response:

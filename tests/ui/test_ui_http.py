@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -26,10 +27,18 @@ def client(seeded: Seeded, *, host: tuple[str, int] = LOOPBACK, **api: object) -
                       follow_redirects=False)
 
 
+def sign_in(c: TestClient, key: str, next: str = "") -> Any:  # noqa: A002
+    """Post the sign-in form as a browser does: its page first (the CSRF token and the
+    nonce cookie it is bound to), then the form."""
+    page = c.get("/ui/login")
+    assert page.status_code == 200, page.text[:300]
+    return c.post("/ui/login", data={"key": key, "next": next, "csrf": csrf_of(page.text)})
+
+
 @pytest.fixture
 def alice(seeded: Seeded) -> Iterator[TestClient]:
     c = client(seeded)
-    r = c.post("/ui/login", data={"key": "key-alice", "next": "/ui/"})
+    r = sign_in(c, "key-alice", next="/ui/")
     assert r.status_code == 303 and r.headers["location"] == "/ui/"
     yield c
     c.close()
@@ -60,13 +69,13 @@ def test_nothing_without_a_session(seeded: Seeded) -> None:
 
 def test_session_cookie_never_carries_the_key(seeded: Seeded) -> None:
     c = client(seeded)
-    r = c.post("/ui/login", data={"key": "key-alice", "next": "https://evil.example/"})
+    r = sign_in(c, "key-alice", next="https://evil.example/")
     assert r.status_code == 303 and r.headers["location"] == "/ui/"  # no open redirect
     cookie = r.headers["set-cookie"]
     assert "key-alice" not in cookie
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
     assert "Path=/ui/" in cookie
-    r = c.post("/ui/login", data={"key": "wrong"})
+    r = sign_in(c, "wrong")
     assert r.status_code == 401 and "unknown API key" in r.text
 
 
@@ -127,7 +136,7 @@ def test_auth_disabled_only_for_loopback_clients(seeded: Seeded) -> None:
     r = remote.get("/ui/login")
     assert r.status_code == 200 and "API key" in r.text
     assert remote.get("/ui/timeline?namespace=bob").status_code == 303
-    r = remote.post("/ui/login", data={"key": ""})
+    r = sign_in(remote, "")
     assert r.status_code == 401 and "enter an API key" in r.text
 
 
@@ -161,7 +170,7 @@ def test_a_superseded_memory_links_its_versions(seeded: Seeded) -> None:
                  event_time=utc(2024, 8, 1))
     assert mm.get(old.id, namespace="carol").superseded_by == new.id
     admin = client(seeded)
-    admin.post("/ui/login", data={"key": "key-admin"})
+    sign_in(admin, "key-admin")
     page = admin.get(f"/ui/memories/{old.id}?namespace=carol").text
     versions = page[page.index('data-testid="versions"'):]
     assert f"/ui/memories/{new.id}?namespace=carol" in versions and "replaced by" in versions
