@@ -637,7 +637,9 @@ class MemoryRepository:
                                               MemoryRow.id.in_(found)))
         else:
             kept = []
-            for r in rows:  # one compare-and-swap per row: the version read above
+            # one compare-and-swap per row (the version read above), in id order: two
+            # jobs deleting overlapping rows take their locks in the same order
+            for r in sorted(rows, key=lambda r: r.id):
                 done = s.execute(delete(MemoryRow).where(
                     MemoryRow.namespace == namespace, MemoryRow.id == r.id,
                     MemoryRow.version == (r.version or 1)))
