@@ -149,14 +149,14 @@ def indexed(mm: MemoryManager) -> list[list[tuple[str, float]]]:
     """What each query finds through the lexical and the dense view alone, with the
     view's own score, in content order: what a store indexed, whatever the order the
     notes were added in (ties in rank are broken by insertion order)."""
-    return [sorted((h.item.content, round(h.views[view].score, 5))
+    return [sorted((h.item.content, round(h.views[view].score, 4))
                    for h in search(mm, q, recipe))
             for recipe, view in (("bm25-only", "lexical"), ("dense-only", "semantic"))
             for q in QUERIES]
 
 
 def rankings(mm: MemoryManager) -> list[list[tuple[str, float]]]:
-    return [[(h.item.content, round(h.score, 6)) for h in search(mm, q, recipe)]
+    return [[(h.item.content, round(h.score, 4)) for h in search(mm, q, recipe)]
             for recipe in ("bm25-only", "hybrid") for q in QUERIES]
 
 
