@@ -158,16 +158,18 @@ def _covering(found: Sequence[MemoryItem], item: MemoryItem) -> MemoryItem | Non
     return None
 
 
-def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode
+def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode,
+          vectors_out: dict[str, npt.NDArray[np.float32]] | None = None
           ) -> tuple[Resolution, list[MemoryItem]]:
     """Resolve ``items`` (:func:`resolve`) and store the fresh ones: the stored types
     in one transaction holding their dedup keys (not with ``mode="store"``), working
     ones in working memory. When an identical add committed between the lookup and
     the insert (``DuplicateKeyError``: nothing written), look up again and store what
     is still fresh; each round finds at least one more stored memory, so it ends.
-    Returns the resolution and the items stored in the record store."""
+    Returns the resolution and the items stored in the record store; ``vectors_out``
+    receives each stored item's vector by id (the superseder's candidates, issue 26)."""
     working = mode != "store" and any(i.memory_type == MemoryType.WORKING for i in items)
-    vectors: dict[str, npt.NDArray[np.float32]] = {}
+    vectors: dict[str, npt.NDArray[np.float32]] = {} if vectors_out is None else vectors_out
     with _WORKING_ADDS if working else nullcontext():
         for attempt in range(len(items) + 2):
             plan = resolve(mm, items, mode)

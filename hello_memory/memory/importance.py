@@ -174,8 +174,8 @@ MEMORY_TYPE_CUES: dict[MemoryType, tuple[str, ...]] = {
         # something that happened at a time
         "yesterday", "today", "tonight", "this morning", "last week", "last month",
         "last year", "last night", "ago", "met", "went", "visited", "happened", "attended",
-        "called", "bought", "arrived", "said", "told", "had", "started", "moved",
-        "finished", "took", "got", "traded", "flew", "ate", "saw", "celebrated",
+        "called", "bought", "arrived", "said", "told", "had", "finished", "took", "flew",
+        "ate", "saw", "celebrated",
         "昨天", "今天", "前天", "上周", "上个月", "去年", "刚才", "发生", "去了", "见了",
         "参加了", "买了", "那天", "当时",
     ),
@@ -219,6 +219,11 @@ SEMANTIC_PATTERNS: tuple[re.Pattern[str], ...] = (
                re.IGNORECASE),
     re.compile(r"住在|在.{1,12}(?:工作|上班|读书|上学)|我是|他是|她是|的.{1,6}是|我有|不吃|不喝|"
                r"对.{1,8}过敏|素食|吃素|开的是|养了"),
+    # a new value of an attribute: "started my new job at Adyen", "moved to Leith"
+    re.compile(r"\bnew (?:job|place|flat|house|home|car|number|phone|mobile|team lead|manager|"
+               r"boss|school|team|gym|doctor|dentist|address|email)\b|\bmoved (?:in)?to\b|"
+               r"\b(?:switched|changed) (?:jobs?|teams?|schools?|dentists?|doctors?|gyms?)\b|"
+               r"换工作|换了工作|搬到|搬去|新家|新号码|跳槽", re.IGNORECASE),
 )
 
 
@@ -238,8 +243,9 @@ def classify_memory_type(content: str) -> MemoryType:
 
     Each type scores the number of its distinct cues found (dates and times in
     EPISODIC_PATTERNS count for episodic, standing attributes and states in
-    SEMANTIC_PATTERNS for semantic: "I live in Leith", "Anna is vegetarian"). The highest score wins; a tie for the top,
-    or no cue at all, gives EPISODIC - an event is the safest reading of a statement.
+    SEMANTIC_PATTERNS for semantic: "I live in Leith", "Anna is vegetarian"). The highest
+    score wins; a tie for the top, or no cue at all, gives EPISODIC - an event is the
+    safest reading of a statement.
     Never returns PERCEPTUAL: that type follows from the modality, not the words.
     """
     if not isinstance(content, str):

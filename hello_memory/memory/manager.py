@@ -447,8 +447,9 @@ class MemoryManager:
             validate_item(item)
         validate_batch(len(items))  # before any embedding work
         # look up, embed, store; identical adds racing store one (issue 28, dedup.store)
-        plan, stored = dedup.store(self, items, mode)
-        self.superseder.apply(stored)  # facts that update: memory/supersede.py
+        vectors: dict[str, Any] = {}
+        plan, stored = dedup.store(self, items, mode, vectors)
+        self.superseder.apply(stored, vectors)  # facts that update: memory/supersede.py
         out = list(items)
         for n, existing in plan.existing.items():
             if mode == "update":

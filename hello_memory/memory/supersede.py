@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -50,6 +50,7 @@ from hello_memory.llm.base import LLMClient, LLMSchemaError, Message, call_or_fa
 from hello_memory.memory.episodic import matches, payload_filters
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 from hello_memory.stores.records import ItemFilter
+from hello_memory.text.attributes import attributes_of, replaces
 from hello_memory.text.facts import fact_of, same_value
 from hello_memory.types import MemoryItem, MemoryType
 
@@ -65,6 +66,12 @@ FACT_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
 # A nearest memory under this cosine is not shown to the LLM (MiniLM puts unrelated
 # sentences at 0-0.1 and related ones at 0.25-0.5: docs/RETRIEVAL.md).
 MIN_CANDIDATE_COSINE = 0.2
+# The general rule's candidates (Superseder._general): the nearest current memories of
+# the new one. A change of value is often far in wording ("Started at Adyen on Monday"
+# after "I work at Philips": cosine about 0.2), so the bar is low; text/attributes.py
+# decides, not the cosine.
+GENERAL_CANDIDATES = 20
+GENERAL_MIN_COSINE = 0.1
 
 
 class SupersedeDecision(BaseModel):
@@ -132,16 +139,25 @@ class Superseder:
     def llm(self) -> LLMClient | None:
         return self.manager.llm if self.mode == "auto" else None
 
-    def apply(self, items: Sequence[MemoryItem]) -> list[Supersession]:
+    def apply(self, items: Sequence[MemoryItem],
+              vectors: Mapping[str, Any] | None = None) -> list[Supersession]:
         """Decide and apply supersession for ``items``, memories just stored (in
-        order); the items given are updated in place with their own validity."""
+        order); the items given are updated in place with their own validity.
+        ``vectors`` (id -> the vector just stored) spares embedding them again for the
+        candidates of the general rule."""
         if self.mode == "off":
             return []
         done: list[Supersession] = []
         for item in items:
             if item.memory_type not in FACT_TYPES:
                 continue
-            result = (self._with_llm(item) if self.llm is not None else self._rules(item))
+            if self.llm is not None:
+                result = self._with_llm(item)
+            else:
+                result = self._rules(item)
+                if result is None or not result.superseded:
+                    general = self._general(item, (vectors or {}).get(item.id))
+                    result = general or result
             if result is not None and (result.superseded or result.action == "NOOP"):
                 self.manager.stores.records.audit.add(item.namespace, "supersede", {
                     "memory": result.memory_id, "action": result.action,
@@ -184,6 +200,40 @@ class Superseder:
         superseded = self._set_validity(item, chain, wanted)
         return Supersession(item.id, "SUPERSEDE" if superseded else "ADD", "rules",
                             tuple(superseded))
+
+    def _general(self, item: MemoryItem, vector: Any = None) -> Supersession | None:
+        """The general rule (text/attributes.py): among the nearest current memories
+        (dense neighbours, GENERAL_CANDIDATES of them above GENERAL_MIN_COSINE), those
+        about the same subject and attribute that ``item`` replaces, or the newer one
+        that replaces ``item`` when it states an older time. Both keep their records
+        (bi-temporal validity, as the phrasing rules write it)."""
+        if not attributes_of(item.content):
+            return None
+        stores = self.manager.stores
+        if vector is None:
+            vector = stores.embedder.embed_query(item.content)
+        flt = ItemFilter(memory_types=FACT_TYPES)
+        hits = stores.vectors.nearest(MEMORY_COLLECTION, list(map(float, vector)),
+                                      namespace=item.namespace, using=DENSE,
+                                      limit=GENERAL_CANDIDATES + 1,
+                                      filters=payload_filters(flt))
+        ids = [h.id for h in hits if h.id != item.id and h.score >= GENERAL_MIN_COSINE]
+        found = [m for m in stores.records.memories.get_items(item.namespace, ids)
+                 if matches(m, flt) and m.valid_to is None and m.superseded_by is None
+                 and m.user_id == item.user_id]
+        start = _valid_from(item)
+        older = [m for m in found if _valid_from(m) <= start and replaces(item.content, m.content)]
+        if older:
+            wanted = {m.id: (start, item.id) for m in older}
+            lost = self._set_validity(item, older, wanted)
+            return Supersession(item.id, "SUPERSEDE", "rules", tuple(lost))
+        newer = sorted((m for m in found if _valid_from(m) > start
+                        and replaces(m.content, item.content)), key=_valid_from)
+        if newer:
+            holder = newer[0]
+            self._set_validity(item, [item], {item.id: (_valid_from(holder), holder.id)})
+            return Supersession(item.id, "SUPERSEDE", "rules", (item.id,))
+        return None
 
     def _set_validity(self, item: MemoryItem, members: Sequence[MemoryItem],
                       wanted: dict[str, tuple[datetime | None, str | None]]) -> list[str]:

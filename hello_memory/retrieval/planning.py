@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -117,6 +117,16 @@ _ASKS_WHEN_EN = re.compile(
     r"|\bwhen\W*$")
 
 
+# The calendar's ends, a day in: a question "since 0001-01-01" at +14:00 is still a
+# moment every store can hold in UTC (no OverflowError; issue 28's bad-input rule).
+_FIRST_MOMENT = datetime(1, 1, 2, tzinfo=timezone.utc)
+_LAST_MOMENT = datetime(9999, 12, 30, tzinfo=timezone.utc)
+
+
+def _clamped(when: datetime) -> datetime:
+    return min(max(when, _FIRST_MOMENT), _LAST_MOMENT)
+
+
 def question_type(query: str) -> QuestionType:
     """The question's type from its wording (English and Chinese)."""
     low = query.lower()
@@ -178,7 +188,7 @@ def analyze_query(
         persons=list(dict.fromkeys(persons)), entities=list(dict.fromkeys(entities)),
         locations=list(dict.fromkeys(locations)),
         time_expressions=[r.text for r in ranges],
-        time_ranges=[(r.start, r.end) for r in ranges],
+        time_ranges=[(_clamped(r.start), _clamped(r.end)) for r in ranges],
         first_person=is_first_person(query))
 
 

@@ -41,8 +41,9 @@ from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.vector.base import Range
 from hello_memory.text import contains_cjk
+from hello_memory.text.attributes import subjects_of
 from hello_memory.text.bm25 import BM25_VECTOR, term_index
-from hello_memory.text.people import ROLE_WORDS, without_title
+from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, without_title
 from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
 
 __all__ = [
@@ -311,9 +312,7 @@ def about_subject(item: MemoryItem, analysis: QueryAnalysis) -> int:
     met = 1 if _about(item, analysis.persons) else 0
     met += 1 if (_about(item, analysis.resolved)
                  or _names_role(item, analysis.resolved_roles)) else 0
-    if analysis.first_person and (_SELF_REFERENCE.search(item.content)
-                                  or _about(item, analysis.self_names)
-                                  or _implicit_self(item)):
+    if analysis.first_person and (_about_user(item) or _about(item, analysis.self_names)):
         met += 1
     return met
 
@@ -321,15 +320,14 @@ def about_subject(item: MemoryItem, analysis: QueryAnalysis) -> int:
 _THIRD_PERSON_LEAD = re.compile(r"^\W*(?:he|she|they|his|her|their|its?)\b", re.I)
 
 
-def _implicit_self(item: MemoryItem) -> bool:
-    """A note with its subject left out ("Went bouldering with Priya", "去了杭州") is the
-    user's own, when it names no one else as its subject and carries no person metadata
-    (issue 26: a first-person question is about such notes too)."""
-    if _has_person_metadata(item) or _THIRD_PERSON_LEAD.search(item.content):
+def _about_user(item: MemoryItem) -> bool:
+    """Whether the text is about the user: "I", "we", "my phone", "我", a note with its
+    subject left out ("Went bouldering with Priya"), but not "my sister Anna works at
+    ..." (that is the sister's fact). One reading of who a memory is about, shared with
+    the superseder (text/attributes.py ``subjects_of``; issue 26)."""
+    if _THIRD_PERSON_LEAD.search(item.content):
         return False
-    return not any(n.split(" ", 1)[0].casefold() not in _NOT_SUBJECTS
-                   for m in _NAMED_SUBJECT.finditer(item.content)
-                   if (n := m.group("lead") or m.group("own")))
+    return SELF_ENTITY in subjects_of(item.content[:2000])
 
 
 # Someone a memory is about, by name: "Anna's manager ...", "Tom plays ...".
@@ -353,9 +351,11 @@ def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:
         return False
     if _has_person_metadata(item) or about_subject(item, analysis):
         return False
-    if not analysis.first_person and (_SELF_REFERENCE.search(item.content)
+    if not analysis.first_person and (_about_user(item)
                                       or _about(item, analysis.self_names)):
         return True  # about the user, and the question is about someone else
+    if analysis.first_person and not analysis.persons and not analysis.resolved:
+        return True  # "where do I work?" is not answered by "My sister Anna works at ..."
     for m in _NAMED_SUBJECT.finditer(item.content):
         name = m.group("lead") or m.group("own")
         if name and name.split(" ", 1)[0].casefold() not in _NOT_SUBJECTS:

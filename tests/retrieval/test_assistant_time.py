@@ -69,3 +69,9 @@ def test_this_year_and_every_monday_do_not_answer_last_thursday(mm):
     assert hits[0].id == thursday
     # the recurring and the whole-year memory are not inside the day asked about
     assert all(h.breakdown.time < 1 for h in hits[1:])
+
+
+def test_a_question_at_the_ends_of_the_calendar_is_answered(mm):
+    add(mm, "Went bouldering with Priya", datetime(2026, 11, 27, 9, tzinfo=TZ))
+    for question in ("What happened since 0001-01-01?", "Anything on 9999-12-31?"):
+        assert isinstance(mm.search(question, namespace=NS), list)

@@ -180,6 +180,16 @@ def mentioned_times(content: str, event_time: datetime) -> list[TimeRange]:
     return mentioned_ranges(content[:MENTION_CHARS], event_time)
 
 
+def _shifted(when: datetime, by: timedelta) -> datetime:
+    """``when + by``, held at the calendar's ends (a question "since 0001-01-01" asks
+    about all of time, not an OverflowError)."""
+    try:
+        return when + by
+    except OverflowError:
+        return when.replace(year=1, month=1, day=1) if by < timedelta(0) else when.replace(
+            year=9999, month=12, day=31)
+
+
 def mention_time_rows(item: MemoryItem) -> list[dict[str, Any]]:
     return [{"memory_id": item.id, "namespace": item.namespace, "start_time": r.start,
              "end_time": r.end, "granularity": r.granularity,
@@ -469,14 +479,15 @@ class MemoryRepository:
         short = timedelta(days=SHORT_MENTION_DAYS)
         inside = and_(MemoryTimeRow.start_time >= start, MemoryTimeRow.end_time <= end)
         holds = and_(MemoryTimeRow.start_time <= start, MemoryTimeRow.end_time >= end,
-                     MemoryTimeRow.start_time >= start - short,
-                     MemoryTimeRow.end_time <= end + short,
+                     MemoryTimeRow.start_time >= _shifted(start, -short),
+                     MemoryTimeRow.end_time <= _shifted(end, short),
                      MemoryTimeRow.granularity.in_(("instant", "day", "week", "range")))
         q = (select(MemoryTimeRow.memory_id)
              .join(MemoryRow, MemoryRow.id == MemoryTimeRow.memory_id)
              .where(MemoryTimeRow.namespace == require_namespace(namespace),
                     MemoryTimeRow.start_time < end,
-                    MemoryTimeRow.start_time >= start - timedelta(days=MENTION_SPAN_DAYS),
+                    MemoryTimeRow.start_time >= _shifted(start,
+                                                         -timedelta(days=MENTION_SPAN_DAYS)),
                     MemoryTimeRow.end_time > start,
                     or_(inside, holds),
                     *self._where(namespace, flt))
