@@ -362,7 +362,7 @@ def main() -> None:
     started = time.time()
     meta = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "versions": versions(),
             "load_start": load(), "quick": args.quick, "smoke": args.smoke, "batch": args.batch,
-            "max_batch": max_batch()}
+            "max_batch": max_batch(), "argv": sys.argv[1:] or None}
     rows = []
     for n in ns:
         print(f"N={n} ...", flush=True)

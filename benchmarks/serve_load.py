@@ -1,18 +1,23 @@
 """Concurrent clients against a real ``hello-memory serve`` (issue 27, item 3).
 
     python -m benchmarks.serve_load [--clients 1 4 16] [--requests 96] [--preload 1500]
-                                    [--modes batching plain] [--md BENCHMARKS.md]
-                                    [--results benchmarks/results] [--smoke]
+                                    [--modes batching plain] [--src DIR] [--label TEXT]
+                                    [--md BENCHMARKS.md] [--results benchmarks/results]
+                                    [--smoke]
 
-For each mode a fresh server starts on an empty data directory on 127.0.0.1 (loopback
-only, auth off; :mod:`benchmarks.serving`): ``batching`` is the default server (one
-embedding worker that coalesces concurrent requests, ``embedding/batching.py``),
-``plain`` the same server with ``api.embed_batching`` off (each request embeds on its
-own thread, as before). ``--preload`` memories go in first (``POST /v1/memories/batch``,
-at most ``limits.max_batch`` a call); then, for each client count, ``--requests``
-single-memory adds (``POST /v1/memories``, every text new) and as many searches
-(``POST /v1/search``, top 5), split evenly over the client threads: bounded loops,
-one keep-alive HTTP connection per thread.
+One server per mode starts on an empty data directory on 127.0.0.1 (loopback only,
+auth off; :mod:`benchmarks.serving`), both before any load: ``batching`` is the default
+server (one embedding worker that coalesces concurrent requests,
+``embedding/batching.py``), ``plain`` the same server with ``api.embed_batching`` off
+(each request embeds on its own thread, as before). ``--preload`` memories go into each
+first (``POST /v1/memories/batch``, at most ``limits.max_batch`` a call); then, for each
+client count, ``--requests`` single-memory adds (``POST /v1/memories``, every text new)
+and as many searches (``POST /v1/search``, top 5), split evenly over the client
+threads: bounded loops, one keep-alive HTTP connection per thread. The modes take turns
+phase by phase, in alternating order, so a change in the machine's load falls on both.
+Requests/s counts the answered (2xx) requests; refusals (e.g. 429) are listed as errors.
+``--src`` serves another checkout (e.g. ``git archive HEAD`` unpacked), so the numbers
+belong to one commit and not to whatever else a shared working tree holds.
 
 The floor is the embedding of the same add sentences in this process, measured in the
 same run while the server is idle: in batches of 64 and one at a time (sentences/s).
@@ -108,46 +113,68 @@ def drive(base: str, clients: int, work: list[Callable[[httpx.Client], httpx.Res
         t.join()
     wall = time.perf_counter() - t0
     return {"clients": clients, "requests": len(work), "errors": len(errors),
-            "first_error": errors[0] if errors else None, "per_s": len(work) / wall,
+            "first_error": errors[0] if errors else None,
+            "per_s": (len(work) - len(errors)) / wall,
             "p50_ms": 1000 * statistics.median(lat), "p95_ms": 1000 * pct(lat, 0.95)}
 
 
-def run_mode(mode: str, clients: Sequence[int], requests: int, preload: list[str],
-             adds: list[str], qs: list[str], max_batch: int) -> list[dict[str, Any]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HELLO_MEMORY__API__AUTH_DISABLED": "true",
-           "HELLO_MEMORY__API__EMBED_BATCHING": MODES[mode]}
+def _prepare(base: str, preload: list[str], max_batch: int) -> None:
+    """Preload the namespace and warm the server up (one add, one search)."""
+    with httpx.Client(base_url=base, timeout=600) as http:
+        for i in range(0, len(preload), max_batch):
+            r = http.post("/v1/memories/batch", params={"namespace": NAMESPACE},
+                          json={"memories": [{"content": t, "memory_type": "episodic"}
+                                             for t in preload[i:i + max_batch]]})
+            r.raise_for_status()
+        warm = "warm up: the server loads what it loads lazily"
+        http.post("/v1/memories", params={"namespace": NAMESPACE},
+                  json={"content": warm}).raise_for_status()
+        http.post("/v1/search", params={"namespace": NAMESPACE},
+                  json={"query": warm}).raise_for_status()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=60)
+
+
+def run_modes(src: Path, modes: Sequence[str], clients: Sequence[int], requests: int,
+              preload: list[str], adds: list[str], qs: list[str], max_batch: int
+              ) -> list[dict[str, Any]]:
+    """Both servers up, then every (client count, op) phase on each, modes alternating."""
     rows: list[dict[str, Any]] = []
+    procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="hm-serve-load-") as tmp:
-        port = free_port()
-        base = f"http://127.0.0.1:{port}"
-        proc = start_serve(ROOT, Path(tmp) / "data", port, env)
         try:
-            with httpx.Client(base_url=base, timeout=600) as http:
-                for i in range(0, len(preload), max_batch):
-                    r = http.post("/v1/memories/batch", params={"namespace": NAMESPACE},
-                                  json={"memories": [{"content": t, "memory_type": "episodic"}
-                                                     for t in preload[i:i + max_batch]]})
-                    r.raise_for_status()
-                for warm in ("warm up: the server loads what it loads lazily",):
-                    http.post("/v1/memories", params={"namespace": NAMESPACE},
-                              json={"content": warm}).raise_for_status()
-                    http.post("/v1/search", params={"namespace": NAMESPACE},
-                              json={"query": warm}).raise_for_status()
+            bases = {}
+            for mode in modes:
+                env = {**os.environ, "PYTHONPATH": str(src),
+                       "HELLO_MEMORY__API__AUTH_DISABLED": "true",
+                       "HELLO_MEMORY__API__EMBED_BATCHING": MODES[mode]}
+                port = free_port()
+                procs.append(start_serve(src, Path(tmp) / mode, port, env))
+                bases[mode] = f"http://127.0.0.1:{port}"
+                print(f"  {mode}: serve on port {port}, preloading {len(preload)}", flush=True)
+                _prepare(bases[mode], preload, max_batch)
             fresh = iter(adds)
+            turn = 0
             for c in clients:
                 texts = [next(fresh) for _ in range(requests)]
-                add_work = [_add(t) for t in texts]
-                search_work = [_search(qs[i % len(qs)]) for i in range(requests)]
-                for op, work in (("add", add_work), ("search", search_work)):
-                    print(f"  {mode}: {op} x {requests} from {c} client(s)", flush=True)
-                    rows.append({"mode": mode, "op": op, **drive(base, c, work)})
+                for op in ("add", "search"):
+                    order = list(modes) if turn % 2 == 0 else list(reversed(modes))
+                    turn += 1
+                    for mode in order:
+                        work = ([_add(t) for t in texts] if op == "add"
+                                else [_search(qs[i % len(qs)]) for i in range(requests)])
+                        print(f"  {mode}: {op} x {requests} from {c} client(s)", flush=True)
+                        rows.append({"mode": mode, "op": op, **drive(bases[mode], c, work)})
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=60)
+            for proc in procs:
+                _stop(proc)
     return rows
 
 
@@ -178,14 +205,17 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines = [
         "## The server under concurrent clients (issue 27)", "",
         f"Produced by `{meta['command']}` on {meta['date']} in {meta['minutes']:.1f} min, "
-        f"{meta['cores']} cores, all-MiniLM-L6-v2 on the CPU (benchmarks/serve_load.py). A "
-        "real `hello-memory serve` on 127.0.0.1 (embedded stores, auth off) per mode, "
+        f"{meta['cores']} cores, all-MiniLM-L6-v2 on the CPU (benchmarks/serve_load.py), "
+        f"serving {meta.get('label', 'this checkout')}. A "
+        "real `hello-memory serve` on 127.0.0.1 (embedded stores, auth off) per mode, both "
+        "running throughout, the modes taking turns phase by phase in alternating order, "
         f"{meta['preload']} memories preloaded in one namespace, then per client count "
         f"{meta['requests']} single-memory adds (`POST /v1/memories`, each text new) and "
         f"{meta['requests']} searches (`POST /v1/search`, top 5), split over the client "
         "threads. `batching` = the default server (one embedding worker coalescing "
         "concurrent requests, `embedding/batching.py`); `plain` = `api.embed_batching: "
-        "false` (each request embeds alone). Machine load at start: "
+        "false` (each request embeds alone). Requests/s counts answered requests; refused "
+        "ones are listed as errors. Machine load at start: "
         f"{meta['load_start']}; at the end: {meta['load_end']}. The machine is shared and "
         "noisy: compare the ratios of one run, not the absolute numbers.", "",
         "Embedding floor, this run, same add sentences, in the benchmark process while the "
@@ -242,6 +272,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="adds and searches per client count (split over the clients)")
     ap.add_argument("--preload", type=int, default=1500)
     ap.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
+    ap.add_argument("--src", type=Path, default=ROOT,
+                    help="the checkout whose `hello-memory serve` runs (default: this one)")
+    ap.add_argument("--label", default=None,
+                    help="names the served tree in the section (e.g. 'HEAD abc1234')")
     ap.add_argument("--md", default=str(ROOT / "BENCHMARKS.md"),
                     help="the BENCHMARKS file whose serve-load section is rewritten "
                          "('' to skip)")
@@ -263,13 +297,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     meta: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "load_start": load(),
         "clients": args.clients, "requests": args.requests, "preload": args.preload,
-        "modes": args.modes,
-        "command": "python -m benchmarks.serve_load" + (" --smoke" if args.smoke else "")}
+        "modes": args.modes, "label": args.label or ("this checkout" if args.src == ROOT
+                                                     else str(args.src)),
+        "command": "python -m benchmarks.serve_load" + (" --smoke" if args.smoke else "")
+        + (f" --src {args.src} --label '{args.label}'" if args.src != ROOT else "")}
     print("embedding floor ...", flush=True)
     meta["floor_before"] = embedding_floor(adds[:max(64, min(len(adds), 256))])
-    rows: list[dict[str, Any]] = []
-    for mode in args.modes:
-        rows += run_mode(mode, args.clients, args.requests, preload, adds, qs, max_batch)
+    rows = run_modes(args.src, args.modes, args.clients, args.requests, preload, adds, qs,
+                     max_batch)
     meta["floor_after"] = embedding_floor(adds[:max(64, min(len(adds), 256))])
     meta["floor"] = {k: (meta["floor_before"][k] + meta["floor_after"][k]) / 2
                      for k in ("batch64_per_s", "single_per_s")}

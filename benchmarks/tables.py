@@ -33,16 +33,13 @@ def _link(p: Path) -> str:
 
 def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any] | None,
            pngs: list[Path]) -> str:
-    if meta.get("smoke"):
-        cmd, flag = "python -m benchmarks.run --smoke", " --smoke"
-    elif meta["quick"]:
-        cmd, flag = "make bench-quick", " --quick"
+    if meta.get("argv") is not None:  # the command as run (a partial run says so)
+        cmd = " ".join(["python -m benchmarks.run", *meta["argv"]])
     else:
-        cmd, flag = "make bench", ""
+        cmd = "make bench-quick" if meta["quick"] else "make bench"
     lines = [
         "## Ingest, search and footprint next to the raw stack and a peer", "",
-        f"Produced by `{cmd}`"
-        + ("" if meta.get("smoke") else f" (`python -m benchmarks.run{flag}`)") +
+        f"Produced by `{cmd}`" +
         f" on {meta['date']} in {meta['minutes']:.0f} min, {meta['cores']} cores, "
         f"{meta['versions']}. Model all-MiniLM-L6-v2 on the CPU, batch {meta['batch']}. "
         f"Machine load at start: {meta['load_start']}; at the end: {meta['load_end']} (the "
