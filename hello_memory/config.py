@@ -312,11 +312,13 @@ class ApiSettings(_Section):
     # The server's one embedding worker (docs/PERFORMANCE.md, "A server that batches"):
     # concurrent requests' texts and queries are embedded together, in batches, after
     # waiting at most embed_batch_window_ms for more; embed_threads: torch intra-op
-    # threads of that worker, set once (None: torch's default). Off: each request
-    # embeds on its own thread, as the library does.
+    # threads of that worker, set once (None: torch's default, one per core). 1 leaves
+    # the other cores to the requests' own work and measured faster on 2 shared cores
+    # (BENCHMARKS.md, "The server under concurrent clients"). Off: each request embeds
+    # on its own thread, as the library does.
     embed_batching: bool = True
     embed_batch_window_ms: float = Field(default=2.0, ge=0, le=100)
-    embed_threads: int | None = Field(default=None, ge=1, le=256)
+    embed_threads: int | None = Field(default=1, ge=1, le=256)
     # Admission control (issue 28, docs/RELIABILITY.md "Fair service under heavy
     # queries"): at most this many searches of one API key in flight; one more is a 429
     # with Retry-After. 0: no limit (a single-tenant benchmark).

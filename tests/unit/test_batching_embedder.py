@@ -204,6 +204,7 @@ def test_serve_installs_the_worker_unless_switched_off() -> None:
     on = build_server_embedder(load_settings(environ={}))
     assert isinstance(on, CoalescingEmbedder)
     assert on.name == SentenceTransformerEmbedder().name and not on.running
+    assert on.threads == 1  # api.embed_threads: the worker's torch threads, set once
     on.close()
     off = build_server_embedder(load_settings(
         environ={"HELLO_MEMORY__API__EMBED_BATCHING": "false"}))
