@@ -296,7 +296,12 @@ class CoalescingEmbedder:
     def _deliver(self, request: _Request, start: int, stop: int, vectors: Vectors) -> None:
         if request.error is not None:
             return
-        request.out[start:stop] = vectors
+        try:
+            request.out[start:stop] = vectors
+        except ValueError as exc:  # a wrong shape is this caller's error, not the worker's
+            request.finish(EmbeddingError(f"{self.name} returned vectors of shape "
+                                          f"{vectors.shape}: {exc}"))
+            return
         request.filled += stop - start
         if request.filled == len(request.texts):
             self.requests_served += 1
