@@ -50,7 +50,7 @@ from hello_memory.llm.base import LLMClient, LLMSchemaError, Message, call_or_fa
 from hello_memory.memory.episodic import matches, payload_filters
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 from hello_memory.stores.records import ItemFilter
-from hello_memory.text.attributes import attributes_of, replaces
+from hello_memory.text.attributes import attributes_of, replaces, states_now
 from hello_memory.text.facts import fact_of, same_value
 from hello_memory.types import MemoryItem, MemoryType
 
@@ -68,10 +68,10 @@ FACT_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
 MIN_CANDIDATE_COSINE = 0.2
 # The general rule's candidates (Superseder._general): the nearest current memories of
 # the new one. A change of value is often far in wording ("Started at Adyen on Monday"
-# after "I work at Philips": cosine about 0.2), so the bar is low; text/attributes.py
-# decides, not the cosine.
+# after "I work at Philips": cosine 0.1 with MiniLM), so only a negative cosine is out;
+# text/attributes.py decides, not the cosine.
 GENERAL_CANDIDATES = 20
-GENERAL_MIN_COSINE = 0.1
+GENERAL_MIN_COSINE = 0.0
 
 
 class SupersedeDecision(BaseModel):
@@ -120,6 +120,13 @@ _SYSTEM = (
     '{"action": "ADD|UPDATE|SUPERSEDE|NOOP", "targets": [numbers], "reason": "short"}')
 
 
+def _speaker(item: MemoryItem) -> tuple[str | None, ...]:
+    """Who says "I" in ``item``: its user, speaker and role (all None: the user)."""
+    meta = item.metadata or {}
+    return (item.user_id, *(str(meta[k]) if meta.get(k) else None
+                            for k in ("speaker", "role")))
+
+
 def _valid_from(item: MemoryItem) -> datetime:
     return item.valid_from or item.event_time
 
@@ -153,6 +160,8 @@ class Superseder:
                 continue
             if self.llm is not None:
                 result = self._with_llm(item)
+            elif not states_now(item.content):
+                continue  # "In 2019 I lived in Oslo", "I might move": nothing ends now
             else:
                 result = self._rules(item)
                 if result is None or not result.superseded:
@@ -218,16 +227,21 @@ class Superseder:
                                       limit=GENERAL_CANDIDATES + 1,
                                       filters=payload_filters(flt))
         ids = [h.id for h in hits if h.id != item.id and h.score >= GENERAL_MIN_COSINE]
+        # Standing facts only (an event is not replaced by a later one), said by the
+        # same speaker: "I" is whoever speaks (text/facts.py fact_of reads it the same way)
         found = [m for m in stores.records.memories.get_items(item.namespace, ids)
                  if matches(m, flt) and m.valid_to is None and m.superseded_by is None
-                 and m.user_id == item.user_id]
+                 and _speaker(m) == _speaker(item)]
         start = _valid_from(item)
-        older = [m for m in found if _valid_from(m) <= start and replaces(item.content, m.content)]
+        plain = item.memory_type == MemoryType.SEMANTIC  # an event needs a change marker
+        older = [m for m in found if m.memory_type == MemoryType.SEMANTIC
+                 and _valid_from(m) <= start and replaces(item.content, m.content, plain=plain)]
         if older:
             wanted = {m.id: (start, item.id) for m in older}
             lost = self._set_validity(item, older, wanted)
             return Supersession(item.id, "SUPERSEDE", "rules", tuple(lost))
         newer = sorted((m for m in found if _valid_from(m) > start
+                        and item.memory_type == MemoryType.SEMANTIC
                         and replaces(m.content, item.content)), key=_valid_from)
         if newer:
             holder = newer[0]

@@ -37,8 +37,8 @@ from functools import lru_cache
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role
 from hello_memory.types import normalize_entity_name
 
-__all__ = ["ATTRIBUTES", "Attribute", "attributes_of", "register", "replaces", "subjects_of",
-           "value_tokens"]
+__all__ = ["ATTRIBUTES", "Attribute", "attributes_of", "register", "replaces", "states_now",
+           "subjects_of", "value_tokens"]
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,8 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
          r"开一辆|开的是|开\w{0,2}车|买了辆|换了辆|开车|买车|换车|新车|的车|辆车|电车|汽车",
          r"golf|volvo|toyota|tesla|kia|yaris|niro|捷达|雅阁|本田|比亚迪|理想|特斯拉|宝马|奔驰|"
          r"大众|丰田"),
-    _att("phone", r"(?:phone|mobile|cell)(?: number)?|number|sim|手机号?|号码|电话|换号|新号",
-         r"iphone|pixel|galaxy|oneplus|华为|小米手机"),
+    _att("phone", r"(?:phone|mobile|cell)(?: number)?|number|sim|手机号|号码|电话号|换号|新号",
+         r"iphone|pixel|galaxy|oneplus|华为|小米手机|手机|电话"),
     _att("email", r"e-?mail|\S+@\S+\.\w+|邮箱"),
     _att("diet", r"vegan|vegetarian|pescatarian|eat (?:pretty much )?(?:everything|anything)|"
          r"eats? anything|eats? everything|meat|keto|吃素|素食|什么都吃|不挑食"),
@@ -344,10 +344,17 @@ _LEAVES = re.compile(
 _WEAK_CHANGE = re.compile(r"\b(?:now|these days|currently)\b|现在|开始", re.I)
 
 
-def replaces(new: str, old: str) -> bool:
+def states_now(text: str) -> bool:
+    """Whether ``text`` states what holds now: not a plan or a wish ("I might move to
+    Berlin"), the past ("In 2019 I lived in Oslo"), a question or an addition."""
+    return not (_NOT_NOW.search(text) or _ADDS.search(text))
+
+
+def replaces(new: str, old: str, *, plain: bool = True) -> bool:
     """Whether the memory saying ``new`` (stated after ``old``) replaces the one saying
-    ``old``, by the rules in the module doc."""
-    if _NOT_NOW.search(new) or _ADDS.search(new):
+    ``old``, by the rules in the module doc. ``plain=False``: only with a change marker
+    (the newer memory is an event, not a statement of what holds)."""
+    if not states_now(new):
         return False
     # The older memory must state the attribute (a strong cue: "I live in ...", not
     # "the new ramen place"); the newer one may only point at it when it says that
@@ -373,4 +380,4 @@ def replaces(new: str, old: str) -> bool:
         # an arrival that names nothing the older memory did not already say
         return not (vals_new and vals_new <= vals_old)
     # a plain statement (or "now") with another value; one sharing the old value restates it
-    return bool(vals_new) and not vals_new & vals_old
+    return plain and bool(vals_new) and not vals_new & vals_old
