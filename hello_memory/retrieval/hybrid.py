@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from hello_memory import telemetry
 from hello_memory.config import RetrievalSettings
+from hello_memory.embedding.presets import preset_named
 from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
 from hello_memory.memory.episodic import matches, payload_filters
@@ -116,6 +117,12 @@ WHEN_MISS_FACTOR = 0.5
 # can read). Cosines are calibrated from EVIDENCE_COSINE[0] (nothing) to [1] (clear).
 EVIDENCE_BASE = 0.5
 EVIDENCE_COSINE = (0.15, 0.55)
+# An English-only embedder (all-MiniLM-L6-v2) knows little about Chinese: for a question
+# mostly in CJK characters its dense view weighs this much in the fusion, and its cosine
+# is no evidence (issue 26: the full search must not recall less than BM25 alone on
+# Chinese text; BENCHMARKS.md, Chinese everyday set).
+CJK_SEMANTIC_WEIGHT = 0.25
+CJK_SHARE = 0.3
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,8 @@ class _Round:
     results: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     found_by: dict[str, list[str]] = field(default_factory=dict)
     items: dict[str, MemoryItem] = field(default_factory=dict)
+    # the embedder cannot read the question's language (HybridRetriever._dense_blind)
+    dense_blind: bool = False
 
 
 # Words that ask for a person without asking anything about them.
@@ -323,7 +332,9 @@ class HybridRetriever:
                 enable_reflection: bool | None) -> list[SearchHit]:
         plan = self.plan(query, reference_time=reference_time, enable_planning=enable_planning)
         plan = self.about_whom(ns, plan)
-        state = _Round(flt=flt)
+        state = _Round(flt=flt, dense_blind=self._dense_blind(query))
+        if state.dense_blind:
+            weights = {**weights, "semantic": weights.get("semantic", 1.0) * CJK_SEMANTIC_WEIGHT}
         stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
         filters = payload_filters(flt) if stored else {}
         if stored:
@@ -631,6 +642,15 @@ class HybridRetriever:
             fused = self._fuse(state, weights)
         return fused
 
+    def _dense_blind(self, query: str) -> bool:
+        """Whether the question is mostly CJK and the embedder reads English only."""
+        preset = preset_named(str(getattr(self.stores.embedder, "name", "")))
+        if preset is None or preset.languages != "English":
+            return False
+        letters = [ch for ch in query if ch.isalnum()]
+        cjk = sum(1 for ch in letters if "\u3400" <= ch <= "\u9fff")
+        return bool(letters) and cjk / len(letters) >= CJK_SHARE
+
     def _evidence(self, state: _Round, totals: Mapping[str, float]) -> dict[str, float]:
         """How plainly each candidate matches the question on its own, in [0, 1]: its
         cosine to the question, calibrated (EVIDENCE_COSINE: MiniLM puts unrelated
@@ -640,7 +660,7 @@ class HybridRetriever:
         from the nearest unrelated memory (issue 26)."""
         lo, hi = EVIDENCE_COSINE
         out: dict[str, float] = {}
-        cosines = dict(state.results.get("semantic", []))
+        cosines = {} if state.dense_blind else dict(state.results.get("semantic", []))
         asked: set[str] = set()
         if state.analysis is not None:
             asked = set(self.stores.lexical.terms(without_times(state.analysis.query,
