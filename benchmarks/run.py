@@ -21,6 +21,8 @@ on the same texts, so ratios are comparable on a noisy machine; absolute numbers
   measured in the same run: one query embedding plus a brute-force numpy top-k over the
   same N x 384 vectors the store holds (captured as the store embedded them), and
   the top-k alone next to the "no embed" column; each search is given as a ratio to it.
+  The floor is sampled just before each measured search (same query, same moment), so
+  a load change on a shared machine falls on both.
 * Ingest goes through ``MemoryManager.add_many``, the public add path, in calls of at
   most ``limits.max_batch`` memories (a larger call is refused: PayloadTooLargeError).
 * Isolation: a 1k-memory namespace is searched before and after the N others load.
@@ -64,10 +66,14 @@ def pct(xs: Sequence[float], q: float) -> float:
     return ys[min(len(ys) - 1, int(round(q * (len(ys) - 1))))]
 
 
-def lat_ms(fn: Callable[[str], object], qs: Sequence[str]) -> tuple[float, float]:
-    """p50 / p95 in ms of ``fn`` over the queries."""
+def lat_ms(fn: Callable[[str], object], qs: Sequence[str],
+           before: Callable[[str], object] | None = None) -> tuple[float, float]:
+    """p50 / p95 in ms of ``fn`` over the queries; ``before(q)`` (a floor sample) runs
+    just before each, so both see the same moment of a shared machine's load."""
     out = []
     for q in qs:
+        if before is not None:
+            before(q)
         t0 = time.perf_counter()
         fn(q)
         out.append(time.perf_counter() - t0)
@@ -100,23 +106,46 @@ class CapturingEmbedder:
         return getattr(self.inner, name)
 
 
-def floor_ms(embedder: Any, matrix: npt.NDArray[np.float32], qs: Sequence[str],
-             k: int = 5) -> dict[str, float]:
+class Floor:
     """The floor of a search over ``matrix``: one query embedding plus a brute-force
-    top ``k`` (dot products of unit vectors, argpartition, sort), p50 / p95 ms; and
-    the top-k alone on query vectors computed beforehand."""
-    k = min(k, len(matrix))
+    top ``k`` (dot products of unit vectors, argpartition, sort), and the top-k alone
+    on query vectors computed beforehand. Sampled just before each measured search
+    (``lat_ms(..., before=floor.full)``), so floor and search share the machine's load
+    of the moment; :meth:`result` is p50 / p95 ms over every sample."""
 
-    def top(v: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
-        scores = matrix @ v
-        best = np.argpartition(-scores, k - 1)[:k]
+    def __init__(self, embedder: Any, matrix: npt.NDArray[np.float32], qs: Sequence[str],
+                 k: int = 5) -> None:
+        self.embedder, self.matrix, self.k = embedder, matrix, min(k, len(matrix))
+        self.qv = {q: np.asarray(embedder.embed_query(q), np.float32) for q in qs}
+        self.full_ms: list[float] = []
+        self.topk_ms: list[float] = []
+
+    def _top(self, v: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
+        scores = self.matrix @ v
+        best = np.argpartition(-scores, self.k - 1)[:self.k]
         return best[np.argsort(-scores[best])]
 
-    p50, p95 = lat_ms(lambda q: top(np.asarray(embedder.embed_query(q), np.float32)), qs)
-    qv = {q: np.asarray(embedder.embed_query(q), np.float32) for q in qs}
-    t50, t95 = lat_ms(lambda q: top(qv[q]), qs)
-    return {"p50_ms": p50, "p95_ms": p95, "topk_p50_ms": t50, "topk_p95_ms": t95,
-            "vectors": float(len(matrix))}
+    def full(self, q: str) -> None:
+        t0 = time.perf_counter()
+        self._top(np.asarray(self.embedder.embed_query(q), np.float32))
+        self.full_ms.append(1000 * (time.perf_counter() - t0))
+
+    def topk(self, q: str) -> None:
+        t0 = time.perf_counter()
+        self._top(self.qv[q])
+        self.topk_ms.append(1000 * (time.perf_counter() - t0))
+
+    def result(self) -> dict[str, float]:
+        if not self.full_ms:  # nothing sampled it yet: one pass of its own
+            for q in self.qv:
+                self.full(q)
+        if not self.topk_ms:
+            for q in self.qv:
+                self.topk(q)
+        return {"p50_ms": statistics.median(self.full_ms), "p95_ms": pct(self.full_ms, 0.95),
+                "topk_p50_ms": statistics.median(self.topk_ms),
+                "topk_p95_ms": pct(self.topk_ms, 0.95), "vectors": float(len(self.matrix)),
+                "samples": float(len(self.full_ms))}
 
 
 def max_batch() -> int:
@@ -171,16 +200,16 @@ def fused_searcher(mm: Any) -> Callable[[str, str], object]:
 
 
 def measure_fused(mm: Any, qs: Sequence[str], qvecs: QueryVectors, res: dict[str, Any],
-                  prefix: str) -> None:
+                  prefix: str, floor: Floor) -> None:
     """Fused search p50/p95 with and without query embedding (``qvecs``: the query
-    vectors computed beforehand), into ``res``."""
+    vectors computed beforehand), into ``res``; ``floor`` sampled beside each."""
     search = fused_searcher(mm)
     res[f"{prefix}fused_p50_ms"], res[f"{prefix}fused_p95_ms"] = lat_ms(
-        lambda q: search(q, "b"), qs)
+        lambda q: search(q, "b"), qs, floor.full)
     inner = mm.stores.embedder
     mm.stores.embedder = qvecs
     res[f"{prefix}fused_noembed_p50_ms"], res[f"{prefix}fused_noembed_p95_ms"] = lat_ms(
-        lambda q: search(q, "b"), qs)
+        lambda q: search(q, "b"), qs, floor.topk)
     mm.stores.embedder = inner
 
 
@@ -253,19 +282,23 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
         mm = open_manager(data, hm_embedder)
         solo = [f"{t} (solo)" for t in corpus(solo_n, seed=99)]
         add_in_batches(mm, solo, "solo", now)
-        res["solo_floor"] = floor_ms(embedder, capture.take(), qs)
+        solo_floor = Floor(embedder, capture.take(), qs)
         res["solo_before_p50_ms"], res["solo_before_p95_ms"] = lat_ms(
-            lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs)
+            lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs,
+            solo_floor.full)
         t0 = time.perf_counter()
         add_in_batches(mm, texts, "b", now)
         res["hm_ingest_s"] = time.perf_counter() - t0
-        res["floor"] = floor_ms(embedder, capture.take(), qs)
+        floor = Floor(embedder, capture.take(), qs)
         res["solo_after_p50_ms"], res["solo_after_p95_ms"] = lat_ms(
-            lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs)
+            lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs,
+            solo_floor.full)
+        res["solo_floor"] = solo_floor.result()
         res["dense_p50_ms"], res["dense_p95_ms"] = lat_ms(
-            lambda q: mm.search(q, ["episodic"], 5, namespace="b", recipe="per-type"), qs)
+            lambda q: mm.search(q, ["episodic"], 5, namespace="b", recipe="per-type"), qs,
+            floor.full)
         qvecs = QueryVectors(hm_embedder, qs)  # embedded once, reused below
-        measure_fused(mm, qs, qvecs, res, "")
+        measure_fused(mm, qs, qvecs, res, "", floor)
         exact_top = top_ids(mm, qs, qvecs)
         mm.close()
         print(f"  footprint N={n}", flush=True)
@@ -281,8 +314,10 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
         res["optimize_s"] = time.perf_counter() - t0
         res["optimize_built"] = bool(report.collections.get("memories"))
         res["hnsw_dense_p50_ms"], res["hnsw_dense_p95_ms"] = lat_ms(
-            lambda q: mm.search(q, ["episodic"], 5, namespace="b", recipe="per-type"), qs)
-        measure_fused(mm, qs, qvecs, res, "hnsw_")
+            lambda q: mm.search(q, ["episodic"], 5, namespace="b", recipe="per-type"), qs,
+            floor.full)
+        measure_fused(mm, qs, qvecs, res, "hnsw_", floor)
+        res["floor"] = floor.result()
         hnsw_top = top_ids(mm, qs, qvecs)
         res["hnsw_recall_at_10"] = statistics.mean(
             len(set(a) & set(b)) / max(1, len(a)) for a, b in zip(exact_top, hnsw_top, strict=True))
@@ -301,7 +336,7 @@ def peer_floor(batch: int) -> dict[str, float]:
     conv = _workload(1)[0]
     embedder = SentenceTransformerEmbedder(batch_size=batch)
     matrix = embedder.embed([r["content"] for r in conv["rows"]])
-    return floor_ms(embedder, matrix, conv["questions"])
+    return Floor(embedder, matrix, conv["questions"]).result()
 
 
 def versions() -> str:
