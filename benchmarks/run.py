@@ -402,6 +402,7 @@ def main() -> None:
     for n in ns:
         print(f"N={n} ...", flush=True)
         rows.append(bench(n, n_queries, args.batch, searches, solo_n))
+        rows[-1]["measured"] = {"date": meta["date"], "load_start": meta["load_start"]}
         print(json.dumps(rows[-1]), flush=True)
     peer = None if args.no_peer or args.smoke else locomo_peer.run(convs, args.batch)
     if peer is not None:
@@ -414,8 +415,11 @@ def main() -> None:
         # Rows measured in different runs: the section says so (their loads differ).
         old = json.loads(last.read_text())
         mine = {r["n"] for r in rows}
-        rows = sorted([r for r in old["rows"] if r["n"] not in mine] + rows,
-                      key=lambda r: r["n"])
+        kept = [r for r in old["rows"] if r["n"] not in mine]
+        for r in kept:  # each row keeps the run it was measured in
+            r.setdefault("measured", {"date": old["meta"]["date"],
+                                      "load_start": old["meta"]["load_start"]})
+        rows = sorted(kept + rows, key=lambda r: r["n"])
         peer = peer or old.get("peer")
         meta["merged_from"] = old["meta"]
     last.write_text(json.dumps({"meta": meta, "rows": rows, "peer": peer}, indent=1,

@@ -53,9 +53,12 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any
         "with a fixed seed, 20% Chinese. Floor = one query embedding plus a brute-force "
         "numpy top-5 over the same vectors the store holds, measured in the same run; "
         "top-k alone = the same without the embedding.", "",
-        *([f"Rows of N not in this run come from an earlier run ({meta['merged_from']['date']},"
-           f" {meta['merged_from']['load_start']}); each row's ratios are from one run.", ""]
-          if meta.get("merged_from") else []),
+        *([" ".join(f"The N = {r['n']} row comes from an earlier run ({r['measured']['date']}, "
+                    f"{r['measured']['load_start']})." for r in rows
+                    if r.get("measured", {}).get("load_start") not in (None, meta["load_start"]))
+           + " Each row's ratios are from one run.", ""]
+          if any(r.get("measured", {}).get("load_start") not in (None, meta["load_start"])
+                 for r in rows) else []),
         "### Ingest", "",
         "| N | raw items/s | hello-memory items/s | ratio (target >= 0.85) | note |",
         "|---|---|---|---|---|",
