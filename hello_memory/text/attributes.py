@@ -301,7 +301,9 @@ def value_tokens(text: str, subjects: frozenset[str] = frozenset()) -> frozenset
     for m in _TOKEN.finditer(text):
         tok = m.group(0)
         if tok[0].isdigit():
-            out.add(re.sub(r"\s+", "", tok))
+            digits = re.sub(r"\s+", "", tok)
+            if len(digits) >= 4:  # a phone number or a year, not "#1" or "15"
+                out.add(digits)
         elif re.match(r"[\u4e00-\u9fff]", tok):
             out.update(tok[i:i + 2] for i in range(len(tok) - 1))  # character bigrams
         elif tok[0].isupper() and tok.casefold() not in _STOP and (

@@ -48,6 +48,8 @@ def test_a_change_in_everyday_wording_replaces_the_old_fact(old: str, new: str) 
     ("I live in Leith.", "Back in 2015 I lived in Porto."),
     ("Tom works at Lumen.", "Does Tom still work at Lumen?"),
     ("我住在北京。", "可能明年会搬去杭州。"),
+    # the same change said twice
+    ("Alice moved to Lisbon and works at Acme #0", "Alice moved to Lisbon and works at Acme #1"),
 ])
 def test_what_does_not_replace(old: str, new: str) -> None:
     assert not replaces(new, old)
