@@ -237,7 +237,8 @@ class Superseder:
         older = [m for m in found if m.memory_type == MemoryType.SEMANTIC
                  and _valid_from(m) <= start and replaces(item.content, m.content, plain=plain)]
         if older:
-            wanted = {m.id: (start, item.id) for m in older}
+            wanted: dict[str, tuple[datetime | None, str | None]] = {
+                m.id: (start, item.id) for m in older}
             lost = self._set_validity(item, older, wanted)
             return Supersession(item.id, "SUPERSEDE", "rules", tuple(lost))
         newer = sorted((m for m in found if _valid_from(m) > start

@@ -261,8 +261,8 @@ def subjects_of(text: str) -> frozenset[str]:
         out.add(f"role:{role}")
         if m["name"]:
             out.add(normalize_entity_name(m["name"]))
-    for kin in _KIN_ANYWHERE.finditer(t):
-        out.add(f"role:{_role(kin.group(0))}")
+    for word in _KIN_ANYWHERE.finditer(t):
+        out.add(f"role:{_role(word.group(0))}")
     kin = _LEAD_KIN.match(t)
     name = None if kin else _LEAD_NAME.match(t)
     if kin and _name_ok(kin["name"]):
