@@ -147,6 +147,8 @@ class _Round:
     in_time: set[str] | None = None
     asked_until: datetime | None = None  # end of the latest time range asked about
     analysis: QueryAnalysis | None = None  # of the original question, as planned
+    # the same analysis whatever views run: the evidence reads the question's words
+    question: QueryAnalysis | None = None
     results: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     found_by: dict[str, list[str]] = field(default_factory=dict)
     items: dict[str, MemoryItem] = field(default_factory=dict)
@@ -540,6 +542,7 @@ class HybridRetriever:
             for memory_id, _ in state.results[view]:
                 state.found_by.setdefault(memory_id, list(queries[:1]))
         self._load_items(ns, state)
+        state.question = analysis
         if "symbolic" in active:
             state.analysis = analysis
             if analysis.time_ranges:
@@ -665,9 +668,9 @@ class HybridRetriever:
         out: dict[str, float] = {}
         cosines = {} if state.dense_blind else dict(state.results.get("semantic", []))
         asked: set[str] = set()
-        if state.analysis is not None:
-            asked = set(self.stores.lexical.terms(without_times(state.analysis.query,
-                                                                 state.analysis)))
+        if state.question is not None:
+            asked = set(self.stores.lexical.terms(without_times(state.question.query,
+                                                                 state.question)))
         lexical = {m for m, _ in state.results.get("lexical", [])}
         # working memory's own view scores TF-IDF similarity and keywords in [0, 1]
         working = dict(state.results.get("working", []))

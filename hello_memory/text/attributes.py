@@ -83,8 +83,12 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
          r"teach(?:es|ing)? (?:\w+ )?at|first day at|"
          r"(?:i'm|i am|she's|he's|she is|he is) an? [\w-]+ (?:at|on|in)\b|"
          r"new job|employer|handed in (?:his|her|my) notice|jumped ship|left the company|"
-         r"on the \w+ ward|nurse at|accountant at|在.{1,10}(?:上班|工作|做)|入职|跳槽|换工作|"
-         r"新工作|离职|在.{1,16}(?:当|做)|一家.{0,12}(?:公司|事务所|基金会)",
+         r"on the \w+ ward|nurse at|accountant at|在.{1,10}(?:上班|工作)|"
+         r"在.{1,12}(?:做|当)[\u4e00-\u9fff]{0,4}(?:经理|工程师|设计师|律师|"
+         r"医生|老师|会计|顾问|程序员|运营|销售|主管|总监|助理|编辑|记者|护士)|入职|跳槽|换工作|"
+         r"新工作|离职|"
+         r"在.{1,16}(?:公司|事务所|基金会|银行|集团|工厂|律所|医院|学校)(?:当|做)|"
+         r"一家.{0,12}(?:公司|事务所|基金会)(?:当|做|上班|工作)",
          r"job|company|office|colleagues|onboarding|公司|同事|单位"),
     _att("job_title", r"promoted to|got promoted|junior|senior|(?:i'm|i am) an? \w+ "
          r"(?:on|at|in)|升职|晋升",
@@ -107,7 +111,9 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
     _att("diet", r"vegan|vegetarian|pescatarian|eat (?:pretty much )?(?:everything|anything)|"
          r"eats? anything|eats? everything|meat|keto|吃素|素食|什么都吃|不挑食"),
     _att("pet", r"\bcat\b|dog|puppy|kitten|greyhound|beagle|budgie|parrot|rabbit|hamster|"
-         r"tabby|rescue cat|adopted|passed away|died|猫|狗|柯基|宠物|领养|养了|鹦鹉|兔子"),
+         r"tabby|rescue cat|adopted|passed away|died|宠物|领养|养了|养的|叫.{1,4}的(?:猫|狗)|"
+         r"的(?:猫|狗|鹦鹉|兔子)叫",
+         r"猫|狗|柯基|鹦鹉|兔子"),
     _att("school", r"goes to (?-i:[A-Z])\w+|attends|primary school|"
          r"high school|university|college|master's|studying at|"
          r"transferred to|(?-i:[A-Z]\w+ (?:High|Primary|Academy|College))|幼儿园|小学|中学|"
@@ -123,7 +129,8 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
          r"bike|gazelle|vanmoof"),
     _att("bank", r"\bmy bank\b|bank is|account (?:at|with)|salary and savings|银行卡|开户"),
     _att("internet", r"internet|broadband|wi-?fi|宽带"),
-    _att("doctor", r"\bgp\b|doctor|huisarts|医生|医院|复查", r"practice|surgery"),
+    _att("doctor", r"\bgp\b|my doctor|doctor is|huisarts|家庭医生|主治医生|医生是|"
+         r"找.{0,8}医生看|改到.{1,10}医院", r"doctor|practice|surgery|医生|医院|复查"),
     _att("dentist", r"dentist|dentists|teeth|tandarts|牙医|看牙"),
     _att("barber", r"barber|hair ?cut|hairdresser|理发|剪头发|发廊"),
 )}
@@ -323,6 +330,9 @@ _NOT_NOW = re.compile(
     r"in (?:19|20)\d\d|first (?:car|job|flat|house)|never lived|does \w+ still|"
     r"is \w+ going to|will|going to|gonna|asking)"
     r"\b|可能|考虑|打算|如果|的时候|第一份|过两年|明年|准备|想要|还在考虑|吗", re.I)
+# An older memory that only wondered or planned ("I might move to Berlin?") held nothing.
+_WISH = re.compile(r"\?|？|\b(?:might|maybe|perhaps|thinking (?:about|of)|considering|"
+                   r"planning to|plan to|hoping)\b|可能|考虑|打算|吗", re.I)
 # A newer memory that adds to what holds ("also", "too", "another", "又", "也", "还").
 _ADDS = re.compile(r"\b(?:also|too|as well|another|either)\b|又|也在|还开始|也")
 # Plain markers of a change of value; "now", "these days" and "现在" only with a value
@@ -356,8 +366,8 @@ def replaces(new: str, old: str, *, plain: bool = True) -> bool:
     """Whether the memory saying ``new`` (stated after ``old``) replaces the one saying
     ``old``, by the rules in the module doc. ``plain=False``: only with a change marker
     (the newer memory is an event, not a statement of what holds)."""
-    if not states_now(new):
-        return False
+    if not states_now(new) or _WISH.search(old):
+        return False  # the older memory must have stated what held, not a wish or a question
     # The older memory must state the attribute (a strong cue: "I live in ...", not
     # "the new ramen place"); the newer one may only point at it when it says that
     # something changed ("Sold the Yaris ...").
