@@ -119,6 +119,9 @@ WHEN_MISS_FACTOR = 0.5
 # are calibrated from EVIDENCE_COSINE[0] (nothing) to [1] (clear); a memory inside the
 # time a question names counts TIME_EVIDENCE at least.
 TIME_EVIDENCE = 0.75
+# Text-to-image and text-to-audio cosines run lower than text-to-text ones (CLIP puts a
+# matching caption near 0.3): nothing at 0.1, clear at 0.3.
+PERCEPTUAL_COSINE = (0.1, 0.3)
 EVIDENCE_COSINE = (0.15, 0.55)
 # An English-only embedder (all-MiniLM-L6-v2) knows little about Chinese: for a question
 # mostly in CJK characters its dense view weighs this much in the fusion, and its cosine
@@ -672,11 +675,14 @@ class HybridRetriever:
             asked = set(self.stores.lexical.terms(without_times(state.question.query,
                                                                  state.question)))
         lexical = {m for m, _ in state.results.get("lexical", [])}
-        # working memory's own view scores TF-IDF similarity and keywords in [0, 1]
+        # working memory's own view scores TF-IDF similarity and keywords in [0, 1];
+        # the perceptual view a CLIP / CLAP text-to-media cosine (PERCEPTUAL_COSINE)
         working = dict(state.results.get("working", []))
+        media = dict(state.results.get("perceptual", []))
+        plo, phi = PERCEPTUAL_COSINE
         for m in totals:
             value = min(1.0, max(0.0, (cosines.get(m, 0.0) - lo) / (hi - lo),
-                                 working.get(m, 0.0)))
+                                 working.get(m, 0.0), (media.get(m, 0.0) - plo) / (phi - plo)))
             if asked and m in lexical:
                 have = set(self.stores.lexical.terms(state.items[m].content[:2000]))
                 value = max(value, len(asked & have) / len(asked))
