@@ -93,11 +93,13 @@ bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.locomo
 	$(BIN)/python -m benchmarks.assistant
+	$(BIN)/python -m benchmarks.assistant_v2
 	$(BIN)/python -m benchmarks.search_cost
 	$(BIN)/python -m benchmarks.context_latency
 	$(BIN)/python -m benchmarks.multilingual
 	$(BIN)/python -m benchmarks.supersede_dev
 	$(BIN)/python -m benchmarks.zh_everyday
+	$(BIN)/python -m benchmarks.score_floor
 	$(BIN)/python -m benchmarks.serve_load
 
 bench-smoke: install
@@ -132,6 +134,7 @@ bench-locomo: install
 bench-assistant: install
 	$(BIN)/python -m benchmarks.assistant
 	$(BIN)/python -m benchmarks.assistant_v2
+	$(BIN)/python -m benchmarks.score_floor
 
 bench-search-cost: install
 	$(BIN)/python -m benchmarks.search_cost
