@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import html
 import ipaddress
 import json
 import logging
@@ -191,14 +192,28 @@ class HostCheck:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
-        body = json.dumps(problem(
+        await send_problem(scope, send, problem(
             403, "host-not-allowed", "Host not allowed",
             f"this server does not answer for Host {header!r}; add the name to "
-            "api.allowed_hosts if it is yours")).encode()
-        await send({"type": "http.response.start", "status": 403,
-                    "headers": [(b"content-type", b"application/problem+json"),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+            "api.allowed_hosts if it is yours", error="HostNotAllowed"))
+
+
+async def send_problem(scope: Scope, send: Send, body: dict[str, Any]) -> None:
+    """Answer a problem from a middleware: JSON (``application/problem+json``), or for the
+    inspector's pages (``/ui``) a small HTML page, every value escaped (docs/RELIABILITY.md:
+    every UI error is an HTML page)."""
+    if str(scope.get("path", "")).startswith("/ui"):
+        title, detail = html.escape(str(body["title"])), html.escape(str(body["detail"]))
+        data = (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title>"
+                f"</head><body><h1>{body['status']} {title}</h1><p>{detail}</p></body></html>"
+                ).encode()
+        kind = b"text/html; charset=utf-8"
+    else:
+        data, kind = json.dumps(body).encode(), b"application/problem+json"
+    await send({"type": "http.response.start", "status": int(body["status"]),
+                "headers": [(b"content-type", kind),
+                            (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
 
 
 class BodyLimit:
@@ -225,7 +240,7 @@ class BodyLimit:
         limit = self.max_upload_bytes if multipart else self.max_bytes
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._reject(send, limit)
+            await self._reject(send, limit, scope)
             return
         from hello_memory.rag.safe_parse import client_gone
 
@@ -240,7 +255,7 @@ class BodyLimit:
             chunk = message.get("body", b"")
             seen += len(chunk)
             if seen > limit:
-                await self._reject(send, limit)
+                await self._reject(send, limit, scope)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -298,13 +313,10 @@ class BodyLimit:
                 await watcher
 
     @staticmethod
-    async def _reject(send: Send, limit: int) -> None:
-        body = json.dumps(problem(413, "too-large", "Request too large",
-                                  f"the request body exceeds {limit} bytes")).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/problem+json"),
-                                (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+    async def _reject(send: Send, limit: int, scope: Scope | None = None) -> None:
+        await send_problem(scope or {}, send, problem(
+            413, "too-large", "Request too large", f"the request body exceeds {limit} bytes",
+            error="PayloadTooLargeError"))
 
 
 

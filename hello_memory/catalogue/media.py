@@ -94,6 +94,9 @@ def media_roots(call: Call) -> list[Path]:
 
 # --- handlers: one facade call each -----------------------------------------------------
 def _add(call: Call, req: _MediaFields, source: Path) -> MemoryItem:
+    # 507 before the encoder runs (the record store refuses the write anyway; this
+    # spares the CLIP / CLAP work: hello_memory/stores/disk.py)
+    call.manager.stores.check_disk(source.stat().st_size if source.is_file() else 0)
     return call.manager.perceptual.add(
         call.namespace, modality=req.modality, source=str(source), caption=req.caption,
         importance=req.importance, user_id=req.user_id, session_id=req.session_id)

@@ -785,4 +785,5 @@ class MemoryManager:
         minute per 100k memories on 2 cores."""
         from hello_memory.memory.maintenance import Maintenance
 
+        self.stores.check_disk()  # 507 before the index build (stores/disk.py)
         return Maintenance(self.stores).optimize()

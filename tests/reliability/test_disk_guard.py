@@ -87,6 +87,7 @@ def test_every_write_path_is_refused_under_the_floor(full: tuple[MemoryManager, 
         "job reindex": lambda: run_job(mm, "reindex", namespace=NS),
         "job reconcile": lambda: run_job(mm, "reconcile", namespace=NS),
         "optimize": lambda: run_optimize(mm),
+        "optimize from Python": lambda: mm.optimize(),
     }
     for name, write in refused.items():
         with pytest.raises(InsufficientStorageError, match="storage.min_free_bytes"):

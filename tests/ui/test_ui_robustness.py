@@ -235,3 +235,18 @@ def test_the_session_cap_takes_from_the_key_holding_the_most() -> None:
     anonymous = [sessions.create(None)[0] for _ in range(25)]
     assert sessions.get(admin) is not None and sessions.get(anonymous[-1]) is not None
     assert json.dumps(len(sessions)) == "50"
+
+
+def test_the_middlewares_answer_the_inspector_with_html_pages(seeded: Seeded) -> None:
+    # a foreign Host and an oversized body are refused before any route runs: on /ui as
+    # an HTML page, on /v1 as a problem with its error type like every other problem
+    c = client(seeded, max_request_bytes=2048)
+    r = c.get("/ui/", headers={"host": "evil.example"})
+    assert r.status_code == 403 and r.headers["content-type"].startswith("text/html")
+    assert "evil.example" in r.text and "<script" not in r.text
+    r = c.post("/ui/login", content=b"k" * 5000, headers={"content-type": "text/plain"})
+    assert r.status_code == 413 and r.headers["content-type"].startswith("text/html")
+    r = c.get("/v1/stats", headers={"host": "evil.example"})
+    assert r.status_code == 403 and r.json()["error"] == "HostNotAllowed"
+    r = c.post("/v1/memories", content=b"k" * 5000, headers={"content-type": "text/plain"})
+    assert r.status_code == 413 and r.json()["error"] == "PayloadTooLargeError"
