@@ -71,6 +71,7 @@ PROBLEM_RESPONSES: dict[int, str] = {
     404: "No such memory, document or route",
     413: "The request body, a text or a batch is over its limit",
     422: "The request does not match the schema",
+    429: "Too many searches of this key at once (api.searches_per_key); see Retry-After",
     500: "Internal error (a problem object; the connection stays usable)",
     501: "Feature not configured",
     503: "A backend or model is unavailable",
