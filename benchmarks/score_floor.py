@@ -9,17 +9,16 @@ v2 question (each has an answer among the memories) and every question of UNRELA
 (our own writing, nothing in the set answers them) is asked at its reference time. For
 each floor the table gives:
 
-* answered kept: v2 questions whose first hit scores at least the floor (the context
-  block is not empty), and of those, how many have an answer among the hits at or above
-  the floor;
-* unrelated refused: unrelated questions whose first hit scores under the floor (an
-  empty block);
+* answered kept: v2 questions whose evidence (the ``evidence`` of the score's
+  breakdown, the same for all of a question's hits) is at least the floor, so their
+  context block is not empty, and of those, how many have an answer among the top 10;
+* unrelated refused: unrelated questions whose evidence is under the floor (an empty
+  block);
 * precision: of all questions with a hit at or above the floor, the share that the set
   answers.
 
-Scores are per question and memory (docs/RETRIEVAL.md, "Reading a score"): the
-question's evidence scales all its hits, so the floor sorts questions more than it
-sorts the memories within one.
+The floor sorts questions, not the memories of one question: the context block of a
+question that is answered follows the search's order (docs/RETRIEVAL.md).
 """
 
 from __future__ import annotations
@@ -105,32 +104,34 @@ def run(path: Path = DEFAULT_DATA, memories: int | None = None,
                 answers = {id_of[a] for a in q["answers"]}
                 asked.append({"text": q["text"], "answered": True,
                               "scores": [h["score"] for h in hits],
+                              "evidence": hits[0]["breakdown"]["evidence"] if hits else 0.0,
                               "is_answer": [h["id"] in answers for h in hits]})
             for text in unrelated:
                 hits = post("/search", {"query": text, "top_k": TOP_K,
                                         "reference_time": ASKED_AT})["hits"]
                 asked.append({"text": text, "answered": False,
                               "scores": [h["score"] for h in hits],
+                              "evidence": hits[0]["breakdown"]["evidence"] if hits else 0.0,
                               "is_answer": [False for _ in hits]})
     rows = []
     answered = [a for a in asked if a["answered"]]
     others = [a for a in asked if not a["answered"]]
     for floor in FLOORS:
-        kept = [a for a in answered if a["scores"] and a["scores"][0] >= floor]
-        with_answer = [a for a in kept if any(
-            ok and s >= floor for s, ok in zip(a["scores"], a["is_answer"], strict=True))]
-        refused = [a for a in others if not a["scores"] or a["scores"][0] < floor]
+        kept = [a for a in answered if a["evidence"] >= floor]
+        with_answer = [a for a in kept if any(a["is_answer"])]
+        refused = [a for a in others if a["evidence"] < floor]
         passed = len(kept) + len(others) - len(refused)
         rows.append({"floor": floor, "answered": len(answered), "kept": len(kept),
                      "kept_with_answer": len(with_answer), "unrelated": len(others),
                      "unrelated_refused": len(refused),
                      "precision": round(len(kept) / passed, 3) if passed else None})
-    return {"data": str(path), "questions": len(answered), "unrelated": len(others),
+    return {"data": str(path), "default_floor": settings.retrieval.min_score,
+            "questions": len(answered), "unrelated": len(others),
             "rows": rows, "asked": asked}
 
 
 def table(result: dict[str, Any]) -> str:
-    lines = ["| floor | answered kept | of which answer above floor | unrelated refused "
+    lines = ["| floor | answered kept | of which answer in top 10 | unrelated refused "
              "| precision |", "|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
         p = "-" if r["precision"] is None else f"{100 * r['precision']:.0f}%"
@@ -157,9 +158,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "Produced by `python -m benchmarks.score_floor`: the assistant v2 set "
                 "through REST, its questions (each answered by a memory) and "
                 f"{result['unrelated']} questions of our own that nothing answers, asked "
-                "through `POST /v1/search`. A question is kept when its first hit scores "
-                "at least the floor (its context block is not empty). "
-                "`retrieval.min_score` is 0.25.\n\n" + table(result))
+                "through `POST /v1/search`. A question is kept when its evidence is at "
+                "least the floor (its context block is not empty). "
+                f"`retrieval.min_score` is {result['default_floor']}.\n\n" + table(result))
         write_section(args.md, "The relevance floor: answered and unrelated questions",
                       body)
     print(f"wrote {args.json}")

@@ -277,7 +277,8 @@ class MemoryTool:
 
         The block is the one search's ranking (docs/RETRIEVAL.md, "The context block"):
         ``MemoryManager.search`` with the same ``reference_time`` and ``recipe``, its
-        hits scored at least ``retrieval.min_score``, in its order, one line per memory
+        hits in its order when the question's evidence is at least
+        ``retrieval.min_score`` (none otherwise), one line per memory
         (``- [id] date type: content``). Memories are whole: one that does not fit the
         budget left is skipped for the next that does, never cut mid-text. The turn
         being answered (a working-memory turn with the query's text, as
@@ -298,9 +299,12 @@ class MemoryTool:
                 if _same_text(i.content, query)}
         floor = self.manager.retriever.settings.min_score
         hits = self.manager.search(query, top_k=CONTEXT_CANDIDATES, namespace=self.namespace,
-                                   reference_time=reference_time, recipe=recipe,
-                                   min_score=floor or None)
-        found = [h.item for h in hits if h.id not in turn]
+                                   reference_time=reference_time, recipe=recipe)
+        # A question nothing plainly answers (its evidence under the floor) gets no
+        # memories; one that is answered gets the search's hits in its order, whatever
+        # the time / when / subject factors made of their scores (docs/RETRIEVAL.md)
+        answered = bool(hits) and hits[0].breakdown.evidence >= floor
+        found = [h.item for h in hits if h.id not in turn] if answered else []
         # the conversation itself never outranks what was remembered (a stable sort)
         found.sort(key=lambda i: i.memory_type is MemoryType.WORKING)
         standing = [i for i in self.loader.standing_facts(self.namespace, turn)
