@@ -164,7 +164,8 @@ def test_a_bad_input_fails_only_its_own_caller(
                                atol=1e-5)
     # the coalesced batch failed, then each request ran on its own
     assert POISON in recording.batches[1] and len(recording.batches[1]) == len(texts)
-    assert recording.batches[2:] == [[t] for t in texts]
+    # (in the failed batch's order: the threads queue in any order)
+    assert recording.batches[2:] == [[t] for t in recording.batches[1]]
     with pytest.raises(EmptyContentError):  # checked in the caller, never queued
         wrapped.embed(["fine", "  "])
 
