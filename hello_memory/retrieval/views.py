@@ -29,6 +29,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.vector.base import Range
 from hello_memory.text import contains_cjk
-from hello_memory.text.attributes import subjects_of
+from hello_memory.text.attributes import attributes_of, subjects_of
 from hello_memory.text.bm25 import BM25_VECTOR, term_index
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, without_title
 from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
@@ -363,6 +364,13 @@ def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:
     return False
 
 
+@lru_cache(maxsize=8192)
+def stated_attributes(text: str) -> frozenset[str]:
+    """The single-valued attributes ``text`` states or asks about (``attributes_of``,
+    cached: the same memories come back search after search)."""
+    return attributes_of(text)
+
+
 def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],
                        analysis: QueryAnalysis, timed: Collection[str] = ()) -> ViewResult:
     """Soft constraints (the subject person, entities, locations) checked on the
@@ -374,14 +382,19 @@ def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],
     ``hm_memory_times``; issue 15) meet one constraint more."""
     names = [*analysis.entities, *analysis.locations]
     asks_time = analysis.asks_time and bool(timed)
+    # "What car do I drive?" asks for an attribute: a memory stating it ("Sold the
+    # Yaris and picked up a Zoe") meets one constraint more (text/attributes.py; issue 26)
+    asked = stated_attributes(analysis.query)
     if not (analysis.persons or analysis.first_person or analysis.resolved or names
-            or asks_time):
+            or asks_time or asked):
         return []
     scored = []
     for item in items:
         met = about_subject(item, analysis)
         met += _mentions(item, names)
         if asks_time and item.id in timed:
+            met += 1
+        if asked and asked & stated_attributes(item.content[:2000]):
             met += 1
         if met:
             scored.append((item.id, float(met), order.get(item.id, 0.0)))

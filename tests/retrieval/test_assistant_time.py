@@ -75,3 +75,17 @@ def test_a_question_at_the_ends_of_the_calendar_is_answered(mm):
     add(mm, "Went bouldering with Priya", datetime(2026, 11, 27, 9, tzinfo=TZ))
     for question in ("What happened since 0001-01-01?", "Anything on 9999-12-31?"):
         assert isinstance(mm.search(question, namespace=NS), list)
+
+
+def test_a_memory_stating_the_asked_attribute_meets_one_constraint_more(mm):
+    # "What car do I drive?" asks for an attribute (text/attributes.py): the symbolic
+    # view counts the memory that states it one constraint above other facts of the user
+    said = datetime(2026, 10, 1, 9, tzinfo=TZ)
+    add(mm, "My birthday is 3 March.", said, "semantic")
+    add(mm, "I speak Mandarin, Dutch and English.", said, "semantic")
+    car = add(mm, "Sold the Yaris to a student and picked up a second-hand Renault Zoe.",
+              said + timedelta(days=10))
+    hits = mm.search("What car do I drive?", namespace=NS,
+                     reference_time=datetime(2026, 12, 2, 9, tzinfo=TZ))
+    met = {h.id: h.views["symbolic"].score for h in hits if "symbolic" in h.views}
+    assert met[car] == max(met.values()) and sorted(met.values())[-2] < met[car]
