@@ -290,9 +290,9 @@ class MemoryTool:
         budget = self.context_tokens if max_tokens is None else max_tokens
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise InvalidInputError(f"max_tokens must be a non-negative integer, got {budget!r}")
-        # Header lines and their newlines are paid before the lines are packed.
-        room = (budget - self.counter.count(CONTEXT_HEADER) - self.counter.count(STANDING_HEADER)
-                - 4)
+        # The header and its newline are paid before the lines are packed; the standing
+        # facts' header only when standing facts are shown.
+        room = budget - self.counter.count(CONTEXT_HEADER) - 1
         if room <= 0:
             return ""
         turn = {i.id for i in self.manager.working.list(self.namespace)
@@ -309,13 +309,15 @@ class MemoryTool:
         found.sort(key=lambda i: i.memory_type is MemoryType.WORKING)
         standing = [i for i in self.loader.standing_facts(self.namespace, turn)
                     if i.id not in {f.id for f in found}]
-        standing_lines, used = self._pack(standing, min(int(budget * STANDING_SHARE), room))
-        relevant, _ = self._pack(found, room - used)
+        standing_head = self.counter.count(STANDING_HEADER) + 1
+        standing_lines, used = self._pack(
+            standing, min(int(budget * STANDING_SHARE), room - standing_head))
+        relevant, _ = self._pack(found, room - (used + standing_head if standing_lines else 0))
         if not relevant:
-            if not standing_lines:
-                return ""
-            # without the second header, the standing facts may use its room too
-            return "\n".join([STANDING_ONLY_HEADER, *self._pack(standing, room)[0]])
+            # without the first header, the standing facts may use its room too
+            only = budget - self.counter.count(STANDING_ONLY_HEADER) - 1
+            lines = self._pack(standing, only)[0] if standing and only > 0 else []
+            return "\n".join([STANDING_ONLY_HEADER, *lines]) if lines else ""
         return "\n".join([CONTEXT_HEADER, *relevant,
                           *([STANDING_HEADER, *standing_lines] if standing_lines else [])])
 

@@ -104,3 +104,17 @@ def test_min_score_is_a_typed_4xx(api: tuple[AsgiApi, MemoryManager]) -> None:
     call, _ = api
     r = call("POST", "/v1/search", params=NS, headers=A, json={"query": "x", "min_score": 2})
     assert r.status_code == 422
+
+
+def test_a_memory_that_fits_beside_the_header_is_always_shown(manager: MemoryManager) -> None:
+    # ids are random, and so is the token count of a line that carries one: the block
+    # pays the standing facts' header only when it shows standing facts (it once held
+    # that room back and left the answer out for about one id in seven)
+    counter = default_token_counter()
+    for n in range(20):
+        tool = MemoryTool(manager, namespace=f"n{n}")
+        fact = tool.add("The staging database password rotates every Monday.",
+                        "semantic")["id"]
+        block = tool.get_context_for_query("when does the staging database password rotate?",
+                                           max_tokens=80)
+        assert fact in block and counter.count(block) <= 80
