@@ -41,7 +41,9 @@ batch) is still stored, and reported on the returned item as ``near_duplicates``
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -71,8 +73,10 @@ Key = tuple[str, MemoryType, str | None, str]  # namespace, type, user_id, conte
 # Working memory lives in this process: adds of working items look up and store under
 # this lock (stored types are serialised by the record store's unique key instead).
 _WORKING_ADDS = threading.Lock()
-# CAS rounds of merge_repeat before it writes onto the freshest read.
-_REPEAT_ROUNDS = 5
+# CAS rounds of merge_repeat: every lost round means another merge committed, so the
+# rounds end; past this many the conflict is the caller's (a typed RecordStoreError),
+# never a write over a merge it has not read.
+_REPEAT_ROUNDS = 64
 
 
 def duplicate_mode(value: object) -> DuplicateMode:
@@ -200,7 +204,7 @@ def merge_repeat(mm: MemoryManager, entry: Mapping[str, Any], existing: MemoryIt
     """``on_duplicate="update"``: the repeated entry's fields onto the stored memory,
     by compare-and-swap on the version read (its metadata is merged over the old: a
     metadata update acknowledged since the read is merged too, never overwritten)."""
-    for _ in range(_REPEAT_ROUNDS):
+    for attempt in range(_REPEAT_ROUNDS):
         changes = update_changes(entry, existing)
         if not changes:
             return existing
@@ -210,9 +214,11 @@ def merge_repeat(mm: MemoryManager, entry: Mapping[str, Any], existing: MemoryIt
             return mm.stores.update(existing.namespace, existing.id,
                                     expect_version=existing.version, **changes)
         except WriteConflictError:
+            # a short, growing pause so that the writers racing on one memory spread out
+            time.sleep(random.uniform(0, min(0.05, 0.001 * 2 ** attempt)))
             existing = mm.stores.records.memories.get_item(existing.namespace, existing.id)
-    return mm.stores.update(existing.namespace, existing.id,
-                            **update_changes(entry, existing))
+    raise WriteConflictError(f"memory {existing.id} kept changing under {_REPEAT_ROUNDS} "
+                             "merges of a repeated add; try again")
 
 
 def update_changes(entry: Mapping[str, Any], existing: MemoryItem) -> dict[str, Any]:
