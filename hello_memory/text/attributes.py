@@ -335,8 +335,8 @@ _WISH = re.compile(r"\?|？|\b(?:might|maybe|perhaps|thinking (?:about|of)|consi
                    r"planning to|plan to|hoping)\b|可能|考虑|打算|吗", re.I)
 # A newer memory that adds to what holds ("also", "too", "another", "又", "也", "还").
 _ADDS = re.compile(r"\b(?:also|too|as well|another|either)\b|又|也在|还开始|也")
-# Plain markers of a change of value; "now", "these days" and "现在" only with a value
-# the older memory does not have (WEAK_CHANGE).
+# Plain markers of a change of value ("now", "these days", "现在" are none: a newer
+# memory with one of them replaces only with a value the older one does not have).
 _CHANGE = re.compile(
     r"\bnew (?:job|place|flat|house|home|car|number|phone|mobile|sim|team lead|lead|"
     r"manager|boss|school|team|gym|doctor|gp|dentist|barber|address|email|partner|"
@@ -353,7 +353,6 @@ _LEAVES = re.compile(
     r"\b(?:traded|sold|left|quit|got rid of|broke up|split up|divorced|passed away|died|"
     r"cancelled|moved out of|stole|stolen|handed in|no longer|any more|anymore|instead)\b"
     r"|卖了|分手|离婚|走了|离职|不再|不做了|跑路", re.I)
-_WEAK_CHANGE = re.compile(r"\b(?:now|these days|currently)\b|现在|开始", re.I)
 
 
 def states_now(text: str) -> bool:
