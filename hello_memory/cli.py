@@ -419,7 +419,9 @@ def init(path: Annotated[Path, typer.Argument(help="Config file to write.")
             for key in ("api_key", "password"):
                 if section.get(key):
                     section[key] = None
-    path.write_text("# hello-memory settings (see configs/default.yaml for every key)\n"
+    # the commented defaults ship inside the package (a wheel has no configs/ folder)
+    defaults = Path(__file__).resolve().parent / "default.yaml"
+    path.write_text(f"# hello-memory settings; every key with its meaning: {defaults}\n"
                     + yaml.safe_dump(data, sort_keys=False, allow_unicode=True),
                     encoding="utf-8")
     _, mm = _open(settings)
