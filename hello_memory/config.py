@@ -34,6 +34,7 @@ __all__ = [
     "LimitsSettings",
     "MemorySettings",
     "PerceptualSettings",
+    "PgVectorSettings",
     "SemanticSettings",
     "Neo4jGraphSettings",
     "QdrantSettings",
@@ -75,15 +76,32 @@ class HnswSettings(_Section):
     ef: int = Field(default=128, ge=1, le=4096)
 
 
+class PgVectorSettings(_Section):
+    """``vector.provider: pgvector`` (docs/DEPLOY.md, "Deploy for a team"): vectors in
+    PostgreSQL with the pgvector extension, in the records database unless ``url``
+    names another (a SQLAlchemy ``postgresql+psycopg://`` URL). HNSW settings keep
+    pgvector's names; a selection of fewer than ``exact_threshold`` points (the
+    namespace after its filters) is searched exactly."""
+
+    url: str | None = None
+    m: int = Field(default=16, ge=2, le=100)
+    ef_construction: int = Field(default=64, ge=4, le=1000)
+    ef_search: int = Field(default=100, ge=1, le=1000)
+    exact_threshold: int = Field(default=10_000, ge=0)
+    pool_size: int = Field(default=5, ge=1, le=100)
+
+
 class QdrantSettings(_Section):
     """Vector store. Exactly one of ``location`` (``:memory:``), ``path`` (embedded
     directory) or ``url`` (server); with none set, an embedded store under
     ``<data_dir>/qdrant`` is used. ``embedded`` picks the engine of an embedded
     directory: ``edge`` (Qdrant Edge, the Rust engine in-process; the default) or
     ``local`` (qdrant-client's pure-Python local mode, which scans every point to filter).
-    ``:memory:`` always uses qdrant-client's local mode."""
+    ``:memory:`` always uses qdrant-client's local mode. ``provider: pgvector`` puts
+    the vectors in PostgreSQL instead (the ``pgvector`` section); the other keys are
+    then unused."""
 
-    provider: Literal["qdrant"] = "qdrant"
+    provider: Literal["qdrant", "pgvector"] = "qdrant"
     embedded: Literal["edge", "local"] = "edge"
     location: Literal[":memory:"] | None = None
     path: str | None = None
@@ -92,6 +110,7 @@ class QdrantSettings(_Section):
     timeout: float = Field(default=5.0, gt=0)
     collection_prefix: str = "hm_"
     hnsw: HnswSettings = HnswSettings()
+    pgvector: PgVectorSettings = PgVectorSettings()
 
     @model_validator(mode="after")
     def _one_target(self) -> QdrantSettings:

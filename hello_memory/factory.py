@@ -38,6 +38,8 @@ def build_vector_store(settings: Settings) -> VectorStore:
     """An embedded directory runs on Qdrant Edge unless ``vector.embedded`` is
     ``local``; ``:memory:`` and ``url=`` go through qdrant-client (one code path)."""
     v = settings.vector
+    if v.provider == "pgvector":
+        return _pgvector_store(settings)
     path = settings.qdrant_path()
     if path and not v.location and not v.url and v.embedded == "edge":
         from hello_memory.stores.vector.base import HnswParams
@@ -51,6 +53,23 @@ def build_vector_store(settings: Settings) -> VectorStore:
         location=v.location, path=settings.qdrant_path(), url=v.url, api_key=v.api_key,
         timeout=v.timeout, collection_prefix=v.collection_prefix,
     )
+
+
+def _pgvector_store(settings: Settings) -> VectorStore:
+    """Vectors in PostgreSQL: ``vector.pgvector.url``, else the records database, which
+    must then be PostgreSQL (docs/DEPLOY.md, "Deploy for a team")."""
+    from hello_memory.stores.vector.pgvector import PgVectorParams, PgVectorStore
+
+    cfg = settings.vector.pgvector
+    url = cfg.url or settings.records.url
+    if not url or not url.startswith("postgresql"):
+        raise ConfigError("vector.provider: pgvector needs a PostgreSQL database: set "
+                          "records.url (or vector.pgvector.url) to postgresql+psycopg://...")
+    return PgVectorStore(url=url, collection_prefix=settings.vector.collection_prefix,
+                         params=PgVectorParams(m=cfg.m, ef_construction=cfg.ef_construction,
+                                               ef_search=cfg.ef_search,
+                                               exact_threshold=cfg.exact_threshold),
+                         pool_size=cfg.pool_size)
 
 
 def _sqlite_graph(cfg: SqliteGraphSettings, records: RecordStore) -> GraphStore:

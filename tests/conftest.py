@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,17 @@ def records_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'records.db'}"
     return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres),
+                        pytest.param("pgvector", marks=pytest.mark.postgres)])
+def store_stack(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """Settings overrides of each tested deployment: records in SQLite or PostgreSQL
+    (vectors in Qdrant Edge under the data directory), and records plus vectors in one
+    PostgreSQL database (``vector.provider: pgvector``; docs/DEPLOY.md)."""
+    if request.param == "sqlite":
+        return {"records": {"url": f"sqlite:///{tmp_path / 'records.db'}"}}
+    url = str(request.getfixturevalue("postgres_url"))
+    if request.param == "pgvector":
+        return {"records": {"url": url}, "vector": {"provider": "pgvector"}}
+    return {"records": {"url": url}}

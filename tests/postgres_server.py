@@ -230,18 +230,33 @@ class PostgresServer:
 
     def create_database(self) -> str:
         """A new, empty database with the ICU collation of the module docstring where
-        the server has ICU (PostgreSQL 15+), else the cluster's; returns its URL."""
+        the server has ICU (PostgreSQL 15+), else the cluster's; returns its URL. The
+        pgvector extension is created in its ``public`` schema when the server has it
+        (``scripts/system-deps.sh`` builds it): the per-test schemas then share one
+        ``vector`` type, and dropping a schema never drops the extension."""
         name = f"hm_{os.getpid()}_{next(self._names)}"
         with self.connect() as conn:
             base = f'CREATE DATABASE "{name}" TEMPLATE template0'
+            made = False
             if conn.info.server_version >= 150000:
                 try:
                     conn.execute(f"{base} LOCALE_PROVIDER icu ICU_LOCALE 'en-US-u-ka-shifted'")
-                    return self.url(name)
+                    made = True
                 except Exception:  # built without ICU: the cluster's collation
                     pass
-            conn.execute(base)
+            if not made:
+                conn.execute(base)
+        if self.has_pgvector():
+            with self.connect(name) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
         return self.url(name)
+
+    def has_pgvector(self) -> bool:
+        """Whether the server can create the ``vector`` extension (pgvector)."""
+        with self.connect() as conn:
+            row = conn.execute("SELECT 1 FROM pg_available_extensions "
+                               "WHERE name = 'vector'").fetchone()
+        return row is not None
 
     def drop_database(self, url: str) -> None:
         """Drop the database of ``url`` (made by ``create_database``), closing any

@@ -1,5 +1,6 @@
 """Contract suite for the :class:`VectorStore` backends, run against qdrant-client's
-in-memory and embedded (path) modes and against Qdrant Edge (the engine in-process).
+in-memory and embedded (path) modes, against Qdrant Edge (the engine in-process) and
+against pgvector (a real PostgreSQL server with the extension, tests/postgres_server.py).
 For the directory backends every read goes through a freshly reopened store, so each
 assertion also proves that the write reached the directory."""
 
@@ -51,12 +52,19 @@ def point(vec: list[float], ns: str = "a", pid: str | None = None, **payload: An
 class Harness:
     """Owns the store under test; ``read()`` reopens it first on the path backend."""
 
-    def __init__(self, kind: str, tmp_path: Path) -> None:
+    def __init__(self, kind: str, tmp_path: Path, url: str | None = None) -> None:
         self.kind = kind
         self.dir = str(tmp_path / "qdrant")
+        self.url = url
         self.store = self._new()
 
     def _new(self) -> VectorStore:
+        if self.kind == "pgvector":
+            from hello_memory.stores.vector import PgVectorStore
+
+            pg: VectorStore = PgVectorStore(url=str(self.url), collection_prefix="hm_")
+            pg.open()
+            return pg
         store = embedded(self.kind, self.dir)
         store.open()
         return store
@@ -77,9 +85,11 @@ def embedded(kind: str, path: str, prefix: str = "") -> VectorStore:
     return QdrantVectorStore(path=path, collection_prefix=prefix)
 
 
-@pytest.fixture(params=["memory", "path", "edge"])
+@pytest.fixture(params=["memory", "path", "edge",
+                        pytest.param("pgvector", marks=pytest.mark.postgres)])
 def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
-    harness = Harness(request.param, tmp_path)
+    url = request.getfixturevalue("postgres_url") if request.param == "pgvector" else None
+    harness = Harness(request.param, tmp_path, url)
     harness.store.ensure_collection(SPEC)
     yield harness
     harness.store.close()

@@ -6,7 +6,8 @@ random delay. Protocol (one JSON or word per line):
 
     server -> test   ready
     test -> server   {"op": "add_many", "dir": ..., "ns": ..., "seed": 1, "log": ...,
-                      "records_url": ... (optional: records elsewhere than in "dir")}
+                      "records_url": ... (optional: records elsewhere than in "dir"),
+                      "settings": {...} (optional: more settings, e.g. vector.provider)}
     server -> test   pid <child pid>
     test -> server   reap            (after killing the child; the pid stays ours till now)
     server -> test   exit <raw wait status>
@@ -63,13 +64,16 @@ def sentence(rng: random.Random) -> str:
     return f"{rng.choice(NAMES)} packed the {words(rng)} near the {words(rng, 3)}"
 
 
-def open_manager(data_dir: str, embedder: Any, records_url: str | None = None) -> Any:
+def open_manager(data_dir: str, embedder: Any, records_url: str | None = None,
+                 overrides: dict[str, Any] | None = None) -> Any:
     from hello_memory.config import load_settings
     from hello_memory.factory import open_stores
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.text.entities import RuleExtractor
 
-    records = {"records": {"url": records_url}} if records_url else {}
+    records: dict[str, Any] = dict(overrides or {})
+    if records_url:
+        records["records"] = {"url": records_url}
     stores = open_stores(load_settings(environ={}, data_dir=data_dir, **records),
                          embedder=embedder)
     return MemoryManager(stores, extractor=RuleExtractor())
@@ -92,8 +96,10 @@ def serve(spec: dict[str, Any], embedder: Any) -> None:
     from hello_memory.config import load_settings
 
     journal = Journal(spec["log"])
-    settings = load_settings(environ={}, data_dir=spec["dir"], api={"auth_disabled": True})
-    mm = open_manager(spec["dir"], embedder)
+    more = spec.get("settings") or {}
+    settings = load_settings(environ={}, data_dir=spec["dir"], api={"auth_disabled": True},
+                             **more)
+    mm = open_manager(spec["dir"], embedder, overrides=more)
     journal.write(ev="open")
     uvicorn.run(create_app(settings, manager=mm), host="127.0.0.1", port=spec["port"],
                 log_level="warning")
@@ -105,7 +111,7 @@ def run_trial(spec: dict[str, Any], embedder: Any) -> None:
         return
     rng = random.Random(spec["seed"])
     journal = Journal(spec["log"])
-    mm = open_manager(spec["dir"], embedder, spec.get("records_url"))
+    mm = open_manager(spec["dir"], embedder, spec.get("records_url"), spec.get("settings"))
     journal.write(ev="open")
     ns, op = spec["ns"], spec["op"]
     if op == "add_many":

@@ -7,7 +7,8 @@ record, that no record lacks its vector, and that the counts agree.
 The children are forked from one server process (crash_worker.py) that loads torch
 and the model once, which keeps a trial well under a second of CPU.
 
-Each test runs with the records in SQLite and in PostgreSQL (the ``records_url``
+Each test runs with the records in SQLite and in PostgreSQL, and with records and
+vectors both in PostgreSQL (``vector.provider: pgvector``, issue 30; the ``store_stack``
 fixture). PostgreSQL gets fewer trials: what is killed is the client, whose kill
 points the SQLite trials already explore; on PostgreSQL the trials check that the
 server rolls back what a dead client left open, and that reconcile works there.
@@ -33,6 +34,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.crash, pytest.mark.timeout(900)]
 
 TRIALS = 20
 PG_TRIALS = 2
+
+
+@pytest.fixture
+def stack(store_stack: dict[str, Any]) -> dict[str, Any]:
+    """The stores under test (tests/conftest.py ``store_stack``)."""
+    return store_stack
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +74,12 @@ def _assert_found(mm: MemoryManager, ns: str, pairs: list[tuple[str, str]]) -> N
     assert memory_id in [h.id for h in mm.search(content, top_k=5, namespace=ns)]
 
 
-def _trials(records_url: str) -> int:
-    return TRIALS if records_url.startswith("sqlite") else PG_TRIALS
+def _trials(stack: dict[str, Any]) -> int:
+    return TRIALS if stack["records"]["url"].startswith("sqlite") else PG_TRIALS
 
 
-def _reopen_and_reconcile(data: Path, embedder: Any, records_url: str) -> MemoryManager:
-    mm = make_manager(data, embedder, records={"url": records_url})  # replays the outbox
+def _reopen_and_reconcile(data: Path, embedder: Any, stack: dict[str, Any]) -> MemoryManager:
+    mm = make_manager(data, embedder, **stack)  # replays the outbox
     report = mm.reconcile()
     assert report.skipped == {}
     if report.changed:  # shown with -s: what the crash left for reconcile to repair
@@ -86,25 +93,25 @@ def _reopen_and_reconcile(data: Path, embedder: Any, records_url: str) -> Memory
 
 
 def _run(server: ForkServer, tmp_path: Path, op: str, window: float,
-         seed: Any, check: Any, embedder: Any, records_url: str) -> int:
+         seed: Any, check: Any, embedder: Any, stack: dict[str, Any]) -> int:
     """``_trials`` kills of ``op``, each in a fresh namespace of one growing directory
     (and record database); the next trial's namespace is seeded before the stores are
     closed for the child."""
     rng = random.Random(f"crash-{op}")
     data = tmp_path / "data"
     killed = 0
-    mm = make_manager(data, embedder, records={"url": records_url})
+    mm = make_manager(data, embedder, **stack)
     extra = seed(mm, "trial-0", 0)
     mm.close()
-    trials = _trials(records_url)
+    trials = _trials(stack)
     for t in range(trials):
         ns = f"trial-{t}"
-        spec = {"op": op, "dir": str(data), "ns": ns, "seed": t, "records_url": records_url,
+        spec = {"op": op, "dir": str(data), "ns": ns, "seed": t, "settings": stack,
                 "log": str(tmp_path / f"{op}-{t}.jsonl"), **extra}
         after_open = t % 5 != 0  # every fifth kill may land while the stores open
         journal, was_killed = server.trial(spec, rng.uniform(0, window), after_open)
         killed += was_killed
-        mm = _reopen_and_reconcile(data, embedder, records_url)
+        mm = _reopen_and_reconcile(data, embedder, stack)
         try:
             check(mm, ns, journal, extra)
             if t + 1 < trials:
@@ -119,7 +126,7 @@ def _no_seed(mm: MemoryManager, ns: str, t: int) -> dict[str, Any]:
 
 
 def test_add_many_survives_sigkill(server: ForkServer, tmp_path: Path, embedder: Any,
-                                   records_url: str) -> None:
+                                   stack: dict[str, Any]) -> None:
     def check(mm: MemoryManager, ns: str, journal: list[Any], _: Any) -> None:
         items = all_items(mm, ns)
         by_batch: dict[int, int] = {}
@@ -133,12 +140,12 @@ def test_add_many_survives_sigkill(server: ForkServer, tmp_path: Path, embedder:
         assert {i for i, _ in pairs} <= present, "an acknowledged write was lost"
         _assert_found(mm, ns, pairs)
 
-    killed = _run(server, tmp_path, "add_many", 0.8, _no_seed, check, embedder, records_url)
-    assert killed == _trials(records_url)  # the loop never ends on its own: every trial was killed
+    killed = _run(server, tmp_path, "add_many", 0.8, _no_seed, check, embedder, stack)
+    assert killed == _trials(stack)  # the loop never ends on its own: every trial was killed
 
 
 def test_update_survives_sigkill(server: ForkServer, tmp_path: Path, embedder: Any,
-                                 records_url: str) -> None:
+                                 stack: dict[str, Any]) -> None:
     def seed(mm: MemoryManager, ns: str, t: int) -> dict[str, Any]:
         items = mm.add_many([{"content": f"original note {k} of trial {t}", "namespace": ns,
                               "memory_type": "semantic" if k % 2 else "episodic"}
@@ -160,12 +167,12 @@ def test_update_survives_sigkill(server: ForkServer, tmp_path: Path, embedder: A
             assert items[memory_id].content in allowed
         _assert_found(mm, ns, [(i, items[i].content) for i in sorted(items)])
 
-    killed = _run(server, tmp_path, "update", 0.8, seed, check, embedder, records_url)
-    assert killed == _trials(records_url)
+    killed = _run(server, tmp_path, "update", 0.8, seed, check, embedder, stack)
+    assert killed == _trials(stack)
 
 
 def test_hard_forget_survives_sigkill(server: ForkServer, tmp_path: Path,
-                                      embedder: Any, records_url: str) -> None:
+                                      embedder: Any, stack: dict[str, Any]) -> None:
     n = 16
 
     def seed(mm: MemoryManager, ns: str, t: int) -> dict[str, Any]:
@@ -192,11 +199,11 @@ def test_hard_forget_survives_sigkill(server: ForkServer, tmp_path: Path,
         _assert_found(mm, ns, [(i, c) for i, c in zip(extra["ids"], extra["contents"],
                                                       strict=True) if i in present])
 
-    _run(server, tmp_path, "forget", 1.5, seed, check, embedder, records_url)
+    _run(server, tmp_path, "forget", 1.5, seed, check, embedder, stack)
 
 
 def test_consolidate_survives_sigkill(server: ForkServer, tmp_path: Path,
-                                      embedder: Any, records_url: str) -> None:
+                                      embedder: Any, stack: dict[str, Any]) -> None:
     def check(mm: MemoryManager, ns: str, journal: list[Any], _: Any) -> None:
         items = all_items(mm, ns)
         merged = {s for i in items if i.memory_type == MemoryType.SEMANTIC
@@ -220,5 +227,5 @@ def test_consolidate_survives_sigkill(server: ForkServer, tmp_path: Path,
         _assert_found(mm, ns, [(i.id, i.content) for i in after])
 
     killed = _run(server, tmp_path, "consolidate", 1.5, _no_seed, check, embedder,
-                  records_url)
-    assert killed == _trials(records_url)
+                  stack)
+    assert killed == _trials(stack)

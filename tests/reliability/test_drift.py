@@ -2,7 +2,9 @@
 delete and forget across 4 namespaces at once, a dry-run ``reconcile`` of every
 namespace finds nothing to change (no orphan vector or graph link, no stale payload,
 no missing vector or link, no pending outbox row), with no crash and with the server
-SIGKILLed mid-load a few times and restarted (replay at open only, no reconcile)."""
+SIGKILLed mid-load a few times and restarted (replay at open only, no reconcile). Both
+run on the embedded stores and on records plus vectors in PostgreSQL (pgvector, issue
+30)."""
 
 from __future__ import annotations
 
@@ -32,12 +34,22 @@ pytestmark = [pytest.mark.slow]
 NAMESPACES = ["drift-a", "drift-b", "drift-c", "drift-d"]
 
 
+@pytest.fixture(params=["embedded", pytest.param("pgvector", marks=pytest.mark.postgres)])
+def stack(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Settings of the stores: embedded defaults, or PostgreSQL records + pgvector."""
+    if request.param == "embedded":
+        return {}
+    return {"records": {"url": request.getfixturevalue("postgres_url")},
+            "vector": {"provider": "pgvector"}}
+
+
 @pytest.fixture
-def served(tmp_path: Path, embedder: Any) -> Iterator[tuple[str, MemoryManager]]:
+def served(tmp_path: Path, embedder: Any, stack: dict[str, Any]
+           ) -> Iterator[tuple[str, MemoryManager]]:
     """The FastAPI app under a real uvicorn server on a free port, in a thread."""
     data = tmp_path / "d"
-    settings = load_settings(environ={}, data_dir=data, api={"auth_disabled": True})
-    mm = make_manager(data, embedder, api={"auth_disabled": True})
+    settings = load_settings(environ={}, data_dir=data, api={"auth_disabled": True}, **stack)
+    mm = make_manager(data, embedder, api={"auth_disabled": True}, **stack)
     config = uvicorn.Config(create_app(settings, manager=mm), host="127.0.0.1",
                             port=free_port(), log_level="warning")
     server = uvicorn.Server(config)
@@ -70,11 +82,13 @@ def forks() -> Iterator[ForkServer]:
     srv.close()
 
 
-def _serve(forks: ForkServer, data: Path, log: Path) -> tuple[int, str]:
+def _serve(forks: ForkServer, data: Path, log: Path, stack: dict[str, Any]
+           ) -> tuple[int, str]:
     """A REST server forked with the model loaded (crash_worker.py, op "serve"),
     opening the stores in ``data``; returns its pid and base URL once it answers."""
     port = free_port()
-    pid = forks.start({"op": "serve", "dir": str(data), "port": port, "log": str(log)})
+    pid = forks.start({"op": "serve", "dir": str(data), "port": port, "log": str(log),
+                       "settings": stack})
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
@@ -88,13 +102,13 @@ def _serve(forks: ForkServer, data: Path, log: Path) -> tuple[int, str]:
 
 
 def test_sigkill_mid_load_then_replay_at_open_leaves_no_drift(
-        tmp_path: Path, embedder: Any, forks: ForkServer) -> None:
+        tmp_path: Path, embedder: Any, forks: ForkServer, stack: dict[str, Any]) -> None:
     data = tmp_path / "d"
-    make_manager(data, embedder).close()  # the schema, before the first fork opens it
+    make_manager(data, embedder, **stack).close()  # the schema, before the first fork opens it
     kills = 3
     for round_ in range(kills):
         # each start replays what the last kill left pending (open only, no reconcile)
-        pid, base = _serve(forks, data, tmp_path / f"serve-{round_}.jsonl")
+        pid, base = _serve(forks, data, tmp_path / f"serve-{round_}.jsonl", stack)
         timer = threading.Timer(1.0 + 0.7 * round_, os.kill, args=(pid, signal.SIGKILL))
         timer.start()
         result = run_load(base, NAMESPACES, clients=8, ops=40, seed=round_,
@@ -104,12 +118,12 @@ def test_sigkill_mid_load_then_replay_at_open_leaves_no_drift(
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
         assert result.errors == [], result.errors
         assert result.counts.get("transport"), "the kill did not land mid-load"
-    pid, base = _serve(forks, data, tmp_path / "serve-last.jsonl")
+    pid, base = _serve(forks, data, tmp_path / "serve-last.jsonl", stack)
     result = run_load(base, NAMESPACES, clients=8, ops=5, seed=99)
     os.kill(pid, signal.SIGTERM)  # a graceful stop after the last replay and load
     forks.reap()
     assert result.errors == []
-    mm = make_manager(data, embedder)
+    mm = make_manager(data, embedder, **stack)
     try:
         assert drift(mm, NAMESPACES) == {}
     finally:

@@ -64,8 +64,8 @@ class Isolation(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="hm-iso-"))
-        self.mm = make_manager(self.dir, _EMBEDDER, vector={"location": ":memory:"},
-                               **_NEW_RECORDS())
+        self.mm = make_manager(self.dir, _EMBEDDER,
+                               **{"vector": {"location": ":memory:"}, **_NEW_RECORDS()})
         # namespace -> ids this test wrote there and did not delete
         self.ids: dict[str, set[str]] = {ns: set() for ns in NAMESPACES}
 
@@ -165,18 +165,24 @@ class Isolation(RuleBasedStateMachine):
 
 
 @pytest.mark.parametrize("records", ["sqlite",
-                                     pytest.param("postgresql", marks=pytest.mark.postgres)])
+                                     pytest.param("postgresql", marks=pytest.mark.postgres),
+                                     pytest.param("pgvector", marks=pytest.mark.postgres)])
 def test_random_interleavings_never_cross_namespaces(embedder: Any, records: str,
                                                      request: pytest.FixtureRequest) -> None:
-    """With the records (and the SQL graph tables) in SQLite, and in PostgreSQL."""
+    """With the records (and the SQL graph tables) in SQLite, and in PostgreSQL; and
+    with the vectors in that PostgreSQL database too (pgvector, issue 30)."""
     global _EMBEDDER, _NEW_RECORDS
     _EMBEDDER = embedder
     _NEW_RECORDS = dict
     if records == "postgresql":
         server = request.getfixturevalue("postgres_server")
         _NEW_RECORDS = lambda: {"records": {"url": server.create_schema()}}  # noqa: E731
+    if records == "pgvector":
+        server = request.getfixturevalue("postgres_server")
+        _NEW_RECORDS = lambda: {"records": {"url": server.create_schema()},  # noqa: E731
+                                "vector": {"provider": "pgvector"}}
     # Fewer examples on PostgreSQL: the interleavings are the same program; what the
     # second database adds is its SQL, which four examples already run through.
     run_state_machine_as_test(Isolation, settings=settings(
-        max_examples=8 if records == "sqlite" else 4, stateful_step_count=14, deadline=None,
-        database=None, suppress_health_check=list(HealthCheck)))
+        max_examples={"sqlite": 8, "postgresql": 4}.get(records, 3), stateful_step_count=14,
+        deadline=None, database=None, suppress_health_check=list(HealthCheck)))

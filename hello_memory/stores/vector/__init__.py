@@ -1,6 +1,7 @@
 """Vector stores: the :class:`VectorStore` protocol and its Qdrant implementations
 (qdrant-client for ``:memory:``, local mode and servers; Qdrant Edge for embedded
-directories). The backends load lazily, so the Edge path never imports qdrant-client."""
+directories) and pgvector (PostgreSQL, for several processes on one database). The
+backends load lazily, so the Edge path never imports qdrant-client."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from hello_memory.stores.vector.base import CollectionSpec, Range, VectorStore
 
 if TYPE_CHECKING:
     from hello_memory.stores.vector.edge import QdrantEdgeVectorStore
+    from hello_memory.stores.vector.pgvector import PgVectorStore
     from hello_memory.stores.vector.qdrant import QdrantVectorStore
 
-__all__ = ["CollectionSpec", "QdrantEdgeVectorStore", "QdrantVectorStore", "Range", "VectorStore"]
+__all__ = ["CollectionSpec", "PgVectorStore", "QdrantEdgeVectorStore", "QdrantVectorStore",
+           "Range", "VectorStore"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,6 +23,10 @@ def __getattr__(name: str) -> Any:
         from hello_memory.stores.vector.edge import QdrantEdgeVectorStore
 
         return QdrantEdgeVectorStore
+    if name == "PgVectorStore":
+        from hello_memory.stores.vector.pgvector import PgVectorStore
+
+        return PgVectorStore
     if name == "QdrantVectorStore":
         from hello_memory.stores.vector.qdrant import QdrantVectorStore
 

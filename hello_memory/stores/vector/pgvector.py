@@ -1,0 +1,710 @@
+"""PostgreSQL + pgvector :class:`~hello_memory.stores.vector.base.VectorStore`.
+
+The deployment of docs/DEPLOY.md "Deploy for a team": records, vectors and the SQL
+graph in one PostgreSQL database, shared by several ``hello-memory serve`` processes
+(the embedded Qdrant Edge directory is one process only). Tables, in the current schema
+of the connection (the first of ``search_path``)::
+
+    hm_pgv_collections          one row per collection: its vectors (name -> size),
+                                sparse vector names and distance, as JSON
+    <prefix><collection>        id uuid PK, namespace, payload jsonb, one ``vector(n)``
+                                column per dense vector (``v_<name>``), an HNSW index
+                                per dense column, a btree on (namespace, id)
+    <prefix><collection>__sp    sparse vectors: (id, name, term, weight), namespace
+                                copied, deleted with the point (foreign key, cascade)
+
+One table per collection rather than one table with a collection column: each
+collection has its own vector sizes (a ``vector(n)`` column is typed by its size and
+an HNSW index needs one size), and a namespace's rows of one collection are then
+found by one btree.
+
+Semantics follow the Qdrant backends (the contract suite ``tests/contract`` runs on
+all of them): cosine/dot/euclid scores as Qdrant reports them, payload filters parsed
+by :mod:`._common` and evaluated in SQL on the ``jsonb`` payload (a scalar matches a
+field equal to it or an array holding it), ids unique per collection and owned by one
+namespace. Sparse (BM25) search weighs each query term with Qdrant's IDF modifier,
+``ln((N - df + 0.5) / (df + 0.5) + 1)``, where ``N`` and ``df`` are counted in the
+query's namespace only: one tenant's documents never move another's scores
+(ARCHITECTURE decision 6). An upsert writes its points and their sparse rows in one
+transaction and refuses, inside that transaction, to take over an id another namespace
+owns, so two processes racing on one id cannot move it.
+
+Search is exact (every row the namespace and filters select, sorted by distance) while
+the selection holds fewer than ``exact_threshold`` points, and goes through the HNSW
+index above that (``ef_search`` beam, pgvector 0.8's iterative scan in strict order,
+so a selective filter still fills ``limit``), as the Edge backend answers small
+selections exactly and large ones from its graph. The HNSW index is kept up to date by
+PostgreSQL on every insert; :meth:`PgVectorStore.optimize` only (re)builds it when it
+is missing or was built with other ``m`` / ``ef_construction`` settings.
+
+The ``vector`` extension must exist in the database, or the connecting role must be
+allowed to create it (it is not a trusted extension: a superuser, or a DBA once,
+``CREATE EXTENSION vector``). ``scripts/system-deps.sh`` builds it from the vendored
+source for the test servers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import uuid
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from hello_memory.errors import (
+    BackendUnavailableError,
+    CollectionNotFoundError,
+    DimensionMismatchError,
+    HelloMemoryError,
+    InvalidInputError,
+    VectorError,
+    VectorStoreError,
+)
+from hello_memory.stores.vector._common import (
+    Cond,
+    _check_spec,
+    _dense,
+    _jsonable,
+    _require_ns,
+    _search_ids,
+    _Shape,
+    _sparse_parts,
+    _uuid,
+    iso,
+    parse_condition,
+)
+from hello_memory.stores.vector.base import CollectionSpec, FieldCondition
+from hello_memory.types import SparseVector, VectorHit, VectorPoint
+
+__all__ = ["PgVectorParams", "PgVectorStore"]
+
+log = logging.getLogger(__name__)
+
+META_TABLE = "hm_pgv_collections"
+_BATCH = 500
+# pg_advisory_xact_lock key of the store's DDL (extension, tables, indexes): processes
+# opening one database at once create each thing once instead of racing to a
+# duplicate-key error on the catalogue.
+_DDL_LOCK = zlib.crc32(b"hello_memory.pgvector.ddl")
+_OPS = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops", "euclid": "vector_l2_ops"}
+_OPERATOR = {"cosine": "<=>", "dot": "<#>", "euclid": "<->"}
+_MAX_IDENT = 63  # PostgreSQL truncates longer identifiers
+
+
+@dataclass(frozen=True)
+class PgVectorParams:
+    """HNSW settings (pgvector's names) and the size below which search is exact."""
+
+    m: int = 16
+    ef_construction: int = 64
+    ef_search: int = 100
+    exact_threshold: int = 10_000
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _vec_text(values: Sequence[float]) -> str:
+    """pgvector's text input: ``[1,2,3]`` (repr keeps every float32 digit)."""
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+class PgVectorStore:
+    """Vector store in a PostgreSQL database with the pgvector extension.
+
+    ``url`` is a SQLAlchemy URL (``postgresql+psycopg://...``, as ``records.url``).
+    ``collection_prefix`` prefixes every table name, as the Qdrant backends prefix
+    collection names; errors name the caller's collection.
+    """
+
+    def __init__(self, *, url: str, collection_prefix: str = "",
+                 params: PgVectorParams | None = None, pool_size: int = 5) -> None:
+        if not isinstance(url, str) or not url.startswith("postgresql"):
+            raise InvalidInputError(f"PgVectorStore needs a postgresql:// URL, got {url!r}")
+        self.url = url
+        self._prefix = collection_prefix
+        self.params = params or PgVectorParams()
+        self._pool_size = pool_size
+        self._engine: Any = None
+        self._shapes: dict[str, _Shape] = {}
+        self._lock = threading.Lock()
+
+    # --- lifecycle ------------------------------------------------------------------
+    def open(self) -> None:
+        """Connect, make sure the extension and the collections table exist. No-op
+        when already open; BackendUnavailableError when the server cannot be reached or
+        the extension is neither installed nor creatable."""
+        if self._engine is not None:
+            return
+        from sqlalchemy import create_engine, event
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            engine = create_engine(self.url, pool_size=self._pool_size, max_overflow=10,
+                                   pool_pre_ping=True)
+        except (SQLAlchemyError, ImportError, ValueError) as exc:
+            raise BackendUnavailableError(f"invalid pgvector URL: {exc}") from exc
+        if engine.url.get_backend_name() != "postgresql":
+            engine.dispose()
+            raise InvalidInputError(f"PgVectorStore needs PostgreSQL, got {engine.url.drivername}")
+        try:
+            schema = self._prepare(engine)
+        except HelloMemoryError:
+            engine.dispose()
+            raise
+        except SQLAlchemyError as exc:
+            engine.dispose()
+            raise BackendUnavailableError(
+                f"cannot reach the pgvector database {engine.url.render_as_string()}: "
+                f"{exc}") from exc
+        event.listen(engine, "connect", self._session_setup(schema))
+        engine.dispose()  # connections made before the listener lack its settings
+        with self._lock:
+            self._engine = engine
+            self._shapes.clear()
+
+    def _prepare(self, engine: Any) -> str:
+        """Create the extension (when allowed) and the collections table; return the
+        extension's schema, which every connection puts on its search path."""
+        with engine.begin() as conn:
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+            row = conn.exec_driver_sql(
+                "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                "ON n.oid = e.extnamespace WHERE e.extname = 'vector'").first()
+            if row is None:
+                from sqlalchemy.exc import DBAPIError
+
+                try:
+                    with conn.begin_nested():
+                        conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+                except DBAPIError as exc:
+                    raise BackendUnavailableError(
+                        "the PostgreSQL database has no 'vector' extension and this role "
+                        "cannot create it: install pgvector on the server (Debian: build it "
+                        "with scripts/system-deps.sh, or the postgresql-<version>-pgvector "
+                        "package) and run CREATE EXTENSION vector as a superuser "
+                        f"({exc.orig})") from exc
+                row = conn.exec_driver_sql(
+                    "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                    "ON n.oid = e.extnamespace WHERE e.extname = 'vector'").first()
+            conn.exec_driver_sql(
+                f"CREATE TABLE IF NOT EXISTS {META_TABLE} (name text PRIMARY KEY, "
+                "spec jsonb NOT NULL)")
+        return str(row[0])
+
+    def _session_setup(self, ext_schema: str) -> Any:
+        p = self.params
+
+        def setup(dbapi_conn: Any, _record: Any) -> None:
+            # UTC, as the record store's sessions (payload datetimes without a zone are
+            # UTC, as Qdrant reads them); the extension's schema on the search path (a
+            # test schema or a team's own may not hold it); the HNSW search settings.
+            autocommit = dbapi_conn.autocommit
+            dbapi_conn.autocommit = True
+            cur = dbapi_conn.cursor()
+            cur.execute("SET TIME ZONE 'UTC'")
+            cur.execute("SELECT set_config('search_path', current_setting('search_path') "
+                        "|| ', ' || quote_ident(%s), false)", (ext_schema,))
+            cur.execute(f"SET hnsw.ef_search = {int(p.ef_search)}")
+            cur.execute("SET hnsw.iterative_scan = strict_order")
+            cur.close()
+            dbapi_conn.autocommit = autocommit
+
+        return setup
+
+    def close(self) -> None:
+        """Close every connection; safe twice."""
+        with self._lock:
+            engine, self._engine = self._engine, None
+            self._shapes.clear()
+        if engine is not None:
+            engine.dispose()
+
+    # --- names ----------------------------------------------------------------------
+    def _table(self, collection: str) -> str:
+        if not isinstance(collection, str) or not collection:
+            raise InvalidInputError(f"collection name must be a non-empty str: {collection!r}")
+        name = self._prefix + collection
+        if len(name) + 4 > _MAX_IDENT or "\x00" in name:
+            raise InvalidInputError(
+                f"collection name {collection!r} is too long for a PostgreSQL table "
+                f"(at most {_MAX_IDENT - 4 - len(self._prefix)} characters)")
+        return name
+
+    @staticmethod
+    def _column(vector: str) -> str:
+        return _quote(f"v_{vector}")
+
+    def _index_name(self, table: str, vector: str) -> str:
+        return f"hmv_{zlib.crc32(f'{table}/{vector}'.encode()):08x}_hnsw"
+
+    # --- connections ----------------------------------------------------------------
+    @contextmanager
+    def _tx(self, collection: str) -> Iterator[Any]:
+        """One transaction; database errors leave as the hello-memory tree."""
+        from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+
+        engine = self._engine
+        if engine is None:
+            raise VectorStoreError("PgVectorStore is not open; call open() first")
+        try:
+            with engine.begin() as conn:
+                yield conn
+        except HelloMemoryError:
+            raise
+        except OperationalError as exc:
+            raise BackendUnavailableError(
+                f"pgvector database unavailable on {collection!r}: {exc.orig}") from exc
+        except (DBAPIError, SQLAlchemyError) as exc:
+            raise VectorStoreError(f"pgvector error on {collection!r}: "
+                                   f"{getattr(exc, 'orig', exc)}") from exc
+
+    # --- collections ----------------------------------------------------------------
+    def ensure_collection(self, spec: CollectionSpec) -> None:
+        """Create the collection's tables and indexes if missing; if it exists, check
+        every named vector (DimensionMismatchError for another size)."""
+        _check_spec(spec)
+        table = self._table(spec.name)
+        with self._tx(spec.name) as conn:
+            row = conn.exec_driver_sql(f"SELECT spec FROM {META_TABLE} WHERE name = %s",
+                                       (table,)).first()
+            if row is None:
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+                row = conn.exec_driver_sql(f"SELECT spec FROM {META_TABLE} WHERE name = %s",
+                                           (table,)).first()
+            if row is None:
+                stored = {"dense": dict(spec.dense), "sparse": list(spec.sparse),
+                          "distance": spec.distance}
+                self._create(conn, table, stored)
+                conn.exec_driver_sql(f"INSERT INTO {META_TABLE} (name, spec) VALUES (%s, %s)",
+                                     (table, json.dumps(stored)))
+            else:
+                stored = row[0]
+        shape = _shape_of(stored)
+        for name, size in spec.dense.items():
+            shape.need(spec.name, name)
+            if shape.dense[name] != size:
+                raise DimensionMismatchError(spec.name, shape.dense[name], size, name)
+        for name in spec.sparse:
+            shape.need(spec.name, name, sparse=True)
+        if spec.dense and shape.distance != spec.distance:
+            raise VectorError(f"{spec.name!r} uses {shape.distance} distance, "
+                              f"not {spec.distance}")
+        self._shapes[spec.name] = shape
+
+    def _create(self, conn: Any, table: str, stored: Mapping[str, Any]) -> None:
+        t = _quote(table)
+        cols = "".join(f", {self._column(n)} vector({int(size)})"
+                       for n, size in stored["dense"].items())
+        conn.exec_driver_sql(
+            f"CREATE TABLE IF NOT EXISTS {t} (id uuid PRIMARY KEY, namespace text NOT NULL, "
+            f"payload jsonb NOT NULL{cols})")
+        conn.exec_driver_sql(
+            f"CREATE INDEX IF NOT EXISTS {_quote(table + '_ns')} ON {t} (namespace, id)")
+        sp = _quote(table + "__sp")
+        conn.exec_driver_sql(
+            f"CREATE TABLE IF NOT EXISTS {sp} (id uuid NOT NULL REFERENCES {t} (id) "
+            "ON DELETE CASCADE, name text NOT NULL, namespace text NOT NULL, "
+            "term bigint NOT NULL, weight real NOT NULL, PRIMARY KEY (id, name, term))")
+        conn.exec_driver_sql(
+            f"CREATE INDEX IF NOT EXISTS {_quote(table + '__sp_term')} ON {sp} "
+            "(namespace, name, term)")
+        for name in stored["dense"]:
+            self._create_hnsw(conn, table, name, stored["distance"])
+
+    def _create_hnsw(self, conn: Any, table: str, vector: str, distance: str) -> None:
+        p = self.params
+        conn.exec_driver_sql(
+            f"CREATE INDEX IF NOT EXISTS {_quote(self._index_name(table, vector))} ON "
+            f"{_quote(table)} USING hnsw ({self._column(vector)} {_OPS[distance]}) "
+            f"WITH (m = {int(p.m)}, ef_construction = {int(p.ef_construction)})")
+
+    def _shape(self, conn: Any, collection: str) -> _Shape:
+        shape = self._shapes.get(collection)
+        if shape is None:
+            row = conn.exec_driver_sql(f"SELECT spec FROM {META_TABLE} WHERE name = %s",
+                                       (self._table(collection),)).first()
+            if row is None:
+                raise CollectionNotFoundError(f"unknown collection {collection!r}")
+            shape = self._shapes[collection] = _shape_of(row[0])
+        return shape
+
+    def collections(self) -> list[str]:
+        """Names of the collections this store holds (without the prefix), sorted."""
+        with self._tx("*") as conn:
+            rows = conn.exec_driver_sql(f"SELECT name FROM {META_TABLE}").all()
+        p = self._prefix
+        return sorted(r[0][len(p):] for r in rows if r[0].startswith(p) and len(r[0]) > len(p))
+
+    def optimize(self, collection: str) -> bool:
+        """(Re)build the HNSW index of each dense vector where it is missing or was built
+        with other ``m`` / ``ef_construction``; True if any was built. PostgreSQL keeps
+        an existing index current on every write, so usually nothing is to do."""
+        table = self._table(collection)
+        changed = False
+        with self._tx(collection) as conn:
+            shape = self._shape(conn, collection)
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+            want = sorted([f"m={int(self.params.m)}",
+                           f"ef_construction={int(self.params.ef_construction)}"])
+            for vector in shape.dense:
+                name = self._index_name(table, vector)
+                row = conn.exec_driver_sql(
+                    "SELECT c.reloptions FROM pg_class c WHERE c.relkind = 'i' AND c.relname = %s "
+                    "AND c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = "
+                    "%s::regclass)", (name, _quote(table))).first()
+                if row is not None and sorted(row[0] or []) == want:
+                    continue
+                if row is not None:
+                    conn.exec_driver_sql(f"DROP INDEX {_quote(name)}")
+                self._create_hnsw(conn, table, vector, shape.distance)
+                changed = True
+        return changed
+
+    # --- writes ---------------------------------------------------------------------
+    def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points by id (vectors and payload as given); validates
+        every point before writing any; one transaction for the whole call."""
+        if not points:
+            return
+        table = self._table(collection)
+        with self._tx(collection) as conn:
+            shape = self._shape(conn, collection)
+            rows = [self._row(collection, shape, p) for p in points]
+            owner: dict[str, str] = {}
+            for pid, ns, *_ in rows:
+                if owner.setdefault(pid, ns) != ns:
+                    raise InvalidInputError(f"id {pid} is given for two namespaces in one upsert")
+            last = {r[0]: r for r in rows}  # a repeated id: the last one wins, as in Qdrant
+            rows = list(last.values())
+            dense_names = list(shape.dense)
+            cols = ", ".join(self._column(n) for n in dense_names)
+            marks = ", ".join("%s::vector" for _ in dense_names)
+            updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in
+                                [self._column(n) for n in dense_names])
+            t = _quote(table)
+            sql = (f"INSERT INTO {t} (id, namespace, payload{', ' if cols else ''}{cols}) "
+                   f"VALUES (%s, %s, %s{', ' if marks else ''}{marks}) "
+                   f"ON CONFLICT (id) DO UPDATE SET payload = EXCLUDED.payload"
+                   f"{', ' if updates else ''}{updates} "
+                   f"WHERE {t}.namespace = EXCLUDED.namespace RETURNING id")
+            ids = [uuid.UUID(r[0]) for r in rows]
+            for start in range(0, len(ids), _BATCH * 20):
+                for pid, ns in conn.exec_driver_sql(
+                        f"SELECT id, namespace FROM {t} WHERE id = ANY(%s)",
+                        (ids[start:start + _BATCH * 20],)).all():
+                    if owner[str(pid)] != ns:
+                        raise InvalidInputError(f"id {pid} belongs to another namespace")
+            for start in range(0, len(rows), _BATCH):
+                batch = rows[start:start + _BATCH]
+                params = [(uuid.UUID(pid), ns, json.dumps(payload),
+                           *[None if dense.get(n) is None else _vec_text(dense[n])
+                             for n in dense_names])
+                          for pid, ns, payload, dense, _ in batch]
+                written = self._insert_returning(conn, sql, params)
+                if written != len(batch):  # an id taken by another namespace meanwhile
+                    raise InvalidInputError("an id of this upsert belongs to another namespace")
+            sp = _quote(table + "__sp")
+            conn.exec_driver_sql(f"DELETE FROM {sp} WHERE id = ANY(%s)", (ids,))
+            sparse_rows = [(uuid.UUID(pid), name, ns, term, weight)
+                           for pid, ns, _, _, sparse in rows
+                           for name, (terms, weights) in sparse.items()
+                           for term, weight in zip(terms, weights, strict=True)]
+            for start in range(0, len(sparse_rows), _BATCH * 20):
+                conn.exec_driver_sql(
+                    f"INSERT INTO {sp} (id, name, namespace, term, weight) "
+                    "VALUES (%s, %s, %s, %s, %s)", sparse_rows[start:start + _BATCH * 20])
+
+    @staticmethod
+    def _insert_returning(conn: Any, sql: str, params: list[tuple[Any, ...]]) -> int:
+        """Run the upsert for each row; the number of rows written (an id owned by
+        another namespace is skipped by the statement's WHERE and not counted)."""
+        cur = conn.connection.dbapi_connection.cursor()
+        try:
+            cur.executemany(sql, params, returning=True)
+            written = 0
+            while True:
+                written += len(cur.fetchall())
+                if not cur.nextset():
+                    return written
+        finally:
+            cur.close()
+
+    def _row(self, collection: str, shape: _Shape, p: VectorPoint
+             ) -> tuple[str, str, dict[str, Any], dict[str, list[float]],
+                        dict[str, tuple[list[int], list[float]]]]:
+        pid = _uuid(p.id)
+        payload = p.payload if isinstance(p.payload, Mapping) else None
+        ns = payload.get("namespace") if payload is not None else None
+        _require_ns(ns)  # type: ignore[arg-type]
+        dense: dict[str, list[float]] = {}
+        for name, values in p.vectors.items():
+            shape.need(collection, name)
+            dense[name] = _dense(values, collection, name, shape.dense[name])
+        sparse: dict[str, tuple[list[int], list[float]]] = {}
+        for name, sv in p.sparse.items():
+            shape.need(collection, name, sparse=True)
+            sparse[name] = _sparse_parts(sv, collection, name)
+        if not dense and not sparse:
+            raise VectorError(f"point {pid} has no vectors")
+        body = _jsonable(dict(payload or {}))
+        try:
+            json.dumps(body, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"point {pid}: payload is not JSON: {exc}") from exc
+        if "\x00" in json.dumps(body):
+            raise InvalidInputError(f"point {pid}: payload holds a NUL character, "
+                                    "which PostgreSQL text cannot store")
+        return pid, str(ns), body, dense, sparse
+
+    def delete(self, collection: str, ids: Sequence[str], *, namespace: str) -> None:
+        """Delete points by id within ``namespace``; unknown ids are a no-op."""
+        _require_ns(namespace)
+        wanted = [uuid.UUID(_uuid(i)) for i in ids]
+        table = self._table(collection)
+        with self._tx(collection) as conn:
+            self._shape(conn, collection)
+            if wanted:
+                conn.exec_driver_sql(f"DELETE FROM {_quote(table)} WHERE namespace = %s "
+                                     "AND id = ANY(%s)", (namespace, wanted))
+
+    def set_payload(
+        self, collection: str, ids: Sequence[str], payload: Mapping[str, Any], *, namespace: str
+    ) -> None:
+        """Merge ``payload`` into the points of ``namespace`` (vectors untouched); the
+        namespace field itself cannot be changed."""
+        _require_ns(namespace)
+        if "namespace" in payload and payload["namespace"] != namespace:
+            raise InvalidInputError("set_payload cannot move a point to another namespace")
+        wanted = [uuid.UUID(_uuid(i)) for i in ids]
+        patch = _jsonable(dict(payload))
+        try:
+            text = json.dumps(patch, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"payload is not JSON: {exc}") from exc
+        table = self._table(collection)
+        with self._tx(collection) as conn:
+            self._shape(conn, collection)
+            if wanted:
+                conn.exec_driver_sql(
+                    f"UPDATE {_quote(table)} SET payload = payload || %s::jsonb "
+                    "WHERE namespace = %s AND id = ANY(%s)", (text, namespace, wanted))
+
+    def clear(self, collection: str, *, namespace: str) -> None:
+        """Delete every point of ``namespace`` in the collection, nothing else."""
+        _require_ns(namespace)
+        table = self._table(collection)
+        with self._tx(collection) as conn:
+            self._shape(conn, collection)
+            conn.exec_driver_sql(f"DELETE FROM {_quote(table)} WHERE namespace = %s",
+                                 (namespace,))
+
+    # --- reads ----------------------------------------------------------------------
+    def nearest(
+        self,
+        collection: str,
+        query: Sequence[float] | SparseVector,
+        *,
+        namespace: str,
+        using: str = "dense",
+        limit: int = 10,
+        filters: Mapping[str, FieldCondition] | None = None,
+        score_threshold: float | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """Nearest points in ``namespace`` by the named dense or sparse vector;
+        ``ids`` restricts the search to those points (an empty list finds nothing)."""
+        wanted = _search_ids(namespace, limit, ids)
+        where, args = _where(namespace, filters)
+        if wanted == []:
+            return []
+        if wanted is not None:
+            where += " AND p.id = ANY(%s)"
+            args.append([uuid.UUID(i) for i in wanted])
+        if score_threshold is not None and (isinstance(score_threshold, bool) or
+                                            not isinstance(score_threshold, (int, float))
+                                            or not math.isfinite(score_threshold)):
+            raise InvalidInputError(f"score_threshold must be a finite number, "
+                                    f"got {score_threshold!r}")
+        table = self._table(collection)
+        with self._tx(collection) as conn:
+            shape = self._shape(conn, collection)
+            sparse = isinstance(query, SparseVector)
+            shape.need(collection, using, sparse=sparse)
+            if isinstance(query, SparseVector):
+                terms, weights = _sparse_parts(query, collection, using)
+                rows = self._sparse_search(conn, table, using, terms, weights, namespace,
+                                           where, args, limit, score_threshold)
+            else:
+                q = _vec_text(_dense(query, collection, using, shape.dense[using]))
+                rows = self._dense_search(conn, table, shape.distance, using, q, where, args,
+                                          limit, score_threshold, exact=wanted is not None)
+        return [VectorHit(str(pid), _finite(score), dict(payload)) for pid, score, payload in rows]
+
+    def _dense_search(self, conn: Any, table: str, distance: str, using: str, q: str,
+                      where: str, args: list[Any], limit: int, threshold: float | None,
+                      exact: bool) -> list[Any]:
+        t, col, op = _quote(table), self._column(using), _OPERATOR[distance]
+        dist = f"(p.{col} {op} %s::vector)"
+        # Qdrant's scores: cosine similarity, dot product, euclidean distance
+        score = {"cosine": f"1 - {dist}", "dot": f"-{dist}", "euclid": dist}[distance]
+        cond = f"{where} AND p.{col} IS NOT NULL"
+        cond_args = list(args)
+        if threshold is not None:  # NaN (a zero vector's cosine) passes no bound
+            if distance == "dot":
+                cond += f" AND {dist} <= %s"
+                cond_args += [q, -threshold]
+            elif distance == "cosine":
+                cond += f" AND {dist} <= %s"
+                cond_args += [q, 1 - threshold]
+            else:  # euclid: the score is the distance, the threshold an upper bound
+                cond += f" AND {dist} <= %s"
+                cond_args += [q, threshold]
+        if not exact:
+            probe = conn.exec_driver_sql(
+                f"SELECT count(*) FROM (SELECT 1 FROM {t} p WHERE {cond} LIMIT %s) s",
+                (*cond_args, self.params.exact_threshold)).scalar()
+            exact = int(probe or 0) < self.params.exact_threshold
+        # ``+ 0`` makes the sort key an expression the HNSW index does not serve: the
+        # planner then ranks every selected row exactly.
+        order = f"{dist} + 0" if exact else dist
+        return conn.exec_driver_sql(
+            f"SELECT p.id, {score}, p.payload FROM {t} p WHERE {cond} "
+            f"ORDER BY {order}, p.id LIMIT %s",
+            (q, *cond_args, q, limit)).all()
+
+    def _sparse_search(self, conn: Any, table: str, name: str, terms: list[int],
+                       weights: list[float], namespace: str, where: str, args: list[Any],
+                       limit: int, threshold: float | None) -> list[Any]:
+        if not terms:
+            return []
+        t, sp = _quote(table), _quote(table + "__sp")
+        having = "" if threshold is None else " HAVING sum(s.weight * q.w * d.idf) >= %s"
+        sql = (
+            f"WITH q(term, w) AS (SELECT * FROM unnest(%s::bigint[], %s::float8[])), "
+            f"n AS (SELECT count(*)::float8 AS n FROM {t} WHERE namespace = %s), "
+            f"d AS (SELECT s.term, ln((n.n - count(*) + 0.5) / (count(*) + 0.5) + 1) AS idf "
+            f"      FROM {sp} s, n WHERE s.namespace = %s AND s.name = %s "
+            f"      AND s.term = ANY(%s) GROUP BY s.term, n.n), "
+            f"hits AS (SELECT s.id, sum(s.weight * q.w * d.idf) AS score FROM {sp} s "
+            f"      JOIN q ON q.term = s.term JOIN d ON d.term = s.term "
+            f"      JOIN {t} p ON p.id = s.id "
+            f"      WHERE s.namespace = %s AND s.name = %s AND {where} GROUP BY s.id{having}) "
+            f"SELECT h.id, h.score, p.payload FROM hits h JOIN {t} p ON p.id = h.id "
+            f"ORDER BY h.score DESC, h.id LIMIT %s")
+        params = [terms, weights, namespace, namespace, name, terms, namespace, name, *args]
+        if threshold is not None:
+            params.append(threshold)
+        params.append(limit)
+        return list(conn.exec_driver_sql(sql, tuple(params)).all())
+
+    def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
+        """Points by id (score 0.0) in request order, only those in ``namespace``."""
+        _require_ns(namespace)
+        wanted = list(dict.fromkeys(_uuid(i) for i in ids))
+        table = self._table(collection)
+        with self._tx(collection) as conn:
+            self._shape(conn, collection)
+            if not wanted:
+                return []
+            rows = conn.exec_driver_sql(
+                f"SELECT id, payload FROM {_quote(table)} WHERE namespace = %s "
+                "AND id = ANY(%s)", (namespace, [uuid.UUID(i) for i in wanted])).all()
+        found = {str(pid): dict(payload) for pid, payload in rows}
+        return [VectorHit(i, 0.0, found[i]) for i in wanted if i in found]
+
+    def count(
+        self,
+        collection: str,
+        *,
+        namespace: str,
+        filters: Mapping[str, FieldCondition] | None = None,
+    ) -> int:
+        """Exact number of points in ``namespace`` matching ``filters``."""
+        where, args = _where(namespace, filters)
+        table = self._table(collection)
+        with self._tx(collection) as conn:
+            self._shape(conn, collection)
+            return int(conn.exec_driver_sql(
+                f"SELECT count(*) FROM {_quote(table)} p WHERE {where}", tuple(args)).scalar()
+                or 0)
+
+    def ids(self, collection: str, *, namespace: str) -> set[str]:
+        """Every point id in ``namespace`` (used by reconcile)."""
+        _require_ns(namespace)
+        table = self._table(collection)
+        with self._tx(collection) as conn:
+            self._shape(conn, collection)
+            rows = conn.exec_driver_sql(
+                f"SELECT id FROM {_quote(table)} WHERE namespace = %s", (namespace,)).all()
+        return {str(r[0]) for r in rows}
+
+
+def _shape_of(stored: Mapping[str, Any]) -> _Shape:
+    return _Shape({str(n): int(s) for n, s in stored["dense"].items()},
+                  frozenset(stored.get("sparse") or ()), str(stored.get("distance", "cosine")))
+
+
+def _finite(score: Any) -> float:
+    value = float(score)
+    return value if math.isfinite(value) else 0.0
+
+
+def _where(namespace: str, filters: Mapping[str, FieldCondition] | None
+           ) -> tuple[str, list[Any]]:
+    """``p.namespace = ns AND <each filter>`` over the table aliased ``p``, and its
+    parameters (filters parsed by _common.parse_condition, as every backend does)."""
+    _require_ns(namespace)
+    parts, args = ["p.namespace = %s"], [namespace]
+    for key, cond in (filters or {}).items():
+        sql, more = _to_sql(parse_condition(key, cond))
+        parts.append(sql)
+        args.extend(more)
+    return " AND ".join(parts), args
+
+
+def _to_sql(c: Cond) -> tuple[str, list[Any]]:
+    if not isinstance(c.key, str) or not c.key:
+        raise InvalidInputError(f"filter keys must be non-empty strings, got {c.key!r}")
+    path = c.key.split(".")
+    field = "(p.payload #> %s::text[])"
+    if c.kind == "value":
+        # jsonb containment: equal to the value, or (a field holding an array) one of
+        # its elements, as Qdrant matches a keyword against an array field
+        return f"{field} @> %s::jsonb", [path, json.dumps(c.values[0])]
+    if c.kind == "any":
+        if not c.values:
+            return "false", []
+        return (f"{field} @> ANY(%s::jsonb[])",
+                [path, [json.dumps(v) for v in c.values]])
+    text = "(p.payload #>> %s::text[])"
+    if c.kind == "datetime":
+        # an ISO string that is not a date is no match (Qdrant's datetime range skips it)
+        value = (f"(CASE WHEN {text} ~ '^\\d{{4}}-\\d{{2}}-\\d{{2}}' "
+                 f"THEN ({text})::timestamptz END)")
+        out: list[str] = []
+        args: list[Any] = []
+        if c.gte is not None:
+            out.append(f"{value} >= %s::timestamptz")
+            args += [path, path, iso(c.gte)]
+        if c.lte is not None:
+            out.append(f"{value} <= %s::timestamptz")
+            args += [path, path, iso(c.lte)]
+        return "(" + " AND ".join(out) + ")", args
+    number = (f"(CASE WHEN jsonb_typeof({field}) = 'number' "
+              f"THEN ({text})::float8 END)")
+    out = []
+    args = []
+    if c.gte is not None:
+        out.append(f"{number} >= %s")
+        args += [path, path, float(c.gte)]
+    if c.lte is not None:
+        out.append(f"{number} <= %s")
+        args += [path, path, float(c.lte)]
+    return "(" + " AND ".join(out) + ")", args

@@ -1,0 +1,182 @@
+"""What the pgvector store adds to the vector contract (tests/contract/test_vector_store.py
+runs the shared suite on it): the HNSW path above ``exact_threshold`` and the exact one
+below, ``optimize`` taking on new HNSW settings, persistence and prefixes, the settings
+and factory wiring, typed errors for an unreachable server, and ids that two processes
+race to take for two namespaces. All against a real PostgreSQL server with the
+extension (tests/postgres_server.py; scripts/system-deps.sh builds pgvector)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hello_memory.errors import (
+    BackendUnavailableError,
+    ConfigError,
+    DimensionMismatchError,
+    InvalidInputError,
+    VectorStoreError,
+)
+from hello_memory.stores.vector import CollectionSpec, PgVectorStore
+from hello_memory.stores.vector.pgvector import PgVectorParams
+from hello_memory.types import VectorPoint
+
+pytestmark = pytest.mark.postgres
+
+COL = "memories"
+SPEC = CollectionSpec(COL, {"dense": 8}, sparse=("bm25",))
+
+
+def _store(url: str, prefix: str = "hm_", **params: Any) -> PgVectorStore:
+    store = PgVectorStore(url=url, collection_prefix=prefix, params=PgVectorParams(**params))
+    store.open()
+    return store
+
+
+def _points(n: int, ns: str = "a", seed: int = 0) -> list[VectorPoint]:
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, 8))
+    return [VectorPoint(str(uuid.uuid4()), {"dense": list(v)}, {"namespace": ns, "i": i})
+            for i, v in enumerate(vecs)]
+
+
+def test_hnsw_above_threshold_exact_below(postgres_url: str) -> None:
+    """Both paths rank the same nearest point first; above the threshold the planner
+    is given the HNSW index's ORDER BY, below it the sort is exact."""
+    store = _store(postgres_url, exact_threshold=50, ef_search=64)
+    store.ensure_collection(SPEC)
+    big, small = _points(300, "big", 1), _points(20, "small", 2)
+    store.upsert(COL, big + small)
+    for pts, ns in ((big, "big"), (small, "small")):
+        target = pts[7]
+        hits = store.nearest(COL, target.vectors["dense"], namespace=ns, limit=5)
+        assert hits[0].id == target.id and hits[0].score == pytest.approx(1.0, abs=1e-5)
+        assert len(hits) == 5 and all(h.payload["namespace"] == ns for h in hits)
+    # the index exists and serves an ORDER BY distance LIMIT k over the whole table
+    with store._tx(COL) as conn:  # noqa: SLF001
+        conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(r[0] for r in conn.exec_driver_sql(
+            'EXPLAIN SELECT id FROM "hm_memories" ORDER BY "v_dense" <=> %s::vector LIMIT 5',
+            ("[" + ",".join(["0.1"] * 8) + "]",)).all())
+    assert "hnsw" in plan.lower()
+    store.close()
+
+
+def test_optimize_rebuilds_only_on_other_settings(postgres_url: str) -> None:
+    store = _store(postgres_url, m=8, ef_construction=32)
+    store.ensure_collection(SPEC)
+    store.upsert(COL, _points(50))
+    assert store.optimize(COL) is False  # built at creation, kept current by PostgreSQL
+    store.close()
+    other = _store(postgres_url, m=12, ef_construction=40)
+    assert other.optimize(COL) is True
+    assert other.optimize(COL) is False
+    assert other.count(COL, namespace="a") == 50
+    other.close()
+
+
+def test_persistence_prefixes_and_not_open(postgres_url: str) -> None:
+    store = PgVectorStore(url=postgres_url, collection_prefix="x_")
+    with pytest.raises(VectorStoreError, match="open"):
+        store.count(COL, namespace="a")
+    store.open()
+    store.ensure_collection(SPEC)
+    pts = _points(3)
+    store.upsert(COL, pts)
+    store.close()
+    store.close()
+    again = _store(postgres_url, "x_")  # no ensure_collection: the shape is stored
+    assert again.nearest(COL, pts[2].vectors["dense"], namespace="a")[0].id == pts[2].id
+    with pytest.raises(DimensionMismatchError):
+        again.upsert(COL, [VectorPoint(str(uuid.uuid4()), {"dense": [1.0]}, {"namespace": "a"})])
+    other = _store(postgres_url, "y_")
+    with pytest.raises(VectorStoreError) as err:
+        other.count(COL, namespace="a")
+    assert repr(COL) in str(err.value) and "y_" not in str(err.value)
+    other.ensure_collection(SPEC)
+    assert other.count(COL, namespace="a") == 0
+    assert other.collections() == [COL] and again.collections() == [COL]
+    again.close()
+    other.close()
+
+
+def test_bad_names_and_urls_are_typed() -> None:
+    with pytest.raises(InvalidInputError):
+        PgVectorStore(url="sqlite:///x.db")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    store = PgVectorStore(url=f"postgresql+psycopg://hm@127.0.0.1:{port}/none"
+                              "?connect_timeout=2")
+    with pytest.raises(BackendUnavailableError):
+        store.open()
+
+
+def test_long_collection_name_is_refused(postgres_url: str) -> None:
+    store = _store(postgres_url)
+    with pytest.raises(InvalidInputError, match="too long"):
+        store.ensure_collection(CollectionSpec("c" * 80, {"dense": 4}))
+    store.close()
+
+
+def test_racing_upserts_never_move_an_id_between_namespaces(postgres_url: str) -> None:
+    """Two stores (two processes' worth of connections) upsert the same ids for two
+    namespaces at once, many rounds: each id ends owned by one namespace, and every
+    call either wrote all its points or raised InvalidInputError."""
+    stores = [_store(postgres_url), _store(postgres_url)]
+    stores[0].ensure_collection(SPEC)
+    rng = np.random.default_rng(3)
+    refused: list[int] = [0, 0]
+    errors: list[BaseException] = []
+    rounds = 30
+
+    def worker(k: int, ids: list[str]) -> None:
+        for r in range(rounds):
+            pts = [VectorPoint(i, {"dense": list(rng.normal(size=8))},
+                               {"namespace": f"ns{k}", "r": r}) for i in ids]
+            try:
+                stores[k].upsert(COL, pts)
+            except InvalidInputError:
+                refused[k] += 1
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+    ids = [str(uuid.uuid4()) for _ in range(5)]
+    threads = [threading.Thread(target=worker, args=(k, ids)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    a = stores[0].ids(COL, namespace="ns0")
+    b = stores[0].ids(COL, namespace="ns1")
+    assert a.isdisjoint(b) and a | b <= set(ids)
+    owner = "ns0" if a else "ns1"
+    assert (a or b) == set(ids)  # the first writer took all five; the other never moved one
+    assert refused[0 if owner == "ns1" else 1] >= 1
+    for s in stores:
+        s.close()
+
+
+def test_factory_and_settings(tmp_path: Path, postgres_url: str) -> None:
+    from hello_memory.config import load_settings
+    from hello_memory.factory import build_vector_store
+
+    with pytest.raises(ConfigError, match="PostgreSQL"):
+        build_vector_store(load_settings(environ={}, data_dir=tmp_path,
+                                         vector={"provider": "pgvector"}))
+    settings = load_settings(environ={}, data_dir=tmp_path, records={"url": postgres_url},
+                             vector={"provider": "pgvector",
+                                     "pgvector": {"m": 8, "ef_search": 20}})
+    store = build_vector_store(settings)
+    assert isinstance(store, PgVectorStore)
+    assert (store.params.m, store.params.ef_search) == (8, 20)
+    env = load_settings(environ={"HELLO_MEMORY__VECTOR__PROVIDER": "pgvector",
+                                 "HELLO_MEMORY__VECTOR__PGVECTOR__URL": postgres_url})
+    assert isinstance(build_vector_store(env), PgVectorStore)
