@@ -57,6 +57,8 @@ _LAZY = {
     "create_app": "hello_memory.api",
     "JobRun": "hello_memory.jobs",
     "run_job": "hello_memory.jobs",
+    "Client": "hello_memory.client",
+    "AsyncClient": "hello_memory.client",
 }
 
 __all__ = [
@@ -99,6 +101,8 @@ __all__ = [
     "create_app",
     "JobRun",
     "run_job",
+    "Client",
+    "AsyncClient",
 ]
 
 
@@ -113,6 +117,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from hello_memory.api import create_app
+    from hello_memory.client import AsyncClient, Client
     from hello_memory.embedding import SentenceTransformerEmbedder
     from hello_memory.factory import open_stores
     from hello_memory.jobs import JobRun, run_job
