@@ -148,7 +148,10 @@ class Stores:
         self.lexical = LexicalEncoder()
         # The one apply loop over the one outbox; the "memory" kind is registered once
         # the graph can be fed (see open / install_extractor).
-        self.engine = IndexEngine(lambda: self.records.outbox)
+        # On PostgreSQL its per-key locks are also taken in the database, for several
+        # processes on one database (docs/ARCHITECTURE.md, "The write path").
+        self.engine = IndexEngine(lambda: self.records.outbox,
+                                  shared_url=lambda: self.records.engine.url)
         self._memory_indexer = MemoryIndexer(self)
         self._replay_deferred = False
         # the one disk guard (hello_memory/stores/disk.py), inactive until guard_disk
@@ -212,6 +215,7 @@ class Stores:
         self.engine.replay(["memory"])
 
     def close(self) -> None:
+        self.engine.close()
         for store in (self.graph, self.vectors, self.records):
             store.close()
 

@@ -11,7 +11,10 @@ the ``memories`` collection and the graph; "media": the perceptual collections;
   the record; gone → delete it from the index), keyed by the record's stable UUID, so
   applying a row twice, late or out of order converges to the same state.
 * **Per-key locks.** The loop holds a striped in-process lock per ``(namespace, id)``
-  from re-reading which rows are still pending (for a group holding an ``upsert``, the
+  and, when the records are on PostgreSQL, a transaction-scoped advisory lock per key
+  in the database (:class:`DbKeyLocks`), so several processes sharing one database
+  (``hello-memory serve`` x N, docs/DEPLOY.md) are serialised per key like threads;
+  it holds them from re-reading which rows are still pending (for a group holding an ``upsert``, the
   one op that drops graph links before deriving them again), through reading the
   record and writing the index, to marking the rows applied. A delete that commits after an add
   cannot be overtaken by the add's late upsert, two updates cannot leave the older
@@ -27,6 +30,7 @@ the ``memories`` collection and the graph; "media": the perceptual collections;
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import zlib
@@ -40,8 +44,8 @@ from hello_memory.stores.records.outbox import KINDS, OutboxEntry, OutboxReposit
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CHUNK_COLLECTION", "KINDS", "ApplyResult", "IndexEngine", "IndexFailure",
-           "Indexer", "KeyLocks", "typed_failure"]
+__all__ = ["CHUNK_COLLECTION", "KINDS", "ApplyResult", "DbKeyLocks", "IndexEngine",
+           "IndexFailure", "Indexer", "KeyLocks", "typed_failure"]
 
 # The collection of the "chunk" kind (RAG document chunks, hello_memory/rag/indexing.py),
 # named here so maintenance finds it without importing the RAG layer.
@@ -116,6 +120,66 @@ class KeyLocks:
                 lock.release()
 
 
+class DbKeyLocks:
+    """Per-key locks across processes: PostgreSQL advisory locks keyed by
+    ``(namespace, id)``, taken in one transaction on a connection of their own and
+    released when it ends (``pg_advisory_xact_lock``, so a process killed while holding
+    them releases them with its connection). Several keys are taken in key order,
+    pipelined in one round trip, so two processes locking overlapping sets cannot
+    deadlock. Keys are 32-bit hashes under the class id ``CLASS_ID``: two keys that
+    collide are merely serialised together.
+
+    ``url`` is the records database's SQLAlchemy URL; the connections come from a pool
+    of their own, so a thread holding locks never waits for a connection that another
+    thread holds while it waits for those locks (docs/ARCHITECTURE.md, "The write
+    path")."""
+
+    CLASS_ID = 0x686D  # "hm": advisory keys of the index engine
+
+    def __init__(self, url: Any, *, pool_size: int = 4, max_overflow: int = 60) -> None:
+        from sqlalchemy import create_engine
+
+        self._engine = create_engine(url, pool_size=pool_size, max_overflow=max_overflow,
+                                     pool_pre_ping=True)
+
+    @staticmethod
+    def key(namespace: str, item_id: str) -> int:
+        digest = hashlib.blake2b(f"{namespace}\x00{item_id}".encode("utf-8", "surrogatepass"),
+                                 digest_size=4).digest()
+        return int.from_bytes(digest, "big", signed=True)
+
+    @contextmanager
+    def hold(self, namespace: str, keys: Collection[str]) -> Iterator[None]:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        wanted = sorted({self.key(namespace, k) for k in keys})
+        try:
+            conn = self._engine.connect()
+        except SQLAlchemyError as exc:
+            raise IndexWorkError(f"cannot take the index locks: {exc}") from exc
+        try:
+            tx = conn.begin()
+            try:
+                cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+                try:
+                    cur.executemany("SELECT pg_advisory_xact_lock(%s, %s)",
+                                    [(self.CLASS_ID, k) for k in wanted])
+                finally:
+                    cur.close()
+            except Exception as exc:
+                tx.rollback()
+                raise IndexWorkError(f"cannot take the index locks: {exc}") from exc
+            try:
+                yield
+            finally:
+                tx.rollback()  # nothing was written: ending the transaction frees the locks
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+
 def _groups(entries: Sequence[OutboxEntry]) -> dict[tuple[str, str], list[OutboxEntry]]:
     out: dict[tuple[str, str], list[OutboxEntry]] = {}
     for e in entries:
@@ -123,17 +187,48 @@ def _groups(entries: Sequence[OutboxEntry]) -> dict[tuple[str, str], list[Outbox
     return out
 
 
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
 class IndexEngine:
     """The apply loop over one outbox (see the module doc)."""
 
     def __init__(self, outbox: Callable[[], OutboxRepository], *, stripes: int = 1024,
-                 batch: int = 256) -> None:
+                 batch: int = 256, shared_url: Callable[[], Any] | None = None) -> None:
         self._outbox = outbox
         self.indexers: dict[str, Indexer] = {}
         self.locks = KeyLocks(stripes)
+        # ``shared_url()``: the records database's URL, read when the first rows are
+        # applied (the store is open by then); on PostgreSQL the per-key locks are
+        # taken in the database as well (DbKeyLocks), elsewhere in-process only.
+        self._shared_url = shared_url
+        self._db_locks: DbKeyLocks | None = None
+        self._db_checked = False
+        self._db_mutex = threading.Lock()
         self.batch = batch
         # item id -> its failing index work (this process's view; every open replays)
         self.failures: dict[str, IndexFailure] = {}
+
+    def db_locks(self) -> DbKeyLocks | None:
+        """The cross-process locks when the records are on PostgreSQL, else None."""
+        if not self._db_checked:
+            with self._db_mutex:
+                if not self._db_checked and self._shared_url is not None:
+                    url = self._shared_url()
+                    if url is not None and str(getattr(url, "drivername", url)).startswith(
+                            "postgresql"):
+                        self._db_locks = DbKeyLocks(url)
+                self._db_checked = True
+        return self._db_locks
+
+    def close(self) -> None:
+        """Release the cross-process locks' connections (the engine can open again)."""
+        with self._db_mutex:
+            locks, self._db_locks, self._db_checked = self._db_locks, None, False
+        if locks is not None:
+            locks.close()
 
     def register(self, kind: str, indexer: Indexer) -> None:
         if kind not in KINDS:
@@ -183,7 +278,9 @@ class IndexEngine:
             indexer = self.indexers.get(kind)
             if indexer is None:
                 continue  # left pending: replayed once its indexer is registered
-            with self.locks.hold(ns, {e.item_id for e in group}):
+            keys = {e.item_id for e in group}
+            db = self.db_locks()
+            with self.locks.hold(ns, keys), (db.hold(ns, keys) if db else _nothing()):
                 self._apply_locked(kind, ns, indexer, group, prepared, result)
 
     def _apply_locked(self, kind: str, ns: str, indexer: Indexer,
