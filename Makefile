@@ -1,6 +1,8 @@
 # hello-memory developer commands. Everything runs inside ./.venv, created on demand.
 #   make demo   set up and run the end-to-end demo on embedded defaults
 #   make test   set up and run the whole test suite (starts the servers it needs)
+#   make docs   build the documentation site offline (mkdocs --strict) into build/site
+#   make dist   build the sdist and the wheel into dist/ and check them (twine check)
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -ec
 PYTHON ?= python3
@@ -55,6 +57,7 @@ demo: install
 # torch 2.14.1 + torchvision 0.29.1 pair that open_clip and laion-clap need).
 test: install system-deps
 	$(BIN)/python -m pytest -q --durations=30
+	$(MAKE) docs dist
 	$(MAKE) test-multimodal
 	$(MAKE) test-adapters
 
@@ -151,5 +154,30 @@ install-multimodal:
 docker-verify: ui-assets
 	docker/verify-image.sh
 
+# The documentation site and the release files. Their tools (the `docs` and `release`
+# extras of pyproject.toml) live in .venv-docs, without torch or the package itself:
+# mkdocstrings reads the docstrings from the source (griffe), it imports nothing.
+# `make docs` needs no network once .venv-docs exists; --strict turns every warning
+# (a broken link, a missing page or reference) into a failure.
+DOCS_VENV := .venv-docs
+.PHONY: docs dist
+$(DOCS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -c "import tomllib; extras = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; print('\n'.join(extras['docs'] + extras['release'] + ['setuptools>=77', 'wheel']))" > $(DOCS_VENV)/requirements.txt
+	$(DOCS_VENV)/bin/python -m pip install $(PIP_QUIET) -r $(DOCS_VENV)/requirements.txt 2>&1 \
+	  | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
+	touch $@
+
+docs: $(DOCS_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --site-dir build/site
+
+# The sdist, then the wheel built from that sdist (what a user's pip does), with the
+# dashboard's bundled libraries (ui-assets) inside; `twine check` reads their metadata.
+# tests/integration/test_wheel.py installs such a wheel in a fresh venv and runs it.
+dist: $(DOCS_VENV)/.installed ui-assets
+	rm -rf dist
+	$(DOCS_VENV)/bin/python -m build --no-isolation --outdir dist . 2>&1 | tail -n 3
+	$(DOCS_VENV)/bin/twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) .venv-multimodal .venv-adapters .venv-peer .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(DOCS_VENV) build dist .venv-multimodal .venv-adapters .venv-peer .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,6 +1,7 @@
-"""The README's agent loop (the ``py`` block that uses MemoryTool with an LLM) runs as
-written, twice, in two processes, against the scripted LLM server: what the first run
-stores, the second run recalls into its prompt.
+"""The docs' agent loop (the ``py`` block that uses MemoryTool with an LLM; in
+docs/AGENT_TOOL.md since the README moved to the site, issue 29) runs as written, twice,
+in two processes, against the scripted LLM server: what the first run stores, the second
+run recalls into its prompt.
 
 The block is fenced ``py``, not ``python``, because it needs an LLM endpoint; the
 generic README test runs only the self-contained ``python`` blocks.
@@ -20,13 +21,15 @@ from llm.scripted_server import ScriptedLLMServer
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
 def agent_block() -> str:
-    blocks = [b for b in re.findall(r"```py\n(.*?)```", README.read_text(encoding="utf-8"),
-                                    re.S) if "MemoryTool(" in b and "complete_json" in b]
-    assert len(blocks) == 1, "the README holds one agent-loop example"
+    blocks = [b for page in PAGES
+              for b in re.findall(r"```py\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+              if "MemoryTool(" in b and "complete_json" in b]
+    assert len(blocks) == 1, "the README and the docs hold one agent-loop example"
     return blocks[0]
 
 

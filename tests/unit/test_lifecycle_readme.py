@@ -1,5 +1,6 @@
-"""The README's "Lifecycle defaults" table is the ``jobs`` settings: every field, each
-with its default (and configs/default.yaml says the same)."""
+"""The "Lifecycle defaults" table of the docs (docs/JOBS.md; the README's until issue 29)
+is the ``jobs`` settings: every field, each with its default (and configs/default.yaml,
+the package's default.yaml, says the same)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _table() -> dict[str, object]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Lifecycle defaults", 1)[1]
+    text = (REPO / "docs" / "JOBS.md").read_text(encoding="utf-8")
+    section = text.split("## Lifecycle defaults", 1)[1]
     rows: dict[str, object] = {}
     in_table = False
     for line in section.splitlines():
