@@ -10,7 +10,7 @@ repeats the jobs until interrupted; a cron line does the same from outside::
 
 While ``hello-memory serve`` holds the data directory (or with ``--server URL``) the jobs
 run in that server, through ``POST /v1/jobs/{name}`` with an admin key, and print the
-same summaries (:mod:`hello_memory.remote`; README "Jobs").
+same summaries (:mod:`hello_memory.remote`; docs/JOBS.md).
 """
 
 from __future__ import annotations

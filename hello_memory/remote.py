@@ -1,7 +1,7 @@
 """Where a CLI command runs: on the stores themselves, or through a running server.
 
 The commands that can run either way (``stats``, ``search``, ``show``, ``export``,
-``add`` and every ``jobs`` command; README "The CLI next to a server") take a
+``add`` and every ``jobs`` command; docs/CLI.md "The CLI next to a server") take a
 :class:`Backend`: a :class:`LocalBackend` over an open
 :class:`~hello_memory.memory.manager.MemoryManager`, or a :class:`ServerClient` over the
 REST API of ``hello-memory serve``: :class:`hello_memory.Client`, the one HTTP
@@ -76,7 +76,7 @@ class LocalBackend:
 
     def run_job(self, job: str, namespaces: Sequence[str], all_namespaces: bool,
                 dry_run: bool, **options: Any) -> list[JobRun]:
-        # the manager's lifecycle defaults fill what options leave out (README
+        # the manager's lifecycle defaults fill what options leave out (docs/JOBS.md
         # "Lifecycle defaults")
         from hello_memory.jobs import namespaces_for, run_job
 

@@ -6,7 +6,7 @@ APScheduler 3 (``server`` extra) in a background thread, so no job runs on the e
 loop. Each job runs at most once at a time (``max_instances=1``; missed runs coalesce
 into one), scheduled runs one after another in a single worker thread, over every
 namespace with the manager's lifecycle defaults (``MemoryManager.lifecycle``, the
-``jobs.*`` thresholds it was opened with: README "Lifecycle defaults"), and each writes
+``jobs.*`` thresholds it was opened with: docs/JOBS.md "Lifecycle defaults"), and each writes
 its audit records as the CLI's ``hello-memory jobs`` does (the same
 :func:`~hello_memory.jobs.run_job`). A run asked
 for while the same job runs is refused with :class:`~hello_memory.errors.JobBusyError`.

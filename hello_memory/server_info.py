@@ -1,6 +1,6 @@
 """The info file ``hello-memory serve`` keeps in its data directory, and how the CLI
-proves that the server it names is the one holding that directory (README "The CLI
-next to a server").
+proves that the server it names is the one holding that directory (docs/CLI.md "The
+CLI next to a server").
 
 While a server runs on a data directory it keeps ``<data_dir>/server.json``: its
 address, process id, start time and whether it holds the directory's embedded stores

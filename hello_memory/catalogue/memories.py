@@ -4,7 +4,7 @@ and which serialiser turns each result into JSON (``item_to_json``, ``added_to_j
 :func:`~hello_memory.catalogue.plain_json`).
 
 Lifecycle fields left out (None) take the ``jobs`` settings through
-``MemoryManager.lifecycle`` (ARCHITECTURE decision 9; README "Lifecycle defaults").
+``MemoryManager.lifecycle`` (ARCHITECTURE decision 9; docs/JOBS.md "Lifecycle defaults").
 """
 
 from __future__ import annotations
