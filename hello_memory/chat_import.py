@@ -345,12 +345,14 @@ def prepare_chats(turns: Sequence[ChatTurn], fmt: str, namespace: str, *,
 def import_chats(manager: MemoryManager, path: str | Path, fmt: str, *,
                  namespace: str | None = None, user_id: str | None = None,
                  progress: bool = False, batch_size: int = BATCH,
-                 turns: Sequence[ChatTurn] | None = None) -> dict[str, int]:
+                 turns: Sequence[ChatTurn] | None = None,
+                 progress_file: Any = None) -> dict[str, int]:
     """Store every turn of the export at ``path`` as an episodic memory (module doc).
     Returns counts: conversations, turns read, imported, skipped (already stored),
     left_out (no text). ``progress`` shows a bar on stderr. The whole file is read and
     validated first; a bad file stores nothing. ``turns``: the file's turns when the
-    caller has read them already (:func:`read_chats`)."""
+    caller has read them already (:func:`read_chats`); ``progress_file``: where the
+    bar is written (default stderr)."""
     from tqdm import tqdm
 
     ns = require_namespace(manager.default_namespace if namespace is None else namespace)
@@ -362,7 +364,7 @@ def import_chats(manager: MemoryManager, path: str | Path, fmt: str, *,
     # the disk guard before the first batch (docs/RELIABILITY.md "Disk space")
     manager.stores.check_disk(sum(8 * len(i.content) + 4096 for i in items))
     with tqdm(total=len(items), desc="import-chats", unit="turn", disable=not progress,
-              leave=False) as bar:
+              leave=False, file=progress_file) as bar:
         for batch in _batches(items, batch_size):
             stored = existing(manager, ns, [i.id for i in batch])
             fresh = [i for i in batch if i.id not in stored]

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -47,12 +47,27 @@ from hello_memory.remote import Backend, LocalBackend, ServerClient
 from hello_memory.server_info import ServerInfo, discover, info_path
 from hello_memory.types import MemoryType
 
+
+def _flag_type(display: Callable[[Any, Any], str | None]) -> Callable[[Any, Any], str | None]:
+    """A flag's help row shows no value type (``--json``, ``--verbose/--no-verbose``,
+    not ``--json <bool>``): typer's rich help gives every option one, flags included."""
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        if getattr(self, "is_flag", False) or getattr(self, "count", False):
+            return None
+        return display(self, ctx)
+    return display_type_rich
+
+
+typer.core.TyperOption.display_type_rich = _flag_type(  # type: ignore[method-assign]
+    typer.core.TyperOption.display_type_rich)
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="hello-memory: long-term memory for LLM agents.")
 jobs_app = typer.Typer(no_args_is_help=True, help="Maintenance jobs (cron-friendly).")
 app.add_typer(jobs_app, name="jobs")
 console = Console()
 err = Console(stderr=True)
+console.on_broken_pipe = lambda: _reader_gone()  # type: ignore[method-assign]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_BACKEND = 0, 1, 2, 3, 4
 _state: dict[str, Any] = {}
@@ -83,6 +98,18 @@ def exit_code_for(exc: BaseException) -> int:
     return EXIT_ERROR
 
 
+def _reader_gone() -> NoReturn:
+    """stdout's reader went away (``hello-memory search ... | head -1``): end quietly,
+    with status 0, as the output it wanted was written. stdout is pointed at
+    /dev/null first, so Python's flush at exit does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(EXIT_OK)
+
+
 def handled(fn: F) -> F:
     """Turn library errors into one red line and an exit code (tracebacks with --debug)."""
     @functools.wraps(fn)
@@ -91,6 +118,8 @@ def handled(fn: F) -> F:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, _CLICK_ERROR, SystemExit):
             raise
+        except BrokenPipeError:
+            _reader_gone()
         except KeyboardInterrupt:
             err.print("interrupted")
             raise typer.Exit(130) from None
@@ -346,6 +375,18 @@ DEMO_QUERIES = [
 
 
 BREAKDOWN_MIN_WIDTH = 110  # narrower terminals get score, type and memory only
+# A table shows at most this much of a memory's text; `hello-memory show ID` shows it all.
+TABLE_TEXT_CHARS = 600
+
+
+def _table_text(content: str, memory_id: str) -> str:
+    """A memory's text for a table: whole up to TABLE_TEXT_CHARS, else cut there with
+    how much is left out and the command that shows it whole."""
+    if len(content) <= TABLE_TEXT_CHARS:
+        return content
+    rest = len(content) - TABLE_TEXT_CHARS
+    return (f"{content[:TABLE_TEXT_CHARS].rstrip()}… [{rest:,} more characters: "
+            f"hello-memory show {memory_id}]")
 
 
 def _hits_table(title: str, hits: list[dict[str, Any]], *, ids: bool = False,
@@ -364,7 +405,7 @@ def _hits_table(title: str, hits: list[dict[str, Any]], *, ids: bool = False,
                          no_wrap=col != "memory", ratio=1 if col == "memory" else None)
     for h in hits:
         b = h.get("breakdown") or {}
-        cell = Text(h["content"])
+        cell = Text(_table_text(h["content"], h["id"]))
         if ids:
             cell.append("\n")
             cell.append(f"id {h['id']}", style="dim")
@@ -490,6 +531,28 @@ def _as_of_option(value: str | None) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
+def _namespace_hint(namespace: str | None, be: Backend | None = None) -> None:
+    """After an empty answer: when a stored namespace differs from the one asked for
+    only in case (``-n Sam``, ``sam`` holds the memories), one line on stderr naming
+    it. Namespaces stay case-sensitive; the hint is skipped when the namespaces cannot
+    be listed (a server key that is not an admin's)."""
+    settings = _settings()
+    asked = namespace or settings.default_namespace
+    try:
+        if be is None:
+            with _backend(embeds=False) as backend:
+                names = backend.invoke("list_namespaces", {}, namespace=None)["namespaces"]
+        else:
+            names = be.invoke("list_namespaces", {}, namespace=None)["namespaces"]
+    except HelloMemoryError:
+        return
+    near = [n for n in names if n != asked and n.casefold() == asked.casefold()]
+    if near:
+        err.print(f"hint: namespace {asked!r} holds no memories, but {near[0]!r} does "
+                  f"(namespaces are case-sensitive): -n {near[0]}", style="yellow",
+                  highlight=False, soft_wrap=True)
+
+
 @app.command()
 @handled
 def search(query: str, namespace: NamespaceOpt = None,
@@ -512,6 +575,8 @@ def search(query: str, namespace: NamespaceOpt = None,
             query=query, top_k=top_k, memory_types=[t.value for t in memory_type or ()] or None,
             recipe=recipe, as_of=when), namespace=namespace)
     hits: list[dict[str, Any]] = found["hits"]
+    if not hits:
+        _namespace_hint(namespace)
     if as_json:
         _print_json(found)
     elif explain:
@@ -546,6 +611,8 @@ def stats(namespace: NamespaceOpt = None, as_json: JsonOpt = False) -> None:
     """Counts per memory type and store for one namespace."""
     with _backend(embeds=False) as be:
         data = be.invoke("stats", {}, namespace=namespace)
+        if not data.get("total"):
+            _namespace_hint(namespace, be)
     if as_json:
         _print_json(data)
         return
@@ -675,6 +742,21 @@ def import_(path: Path, namespace: NamespaceOpt = None) -> None:
     console.print(f"imported {result['imported']}, skipped {result['skipped']}")
 
 
+def keyless_warning(settings: Settings, bind: str) -> str | None:
+    """What ``serve`` says before it starts without a key: every request but
+    ``/healthz`` would be a 401. Nothing when keys are set, or when auth is disabled on
+    a loopback address (check_bind refuses it elsewhere)."""
+    from hello_memory.api.security import is_loopback
+
+    if settings.api.api_keys or (settings.api.auth_disabled and is_loopback(bind)):
+        return None
+    return ("no API key is configured (api.api_keys is empty): this server will answer "
+            "every request but /healthz with 401. Set one, e.g. "
+            "HELLO_MEMORY__API__API_KEYS='{\"<secret>\": [\"*\"]}' (a key granted '*' is an "
+            "admin key), or, for this machine only, HELLO_MEMORY__API__AUTH_DISABLED=true "
+            "with --host 127.0.0.1")
+
+
 @app.command()
 @handled
 def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] = None,
@@ -699,6 +781,9 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     settings = _settings()
     bind = host or settings.api.host
     check_bind(settings.api, bind)
+    warning = keyless_warning(settings, bind)
+    if warning:
+        err.print(f"[bold red]WARNING:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     held = _held_by(settings)
     if held is not None:  # a live server: say so before loading anything
         raise BackendUnavailableError(
@@ -957,6 +1042,47 @@ def _opens_stores(command: str, fn: F) -> F:
 
 
 # --- import-chats (issue 17: hello_memory/chat_import.py) ---------------------------
+def _chat_format_of(path: Path) -> str | None:
+    """Which export a file looks like (for the hint of a wrong ``--format``): ChatGPT's
+    ``mapping`` trees, Claude's ``chat_messages``, or JSON lines with a ``role``."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            head = fh.read(256 * 1024)
+    except OSError:
+        return None
+    if '"mapping"' in head:
+        return "chatgpt"
+    if '"chat_messages"' in head:
+        return "claude"
+    first = next((line.strip() for line in head.splitlines() if line.strip()), "")
+    if first.startswith("{") and '"role"' in first and '"content"' in first:
+        return "jsonl"
+    return None
+
+
+class _LineProgress:
+    """The progress of a long import where stderr is no terminal (a log, CI): one line
+    per tenth of the way, instead of a bar redrawn in place."""
+
+    def __init__(self) -> None:
+        self._shown = -1
+
+    def write(self, text: str) -> None:
+        import re
+
+        found = re.search(r"(\d+)/(\d+)", text)
+        if not found:
+            return
+        done, total = int(found.group(1)), int(found.group(2))
+        tenth = done * 10 // total if total else 10
+        if tenth > self._shown:
+            self._shown = tenth
+            err.print(f"import-chats: {done}/{total} turns", highlight=False)
+
+    def flush(self) -> None:
+        pass
+
+
 @app.command("import-chats")
 @handled
 def import_chats(
@@ -985,14 +1111,25 @@ def import_chats(
     # The whole file is read and every turn validated before the stores open: a bad
     # file is one line, exit 2, and nothing of it is stored (docs/ADAPTERS.md).
     configure_limits(settings.limits)
-    turns = chat_import.read_chats(path, fmt)
+    err.print(f"reading {path} ({fmt})...", highlight=False, soft_wrap=True)
+    try:
+        turns = chat_import.read_chats(path, fmt)
+    except InvalidInputError as exc:
+        guess = _chat_format_of(path)
+        if guess is None or guess == fmt:
+            raise
+        raise InvalidInputError(f"{exc}; this file looks like a {guess} export: try "
+                                f"--format {guess}") from None
     chat_import.prepare_chats(turns, fmt, namespace or settings.default_namespace,
                               user_id=user_id)
+    err.print(f"{len({t.conversation for t in turns})} conversations, {len(turns)} turns "
+              "checked; storing them (each turn is embedded)", highlight=False,
+              soft_wrap=True)
     _, mm = _open(settings)
     with mm:
-        result = chat_import.import_chats(mm, path, fmt, namespace=namespace,
-                                          user_id=user_id, progress=err.is_terminal,
-                                          turns=turns)
+        result = chat_import.import_chats(
+            mm, path, fmt, namespace=namespace, user_id=user_id, progress=True,
+            turns=turns, progress_file=None if err.is_terminal else _LineProgress())
     if as_json:
         _print_json(result)
     else:
@@ -1005,7 +1142,12 @@ _register_rag()
 
 def main() -> None:
     try:
-        code = app(standalone_mode=False)
+        try:
+            code = app(standalone_mode=False)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        _reader_gone()
     except HelloMemoryError as exc:  # raised outside a command (e.g. while parsing)
         if _state.get("debug"):
             raise

@@ -17,7 +17,7 @@ from hello_memory.config import (
     Settings,
     SqliteGraphSettings,
 )
-from hello_memory.errors import ConfigError
+from hello_memory.errors import BackendUnavailableError, ConfigError
 
 if TYPE_CHECKING:
     from hello_memory.embedding.base import Embedder
@@ -198,7 +198,31 @@ def open_stores(
             except BaseException:
                 stores.close()
                 raise
+    except BackendUnavailableError as exc:
+        records.close()
+        held = _held_message(settings, exc)
+        if held is None:
+            raise
+        raise BackendUnavailableError(held) from exc
     except BaseException:
         records.close()
         raise
     return stores
+
+
+def _held_message(settings: Settings, exc: BackendUnavailableError) -> str | None:
+    """When the embedded directory is locked by a running ``hello-memory serve`` (its
+    server.json names a live process): say which, and how to use it instead of opening
+    the directory (issue 29)."""
+    from hello_memory.server_info import pid_alive, read_info
+
+    if "already open" not in str(exc):
+        return None
+    info = read_info(settings.data_dir)
+    if info is None or not pid_alive(info.pid):
+        return None
+    return (f"{info.describe()} holds the data directory {settings.data_dir}: one process "
+            f"opens an embedded directory. Use that server instead: from Python "
+            f"hello_memory.Client({info.url!r}, api_key=...), from the CLI "
+            f"--server {info.url} (found by itself when it runs in this directory), or its "
+            f"REST API ({info.url}/docs); or stop it first")

@@ -22,3 +22,17 @@ Every adapter is thin: it turns the framework's calls into
 :class:`~hello_memory.aio.AsyncMemoryManager` for ``async`` interfaces) and ranks
 nothing itself. docs/ADAPTERS.md says what each interface cannot carry.
 """
+
+from __future__ import annotations
+
+__all__ = ["missing_extra"]
+
+
+def missing_extra(extra: str, exc: ModuleNotFoundError, adapter: str = "this adapter"
+                  ) -> ModuleNotFoundError:
+    """The error of an adapter whose framework is not installed: a
+    ``ModuleNotFoundError`` (still an ImportError) that names the extra to install."""
+    missing = exc.name or str(exc)
+    return ModuleNotFoundError(
+        f"{adapter} needs the {extra} extra (missing module {missing!r}): "
+        f"pip install 'hello-memory[{extra}]'", name=exc.name)

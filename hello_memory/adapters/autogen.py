@@ -26,16 +26,21 @@ import json
 import re
 from typing import Any
 
-from autogen_core import CancellationToken
-from autogen_core.memory import (
-    Memory,
-    MemoryContent,
-    MemoryMimeType,
-    MemoryQueryResult,
-    UpdateContextResult,
-)
-from autogen_core.model_context import ChatCompletionContext
-from autogen_core.models import SystemMessage, UserMessage
+from hello_memory.adapters import missing_extra
+
+try:  # the framework is an optional extra: a missing one names it
+    from autogen_core import CancellationToken
+    from autogen_core.memory import (
+        Memory,
+        MemoryContent,
+        MemoryMimeType,
+        MemoryQueryResult,
+        UpdateContextResult,
+    )
+    from autogen_core.model_context import ChatCompletionContext
+    from autogen_core.models import SystemMessage, UserMessage
+except ModuleNotFoundError as _missing:
+    raise missing_extra("autogen", _missing, __name__) from _missing
 
 from hello_memory.aio import AsyncMemoryManager
 from hello_memory.errors import InvalidInputError

@@ -31,9 +31,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
-from google.adk.memory.memory_entry import MemoryEntry
-from google.genai import types
+from hello_memory.adapters import missing_extra
+
+try:  # the framework is an optional extra: a missing one names it
+    from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.genai import types
+except ModuleNotFoundError as _missing:
+    raise missing_extra("google-adk", _missing, __name__) from _missing
 
 from hello_memory.adapters._common import add_keyed, existing, join_namespace, keyed_item, stable_id
 from hello_memory.aio import AsyncMemoryManager

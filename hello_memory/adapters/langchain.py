@@ -30,14 +30,20 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
-from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import VectorStore
+from hello_memory.adapters import missing_extra
+
+try:  # the framework is an optional extra: a missing one names it
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.vectorstores import VectorStore
+except ModuleNotFoundError as _missing:
+    raise missing_extra("langchain", _missing, __name__) from _missing
+
 from pydantic import ConfigDict, Field
 
 from hello_memory.adapters._common import add_keyed, existing, keyed_item, stable_id

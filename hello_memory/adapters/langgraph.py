@@ -35,20 +35,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    TTLConfig,
-)
-from langgraph.store.base.embed import get_text_at_path, tokenize_path
+from hello_memory.adapters import missing_extra
+
+try:  # the framework is an optional extra: a missing one names it
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        TTLConfig,
+    )
+    from langgraph.store.base.embed import get_text_at_path, tokenize_path
+except ModuleNotFoundError as _missing:
+    raise missing_extra("langgraph", _missing, __name__) from _missing
 
 from hello_memory.adapters._common import (
     active,

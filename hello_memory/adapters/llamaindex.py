@@ -23,8 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.memory.memory import BaseMemoryBlock
+from hello_memory.adapters import missing_extra
+
+try:  # the framework is an optional extra: a missing one names it
+    from llama_index.core.base.llms.types import ChatMessage
+    from llama_index.core.memory.memory import BaseMemoryBlock
+except ModuleNotFoundError as _missing:
+    raise missing_extra("llamaindex", _missing, __name__) from _missing
+
 from pydantic import Field, PrivateAttr
 
 from hello_memory.aio import AsyncMemoryManager

@@ -34,8 +34,13 @@ import json
 import threading
 from typing import TYPE_CHECKING, Any
 
-from agents import FunctionTool
-from agents.memory.session_settings import SessionSettings, resolve_session_limit
+from hello_memory.adapters import missing_extra
+
+try:  # the framework is an optional extra: a missing one names it
+    from agents import FunctionTool
+    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+except ModuleNotFoundError as _missing:
+    raise missing_extra("openai-agents", _missing, __name__) from _missing
 
 from hello_memory.adapters._common import add_keyed, keyed_item, stable_id
 from hello_memory.aio import AsyncMemoryManager

@@ -25,9 +25,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_ai import RunContext
-from pydantic_ai.tools import Tool
-from pydantic_ai.toolsets import FunctionToolset
+from hello_memory.adapters import missing_extra
+
+try:  # the framework is an optional extra: a missing one names it
+    from pydantic_ai import RunContext
+    from pydantic_ai.tools import Tool
+    from pydantic_ai.toolsets import FunctionToolset
+except ModuleNotFoundError as _missing:
+    raise missing_extra("pydantic-ai", _missing, __name__) from _missing
 
 from hello_memory.aio import AsyncMemoryManager
 from hello_memory.tools.memory_tool import MemoryTool

@@ -110,6 +110,22 @@ def _problem_response(body: dict[str, Any], headers: dict[str, str] | None = Non
                         headers=headers)
 
 
+def content_type_hint(request: Request, errs: list[dict[str, Any]]) -> str | None:
+    """Why a body was not read: a JSON body sent without ``Content-Type:
+    application/json`` (``curl -d`` sends a form type) is not parsed, and the route
+    sees no JSON object; the hint says what to send."""
+    if request.method not in ("POST", "PATCH", "PUT"):
+        return None
+    if not any(e["loc"][:1] == ["body"] for e in errs):
+        return None
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/json" or kind.endswith("+json") or kind.startswith("multipart/"):
+        return None
+    sent = f"it was sent as {kind}" if kind else "it was sent without a Content-Type"
+    return (f"the body is read as JSON only with Content-Type: application/json; {sent}: "
+            "add -H 'Content-Type: application/json' to curl")
+
+
 def create_app(settings: Settings | None = None, *, manager: MemoryManager | None = None,
                run_jobs: bool = False, catalogue: Catalogue | None = None,
                max_workers: int = API_MAX_WORKERS,
@@ -199,8 +215,14 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errs = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in exc.errors()]
         detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errs)
+        extra: dict[str, Any] = {}
+        hint = content_type_hint(request, errs)
+        if hint:
+            detail = f"{detail} ({hint})"
+            extra["hint"] = hint
         return _problem_response(problem(422, "validation", "Invalid request", detail,
-                                         error="RequestValidationError", errors=errs))
+                                         error="RequestValidationError", errors=errs,
+                                         **extra))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
