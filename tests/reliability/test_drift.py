@@ -2,9 +2,9 @@
 delete and forget across 4 namespaces at once, a dry-run ``reconcile`` of every
 namespace finds nothing to change (no orphan vector or graph link, no stale payload,
 no missing vector or link, no pending outbox row), with no crash and with the server
-SIGKILLed mid-load a few times and restarted (replay at open only, no reconcile). Both
-run on the embedded stores and on records plus vectors in PostgreSQL (pgvector, issue
-30)."""
+SIGKILLed mid-load a few times and restarted (replay at open only, no reconcile). The
+first also runs on records plus vectors in PostgreSQL (pgvector, issue 30); the SIGKILL
+case on pgvector is test_fleet.py's, with three servers on one database."""
 
 from __future__ import annotations
 
@@ -102,7 +102,8 @@ def _serve(forks: ForkServer, data: Path, log: Path, stack: dict[str, Any]
 
 
 def test_sigkill_mid_load_then_replay_at_open_leaves_no_drift(
-        tmp_path: Path, embedder: Any, forks: ForkServer, stack: dict[str, Any]) -> None:
+        tmp_path: Path, embedder: Any, forks: ForkServer) -> None:
+    stack: dict[str, Any] = {}  # embedded; pgvector under SIGKILL: test_fleet.py
     data = tmp_path / "d"
     make_manager(data, embedder, **stack).close()  # the schema, before the first fork opens it
     kills = 3

@@ -168,3 +168,29 @@ def test_one_claim_per_slot_among_many_processes(postgres_url: str) -> None:
         2026, 1, 2, 3, 15, tzinfo=timezone.utc)
     for e in engines:
         e.dispose()
+
+
+def test_a_scheduled_store_wide_job_runs_and_once_per_slot(postgres_url: str, tmp_path: Path,
+                                                          embedder: Any) -> None:
+    """A scheduled ``optimize`` (store-wide) runs (it was refused for being asked for
+    every namespace), and a second process firing in the same slot does not run it."""
+    from hello_memory.config import JobsSettings
+    from hello_memory.scheduler import JobScheduler
+
+    stack = {"records": {"url": postgres_url}, "vector": {"provider": "pgvector"}}
+    managers = [make_manager(tmp_path / f"p{k}", embedder, **stack) for k in (0, 1)]
+    now = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
+    cfg = JobsSettings(schedule={"optimize": "every 1h"})
+    try:
+        for mm in managers:  # two processes, one slot
+            JobScheduler(lambda mm=mm: mm, cfg, clock=lambda: now)._scheduled("optimize")
+        runs = [a for a in managers[0].stores.records.audit.list("*")
+                if a["action"] == "job:optimize"]
+        assert len(runs) == 1
+        later = now + timedelta(hours=1)
+        JobScheduler(lambda: managers[1], cfg, clock=lambda: later)._scheduled("optimize")
+        assert len([a for a in managers[0].stores.records.audit.list("*")
+                    if a["action"] == "job:optimize"]) == 2
+    finally:
+        for mm in managers:
+            mm.close()
