@@ -326,7 +326,8 @@ def request_fields(app: Any, path: str) -> set[str]:
 
 
 def run(path: Path = DEFAULT_DATA, recipes: Sequence[str] = RECIPES,
-        limit: int | None = None, memories: int | None = None) -> dict[str, Any]:
+        limit: int | None = None, memories: int | None = None,
+        preset: str | None = None) -> dict[str, Any]:
     """Ingest the set over REST into a fresh data dir, then ask every question with every
     recipe. ``memories``/``limit`` take a slice (smoke runs; the full set otherwise)."""
     from fastapi.testclient import TestClient
@@ -345,12 +346,14 @@ def run(path: Path = DEFAULT_DATA, recipes: Sequence[str] = RECIPES,
     result: dict[str, Any] = {
         "data": str(path), "set": stats(data), "memories": len(data["memories"]),
         "questions": len(questions), "recipes": list(recipes), "top_k": TOP_K,
-        "context_tokens": CONTEXT_TOKENS, "sent": {}, "runs": {}}
+        "context_tokens": CONTEXT_TOKENS, "sent": {}, "runs": {},
+        "embedding_preset": preset or "default"}
     auth = {"Authorization": f"Bearer {API_KEY}"}
     with tempfile.TemporaryDirectory(prefix="hm-assistant-v2-") as tmp:
         # environ={}: a developer's HELLO_MEMORY__* variables must not change the numbers.
+        extra: dict[str, Any] = {"embedding": {"preset": preset}} if preset else {}
         settings = load_settings(environ={}, data_dir=Path(tmp),
-                                 api={"api_keys": {API_KEY: [ns]}})
+                                 api={"api_keys": {API_KEY: [ns]}}, **extra)
         app = create_app(settings)
         with TestClient(app) as client:
             def post(route: str, body: dict[str, Any]) -> Any:
@@ -551,6 +554,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--no-write", action="store_true",
                     help="do not update the BENCHMARKS.md section")
     ap.add_argument("--label", default="", help="which tree ran, for the section")
+    ap.add_argument("--preset", default=None, choices=["minilm", "multilingual",
+                                                      "multilingual-use"],
+                    help="embedding preset (default: the library default)")
     ap.add_argument("--check", action="store_true", help="only check the set and print "
                     "its counts")
     args = ap.parse_args(argv)
@@ -560,7 +566,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         problems = check(data)
         print("\n".join(problems) or "ok")
         sys.exit(1 if problems else 0)
-    result = run(args.data, args.recipes, args.limit, args.memories)
+    result = run(args.data, args.recipes, args.limit, args.memories, args.preset)
     print(table(result))
     print(failures(result))
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -102,7 +102,7 @@ def last_session_time(sample: dict[str, Any]) -> datetime:
 
 def run(path: Path, modes: list[str], limit: int | None,
         on_mode: Callable[[dict[str, Any]], None] | None = None,
-        via: str = "python") -> dict[str, Any]:
+        via: str = "python", preset: str | None = None) -> dict[str, Any]:
     """Ingest, then evaluate each mode through ``via`` (python or rest);
     ``on_mode(result)`` runs after every mode, so a long run leaves its finished modes
     behind."""
@@ -114,8 +114,10 @@ def run(path: Path, modes: list[str], limit: int | None,
     result: dict[str, Any] = {"data": str(path), "conversations": len(samples), "via": via,
                               "modes": {}}
     with tempfile.TemporaryDirectory() as tmp:
+        extra: dict[str, Any] = {"embedding": {"preset": preset}} if preset else {}
         settings = load_settings(environ={}, data_dir=Path(tmp),
-                                 api={"api_keys": {API_KEY: ["*"]}})
+                                 api={"api_keys": {API_KEY: ["*"]}}, **extra)
+        result["embedding_preset"] = preset or "default"
         from hello_memory.factory import open_stores
 
         mm = MemoryManager(open_stores(settings), extractor=RuleExtractor())
@@ -256,6 +258,9 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=Path("benchmarks/results/locomo.json"))
     ap.add_argument("--md", type=Path, default=Path("BENCHMARKS.md"),
                     help="section to update (--md '' to skip)")
+    ap.add_argument("--preset", default=None,
+                    choices=["minilm", "multilingual", "multilingual-use"],
+                    help="embedding preset (default: the library default)")
     args = ap.parse_args()
     if args.md is not None and str(args.md) in ("", "."):
         args.md = None
@@ -273,7 +278,8 @@ def main() -> None:
                              else "`MemoryManager.search`")
                           + " (see docs/RETRIEVAL.md).\n\n" + table(result))
 
-    result = run(args.data, args.modes, args.limit, on_mode=save, via=args.via)
+    result = run(args.data, args.modes, args.limit, on_mode=save, via=args.via,
+                 preset=args.preset)
     print(table(result))
     print(f"wrote {args.json}" + (f", updated {args.md}" if args.md is not None else ""))
 

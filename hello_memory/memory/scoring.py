@@ -95,8 +95,8 @@ class ScoreBreakdown:
     """Every part of a final score (docs/RETRIEVAL.md, "Reading a score"): the
     profile's inputs (``similarity``, ``recency``, ``importance``, ``graph``,
     ``keyword``), ``profile`` (the type's blend, scaled into [0, 1]), the evidence
-    factor and the three question factors. ``score = profile * evidence * time * when
-    * subject``."""
+    factor and the four question factors. ``score = profile * evidence * time * when
+    * subject * attribute``."""
 
     similarity: float = 0.0
     recency: float = 0.0
@@ -108,16 +108,18 @@ class ScoreBreakdown:
     # cosine, or the share of the question's words it contains (retrieval/hybrid.py).
     evidence: float = 1.0
     # What a memory keeps when it misses the time a question names, does not say when
-    # for a "when" question, or is about someone else: 1.0 or the miss factor.
+    # for a "when" question, is about someone else, or does not state the attribute
+    # the question asks for ("what car do I drive?"): 1.0 or the miss factor.
     time: float = 1.0
     when: float = 1.0
     subject: float = 1.0
+    attribute: float = 1.0
 
     def as_dict(self) -> dict[str, float]:
         return {"similarity": self.similarity, "recency": self.recency,
                 "importance": self.importance, "graph": self.graph, "keyword": self.keyword,
                 "profile": self.profile, "evidence": self.evidence, "time": self.time,
-                "when": self.when, "subject": self.subject}
+                "when": self.when, "subject": self.subject, "attribute": self.attribute}
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,9 @@ def explain(hit: SearchHit) -> str:
                  f"{b.recency:.3f} importance {b.importance:.2f} graph {b.graph:.3f}")
     factors = [f"evidence {b.evidence:.3f}"] + [
         f"{name} {value:.2f}" for name, value in (("time", b.time), ("when", b.when),
-                                                  ("subject", b.subject)) if value != 1.0]
+                                                  ("subject", b.subject),
+                                                  ("attribute", b.attribute))
+        if value != 1.0]
     lines.append("  x         " + " x ".join(factors) + f" = score {hit.score:.4f}")
     if hit.queries:
         lines.append("  queries   " + " | ".join(hit.queries))

@@ -61,12 +61,14 @@ from hello_memory.retrieval.views import (
     lexical_view,
     semantic_view,
     symbolic_constraint_view,
+    stated_attributes,
     symbolic_pool_view,
     without_times,
 )
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text import tokenize
+from hello_memory.text.attributes import asked_attributes
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.text.people import (
     SELF_ENTITY,
@@ -111,6 +113,11 @@ SUBJECT_MISS_FACTOR = 0.5
 # What a memory that mentions no time keeps of its score when the question asks when
 # and other candidates do mention one (measured on the LoCoMo dev split, BENCHMARKS.md).
 WHEN_MISS_FACTOR = 0.5
+# What a memory that does not state the attribute a question asks for keeps of its
+# score, once a candidate about the question's subject states it ("what car do I
+# drive?": "Sold the Yaris and picked up a Zoe" over "My birthday is 3 March";
+# text/attributes.py, issue 26).
+ATTRIBUTE_MISS_FACTOR = 0.5
 # How plainly the question is answered at all (HybridRetriever._evidence): the best
 # candidate's own match, from 0 (nothing plainly related) to 1. It scales every hit of
 # the question alike, so it never reorders them (a per-hit factor cost 0.011 recall@10
@@ -660,6 +667,20 @@ class HybridRetriever:
         cjk = sum(1 for ch in letters if "\u3400" <= ch <= "\u9fff")
         return bool(letters) and cjk / len(letters) >= CJK_SHARE
 
+    @staticmethod
+    def _stating(state: _Round, totals: Mapping[str, float]) -> set[str]:
+        """The candidates that state an attribute the question asks for ("what car do
+        I drive?" -> car; text/attributes.py) and are about its subject; empty when
+        the question asks for none or no candidate states it (then nothing changes)."""
+        if state.analysis is None:
+            return set()
+        asked = asked_attributes(state.analysis.query)
+        if not asked:
+            return set()
+        return {m for m in totals
+                if asked & stated_attributes(state.items[m].content[:2000])
+                and not about_someone_else(state.items[m], state.analysis)}
+
     def _evidence(self, state: _Round, totals: Mapping[str, float]) -> dict[str, float]:
         """How plainly each candidate matches the question on its own, in [0, 1]: its
         cosine to the question, calibrated (EVIDENCE_COSINE: MiniLM puts unrelated
@@ -754,6 +775,7 @@ class HybridRetriever:
             # and those naming a recurring day or a time of day ("on Mondays")
             says_when |= {m for m in totals if m not in says_when
                           and says_when_text(state.items[m].content)}
+        stating = self._stating(state, totals)
         evidence = self._evidence(state, totals)
         if timed:
             evidence.update({m: max(TIME_EVIDENCE, evidence.get(m, 0.0)) for m in timed
@@ -775,8 +797,10 @@ class HybridRetriever:
                 time=TIME_MISS_FACTOR if timed and m not in timed else 1.0,
                 when=WHEN_MISS_FACTOR if says_when and m not in says_when else 1.0,
                 subject=(SUBJECT_MISS_FACTOR if state.analysis is not None
-                         and about_someone_else(item, state.analysis) else 1.0))
-            final = parts.profile * parts.evidence * parts.time * parts.when * parts.subject
+                         and about_someone_else(item, state.analysis) else 1.0),
+                attribute=ATTRIBUTE_MISS_FACTOR if stating and m not in stating else 1.0)
+            final = (parts.profile * parts.evidence * parts.time * parts.when * parts.subject
+                     * parts.attribute)
             hits.append(SearchHit(item=item, score=final, fused=fused.get(m, (0.0, {}))[0],
                                  views=dict(views), context=context.get(m, 0.0),
                                  breakdown=parts,

@@ -42,7 +42,7 @@ from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.vector.base import Range
 from hello_memory.text import contains_cjk
-from hello_memory.text.attributes import attributes_of, subjects_of
+from hello_memory.text.attributes import asked_attributes, attributes_of, subjects_of
 from hello_memory.text.bm25 import BM25_VECTOR, term_index
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, without_title
 from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
@@ -50,7 +50,7 @@ from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
 __all__ = [
     "NAME_TERM_WEIGHT", "VIEW_NAMES", "ViewRequest", "graph_view", "lexical_query",
     "about_someone_else", "about_subject", "lexical_view", "person_matches",
-    "semantic_view", "symbolic_constraint_view", "symbolic_pool_view",
+    "semantic_view", "stated_attributes", "symbolic_constraint_view", "symbolic_pool_view",
 ]
 
 VIEW_NAMES = ("semantic", "lexical", "symbolic", "graph")
@@ -384,7 +384,7 @@ def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],
     asks_time = analysis.asks_time and bool(timed)
     # "What car do I drive?" asks for an attribute: a memory stating it ("Sold the
     # Yaris and picked up a Zoe") meets one constraint more (text/attributes.py; issue 26)
-    asked = stated_attributes(analysis.query)
+    asked = asked_attributes(analysis.query)
     if not (analysis.persons or analysis.first_person or analysis.resolved or names
             or asks_time or asked):
         return []

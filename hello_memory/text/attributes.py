@@ -37,18 +37,20 @@ from functools import lru_cache
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role
 from hello_memory.types import normalize_entity_name
 
-__all__ = ["ATTRIBUTES", "Attribute", "attributes_of", "register", "replaces", "states_now",
-           "subjects_of", "value_tokens"]
+__all__ = ["ATTRIBUTES", "Attribute", "asked_attributes", "attributes_of", "recurring_slot",
+           "register", "replaces", "states_now", "subjects_of", "value_tokens"]
 
 
 @dataclass(frozen=True)
 class Attribute:
     """One single-valued attribute: its strong and weak cues (regular expressions,
-    English ones matched as whole words ignoring case, Chinese ones as substrings)."""
+    English ones matched as whole words ignoring case, Chinese ones as substrings), and
+    the wordings of a question that asks for it ("where does Lotte live?", "做什么工作")."""
 
     name: str
     strong: tuple[str, ...]
     weak: tuple[str, ...] = ()
+    asked: tuple[str, ...] = ()
 
 
 def _alternatives(pattern: str) -> tuple[str, ...]:
@@ -66,8 +68,8 @@ def _alternatives(pattern: str) -> tuple[str, ...]:
     return tuple(p for p in parts if p)
 
 
-def _att(name: str, strong: str, weak: str = "") -> Attribute:
-    return Attribute(name, _alternatives(strong), _alternatives(weak))
+def _att(name: str, strong: str, weak: str = "", asked: str = "") -> Attribute:
+    return Attribute(name, _alternatives(strong), _alternatives(weak), _alternatives(asked))
 
 
 # The documented list (docs/RETRIEVAL.md, "Facts that update"); add with register().
@@ -78,7 +80,9 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
          r"relocated to|rent(?:s|ing)? (?:a|an)|based in|retired to|got the keys|"
          r"new (?:place|flat|house|home|apartment)|own (?:studio|flat|place)|"
          r"住在|住到|搬到|搬去|搬家|新家|搬进",
-         r"flat|apartment|house|place|home|neighbourhood|neighborhood|studio|房子|住"),
+         r"flat|apartment|house|place|home|neighbourhood|neighborhood|studio|房子|住",
+         r"where (?:do|does|did) .{1,40} live|(?:home )?address|住(?:在)?哪|住在什么地方|"
+         r"住哪个城市"),
     _att("employer", r"works? (?:at|for|as)|working (?:at|for|as)|worked at|joined|started at|"
          r"teach(?:es|ing)? (?:\w+ )?at|first day at|"
          r"(?:i'm|i am|she's|he's|she is|he is) an? [\w-]+ (?:at|on|in)\b|"
@@ -89,7 +93,9 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
          r"新工作|离职|"
          r"在.{1,16}(?:公司|事务所|基金会|银行|集团|工厂|律所|医院|学校)(?:当|做)|"
          r"一家.{0,12}(?:公司|事务所|基金会)(?:当|做|上班|工作)",
-         r"job|company|office|colleagues|onboarding|公司|同事|单位"),
+         r"job|company|office|colleagues|onboarding|公司|同事|单位",
+         r"where (?:do|does) .{1,40} work|do for (?:a )?(?:living|work)|work for|"
+         r"employer|(?:在)?哪(?:儿|里)?(?:上班|工作)|做什么工作|干什么工作|什么工作"),
     _att("job_title", r"promoted to|got promoted|junior|senior|(?:i'm|i am) an? \w+ "
          r"(?:on|at|in)|升职|晋升",
          r"developer|engineer|designer|title|职位"),
@@ -100,20 +106,22 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
          r"divorced|boyfriend|girlfriend|husband|wife|partner|"
          r"(?-i:[A-Z])[a-z]+['’]s with (?-i:[A-Z])[a-z]+|"
          r"男朋友|女朋友|"
-         r"对象|老公|老婆|交往|分手|离婚|结婚"),
+         r"对象|老公|老婆|交往|分手|离婚|结婚", "",
+         r"going out with|dating|seeing|together with"),
     _att("car", r"drives?|driving|car|traded .{0,20} for|got rid of the|electric \w+|"
          r"开一辆|开的是|开\w{0,2}车|买了辆|换了辆|开车|买车|换车|新车|的车|辆车|电车|汽车",
          r"golf|volvo|toyota|tesla|kia|yaris|niro|捷达|雅阁|本田|比亚迪|理想|特斯拉|宝马|奔驰|"
          r"大众|丰田"),
     _att("phone", r"(?:phone|mobile|cell)(?: number)?|number|sim|手机号|号码|电话号|换号|新号",
-         r"iphone|pixel|galaxy|oneplus|华为|小米手机|手机|电话"),
+         r"iphone|pixel|galaxy|oneplus|samsung|fairphone|nokia|motorola|xiaomi|oppo|华为|"
+         r"小米手机|手机|电话"),
     _att("email", r"e-?mail|\S+@\S+\.\w+|邮箱"),
     _att("diet", r"vegan|vegetarian|pescatarian|eat (?:pretty much )?(?:everything|anything)|"
          r"eats? anything|eats? everything|meat|keto|吃素|素食|什么都吃|不挑食"),
     _att("pet", r"\bcat\b|dog|puppy|kitten|greyhound|beagle|budgie|parrot|rabbit|hamster|"
          r"tabby|rescue cat|adopted|passed away|died|宠物|领养|养了|养的|叫.{1,4}的(?:猫|狗)|"
          r"的(?:猫|狗|鹦鹉|兔子)叫",
-         r"猫|狗|柯基|鹦鹉|兔子"),
+         r"猫|狗|柯基|鹦鹉|兔子", r"pets?|宠物"),
     _att("school", r"goes to (?-i:[A-Z])\w+|attends|primary school|"
          r"high school|university|college|master's|studying at|"
          r"transferred to|(?-i:[A-Z]\w+ (?:High|Primary|Academy|College))|幼儿园|小学|中学|"
@@ -124,7 +132,8 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
     _att("gym", r"gym|puregym|climbing wall|membership at|swim(?:s|ming)? at|"
          r"train(?:s|ing)? at|健身房|年卡|健身"),
     _att("commute", r"(?:cycle|bike|drive|walk|commute)s? to work|commute|"
-         r"the \d{1,2}:\d\d (?:from|to)|通勤|骑车上班|坐地铁上班"),
+         r"the \d{1,2}:\d\d (?:from|to)|通勤|骑车上班|坐地铁上班", "",
+         r"get to work|go to work|to the office|怎么去上班|怎么上班"),
     _att("bike", r"my bike|bike is|bicycle|riding a [\w -]{0,30}(?:bike|vanmoof|gazelle)|自行车",
          r"bike|gazelle|vanmoof"),
     _att("bank", r"\bmy bank\b|bank is|account (?:at|with)|salary and savings|银行卡|开户"),
@@ -133,6 +142,9 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
          r"找.{0,8}医生看|改到.{1,10}医院", r"doctor|practice|surgery|医生|医院|复查"),
     _att("dentist", r"dentist|dentists|teeth|tandarts|牙医|看牙"),
     _att("barber", r"barber|hair ?cut|hairdresser|理发|剪头发|发廊"),
+    _att("eyesight", r"glasses|contact lenses|laser eye|eye surgery|short-sighted|"
+         r"near-sighted|眼镜|近视|隐形眼镜|激光手术|近视手术", r"eyes|eye|视力",
+         r"eyesight|see without|视力"),
 )}
 
 
@@ -149,10 +161,10 @@ def _cue(pattern: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=1)
-def _compiled() -> tuple[tuple[str, tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...]],
-                         ...]:
-    return tuple((a.name, tuple(map(_cue, a.strong)), tuple(map(_cue, a.weak)))
-                 for a in ATTRIBUTES.values())
+def _compiled() -> tuple[tuple[str, tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...],
+                               tuple[re.Pattern[str], ...]], ...]:
+    return tuple((a.name, tuple(map(_cue, a.strong)), tuple(map(_cue, a.weak)),
+                  tuple(map(_cue, a.asked))) for a in ATTRIBUTES.values())
 
 
 _WORK_QUALIFIED = re.compile(r"\bwork(?:-related)?\s+(?:phone|mobile|number|e-?mail)\b|"
@@ -164,12 +176,50 @@ def attributes_of(text: str, *, strong_only: bool = False) -> frozenset[str]:
     """The attributes ``text`` states: those with a strong cue, else (unless
     ``strong_only``) those with a weak one. A work phone or email is its own attribute
     ("phone:work"), beside the private one."""
-    found = {name for name, s, _ in _compiled() if any(p.search(text) for p in s)}
+    found = {name for name, s, _, _ in _compiled() if any(p.search(text) for p in s)}
     if not found and not strong_only:
-        found = {name for name, _, w in _compiled() if any(p.search(text) for p in w)}
+        found = {name for name, _, w, _ in _compiled() if any(p.search(text) for p in w)}
     if _WORK_QUALIFIED.search(text):
         found = {f"{n}:work" if n in ("phone", "email") else n for n in found}
+    slot = recurring_slot(text)
+    if slot:
+        found.add(slot)
     return frozenset(found)
+
+
+def asked_attributes(question: str) -> frozenset[str]:
+    """The attributes a question asks for: the ones its words state ("what car do I
+    drive?", strong cues only: "what went wrong at home?" asks for no address) and those
+    of its question wordings ("where does Lotte live?", "what does Daniel do for a
+    living?", "嘉怡现在在哪儿工作？")."""
+    found = set(attributes_of(question, strong_only=True))
+    found.update(name for name, _, _, a in _compiled() if any(p.search(question) for p in a))
+    return frozenset(found)
+
+
+# A weekly slot is an attribute of its own: "Tuesday evenings are pottery class now"
+# replaces "Tuesday evenings are my Spanish lessons" (every <day> <part of day>).
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_SLOT_EN = re.compile(r"\b(?:every |on )?(?P<day>monday|tuesday|wednesday|thursday|friday|"
+                      r"saturday|sunday)s?\s+(?P<part>mornings?|afternoons?|evenings?|"
+                      r"nights?)\b", re.I)
+_SLOT_ZH = re.compile(r"(?:每)?(?:周|星期|礼拜)(?P<day>[一二三四五六日天])(?P<part>上午|早上|下午|"
+                      r"晚上)")
+_ZH_DAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_ZH_PART = {"上午": "morning", "早上": "morning", "下午": "afternoon", "晚上": "evening"}
+
+
+def recurring_slot(text: str) -> str | None:
+    """``slot:<day>-<part of day>`` for a text about a weekly slot ("Tuesday evenings",
+    "every Saturday morning", "周六上午"), else None."""
+    m = _SLOT_EN.search(text)
+    if m:
+        part = m["part"].casefold().rstrip("s")
+        return f"slot:{m['day'].casefold()}-{part}"
+    z = _SLOT_ZH.search(text)
+    if z:
+        return f"slot:{_DAYS[_ZH_DAY[z['day']]]}-{_ZH_PART[z['part']]}"
+    return None
 
 
 # --- subjects ------------------------------------------------------------------------
@@ -198,7 +248,7 @@ _OWNER = re.compile(rf"\b(?P<name>{_NAME})['’]s\s+(?:\w+\s+)?(?:number|phone|m
 _VERB = (r"(?:is|was|are|were|has|had|have|will|can|could|does|did|just|also|still|now|"
          r"finally|never|always|took|got|went|made|left|came|saw|met|ate|bought|sold|gave|"
          r"told|said|paid|sent|flew|drove|ran|won|lost|became|began|brought|kept|found|"
-         r"goes|[a-z]+(?:s|ed))")
+         r"goes|(?:does|did|is|was|has|had|can|could|wo|would|are|were)n['’]t|[a-z]+(?:s|ed))")
 _LEAD_NAME = re.compile(rf"^\W*(?:(?:After|Since|Before|Then|So|Now)\b[^,]*,\s*)?"
                         rf"(?P<name>{_NAME})(?=['’]s\b|\s+(?:and|&)\s+|\s+{_VERB}\b|,\s)")
 # "Daniel's parents live in Deventer": the subject is Daniel's parents, not Daniel
@@ -215,6 +265,9 @@ _ZH_LEAD_ROLE = re.compile(rf"^(?P<role>{_ZH_ROLE}|老爸|老妈)")
 _ZH_LEAD_NAME = re.compile(r"^(?P<name>(?:小|老|阿)[\u4e00-\u9fff]"
                            r"|(?![被把跟和从搬换已今上下最又还这那在去前昨明本每部])"
                            r"[\u4e00-\u9fff]{2}(?=的|在|住|开|换|跳|搬|上|去|说|家|已|终|现|改|从|九|和|走))")
+# A name inside a sentence followed by its verb; a capitalised word opening a sentence
+# ("... done! Product analytics") is no one (the lead name is read by _LEAD_NAME).
+_CLAUSE = re.compile(rf"(?<![.!?]\s)\b(?P<name>{_NAME})\s+{_VERB}\b")
 # Words that open an English sentence but are nobody's name.
 _NOT_NAMES = frozenset(str.split("""
 the a an another this that these those it there here my our his her their your i we you
@@ -280,8 +333,9 @@ def subjects_of(text: str) -> frozenset[str]:
         if _name_ok(owner["name"]):
             out.add(normalize_entity_name(owner["name"]))
     if not out:  # "Since that documentary Daniel doesn't eat meat": a clause's subject
-        clause = re.search(rf"\b(?P<name>{_NAME})\s+{_VERB}\b", t)
-        if clause and clause.start() > 0 and _name_ok(clause["name"]):
+        # not a capitalised word opening a sentence ("... done! Product analytics")
+        clause = next((c for c in _CLAUSE.finditer(t) if c.start() > 0), None)
+        if clause and _name_ok(clause["name"]):
             out.add(normalize_entity_name(clause["name"]))
     # the user: "I ...", "we ...", "my phone ..." (not "my sister ..."), or a note with
     # no subject of its own
@@ -305,6 +359,8 @@ def value_tokens(text: str, subjects: frozenset[str] = frozenset()) -> frozenset
     Chinese words of two or more characters, less the subject's names."""
     names = {w for s in subjects for w in s.split()}
     out: set[str] = set()
+    # a weekly slot ("Tuesday evenings", "周六上午") is what the memory is about, not a value
+    text = _SLOT_ZH.sub(" ", _SLOT_EN.sub(" ", text))
     for m in _TOKEN.finditer(text):
         tok = m.group(0)
         if tok[0].isdigit():
@@ -346,13 +402,14 @@ _CHANGE = re.compile(
     r"cancelled|instead|no longer|any more|anymore|took over|jumped ship|handed in|"
     r"retired to|got the keys|from now on|since the move|moved over|signed for|"
     r"has decided|gone|engaged|proposed|sold|stole|stolen|split up|registered with|"
-    r"first day|picked up|replaced)\b"
+    r"first day|picked up|replaced|dropped|lost|broke|smashed|stopped|closed|no more)\b"
     r"|换|搬|跳槽|入职|分手|改到|改去|转到|变成|新|不再|走了|卖了|调去|终于|上小学", re.I)
 # Markers that the old value ended (its own value may be all the newer memory names).
 _LEAVES = re.compile(
     r"\b(?:traded|sold|left|quit|got rid of|broke up|split up|divorced|passed away|died|"
-    r"cancelled|moved out of|stole|stolen|handed in|no longer|any more|anymore|instead)\b"
-    r"|卖了|分手|离婚|走了|离职|不再|不做了|跑路", re.I)
+    r"cancelled|moved out of|stole|stolen|handed in|no longer|any more|anymore|instead|"
+    r"dropped|lost|broke|smashed|stopped|closed|no more)\b"
+    r"|卖了|分手|离婚|走了|离职|不再|不做了|跑路|关了|关门|停了", re.I)
 
 
 def states_now(text: str) -> bool:

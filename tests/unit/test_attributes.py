@@ -10,7 +10,9 @@ import pytest
 
 from hello_memory.text.attributes import (
     Attribute,
+    asked_attributes,
     attributes_of,
+    recurring_slot,
     register,
     replaces,
     subjects_of,
@@ -28,6 +30,18 @@ from hello_memory.text.people import SELF_ENTITY
     ("我姐姐住在上海。", "我姐姐搬去深圳了。"),
     ("My phone number is 0612 345 678.", "New number: 0687 654 321"),
     ("My cousin Bram lives in Ghent.", "Bram moved to Antwerp last month."),
+    # an arrival whose second sentence opens with a capitalised common word
+    ("I'm a nurse at the Erasmus MC.", "First day at Sanquin done! Research nursing now."),
+    # the old thing lost, the new one only named ("an iPhone" has no strong phone cue)
+    ("My phone is a Samsung A52.", "Smashed my Samsung on the stairs, got a Fairphone 5."),
+    # a named subject inside the sentence, with a negative verb
+    ("Mia eats everything.", "After the school project Mia doesn't eat meat any more."),
+    # an attribute beyond home and work: eyesight
+    ("I wear glasses for reading.", "Had laser eye surgery in May, no glasses now."),
+    # a weekly slot, en and zh
+    ("Wednesday evenings are choir practice.", "No more choir: Wednesday evenings are "
+     "for the running club now."),
+    ("我每周日上午去游泳。", "游泳馆关了，现在周日上午在家练瑜伽。"),
 ])
 def test_a_change_in_everyday_wording_replaces_the_old_fact(old: str, new: str) -> None:
     assert replaces(new, old)
@@ -74,3 +88,36 @@ def test_the_attribute_list_is_extensible() -> None:
 
         del attributes.ATTRIBUTES["climbing_gym"]
         attributes._compiled.cache_clear()
+
+
+@pytest.mark.parametrize(("question", "attribute"), [
+    ("Where does Priya live these days?", "home"),
+    ("What does Tom do for a living?", "employer"),
+    ("Where do I work?", "employer"),
+    ("Which phone have I got?", "phone"),
+    ("Who is Sam going out with?", "partner"),
+    ("What pet does Mia have?", "pet"),
+    ("How do I get to work?", "commute"),
+    ("Do I need glasses?", "eyesight"),
+    ("What do I do on Friday mornings?", "slot:friday-morning"),
+    ("阿伟现在在哪儿上班？", "employer"),
+    ("姐姐住在哪个城市？", "home"),
+    ("我周日上午一般干什么？", "slot:sunday-morning"),
+])
+def test_the_attribute_a_question_asks_for(question: str, attribute: str) -> None:
+    assert attribute in asked_attributes(question)
+
+
+@pytest.mark.parametrize("question", [
+    "What went wrong at home this week?",  # a weak cue: no address is asked for
+    "What did we have for dinner on Friday?",
+    "上周日妈妈在电话里说了什么？",
+])
+def test_questions_that_ask_for_no_attribute(question: str) -> None:
+    assert not asked_attributes(question)
+
+
+def test_recurring_slots() -> None:
+    assert recurring_slot("Every Thursday evening I go climbing") == "slot:thursday-evening"
+    assert recurring_slot("周六上午在图书馆帮忙") == "slot:saturday-morning"
+    assert recurring_slot("Dinner on Thursday the 19th") is None

@@ -1,0 +1,72 @@
+"""Issue 26: a question that asks for an attribute ("what car do I drive?", "where does
+Priya live?") is answered by the memory that states it, even when that memory is an
+event in everyday wording and another memory about the user is closer in embedding
+space. The factor that does it is in every hit's breakdown (docs/RETRIEVAL.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hello_memory.config import load_settings
+from hello_memory.factory import open_stores
+from hello_memory.memory.manager import MemoryManager
+from hello_memory.retrieval.fusion import explain
+from hello_memory.retrieval.hybrid import ATTRIBUTE_MISS_FACTOR
+from hello_memory.text.entities import RuleExtractor
+
+pytestmark = pytest.mark.slow
+
+TZ = timezone(timedelta(hours=1))
+NS = "life"
+
+
+@pytest.fixture(scope="module")
+def mm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryManager]:
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    settings = load_settings(environ={}, data_dir=tmp_path_factory.mktemp("attr") / "d")
+    manager = MemoryManager(open_stores(settings, embedder=SentenceTransformerEmbedder()),
+                            extractor=RuleExtractor(),
+                            clock=lambda: datetime(2026, 12, 4, 18, 0, tzinfo=TZ))
+    day = datetime(2026, 6, 1, 9, tzinfo=TZ)
+    for n, (text, kind) in enumerate([
+            ("My birthday is 3 March.", "semantic"),
+            ("I speak Dutch, English and a bit of Polish.", "semantic"),
+            ("This year I want to run a half marathon.", "episodic"),
+            ("Sold the old Fiesta and picked up a second-hand Nissan Leaf, fully "
+             "electric now.", "episodic"),
+            ("Priya moved to a flat in Rotterdam-Noord in the spring.", "episodic"),
+            ("Priya's favourite band is Khruangbin.", "semantic")]):
+        manager.add(text, namespace=NS, memory_type=kind, event_time=day + timedelta(days=n))
+    yield manager
+    manager.close()
+
+
+def _texts(hits: list[Any]) -> list[str]:
+    return [h.item.content for h in hits]
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("What car do I drive?", "Nissan Leaf"),
+    ("Where does Priya live?", "Rotterdam"),
+])
+def test_the_memory_stating_the_asked_attribute_comes_first(mm: MemoryManager,
+                                                            question: str,
+                                                            answer: str) -> None:
+    hits = mm.search(question, namespace=NS, top_k=6)
+    assert answer in hits[0].item.content, _texts(hits)
+    assert hits[0].breakdown.attribute == 1.0
+    others = [h for h in hits[1:] if answer not in h.item.content]
+    assert others and all(h.breakdown.attribute == ATTRIBUTE_MISS_FACTOR for h in others)
+    assert "attribute 0.50" in explain(others[0])
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+
+
+def test_a_question_asking_for_no_attribute_is_left_alone(mm: MemoryManager) -> None:
+    hits = mm.search("What are my plans for this year?", namespace=NS, top_k=6)
+    assert hits and all(h.breakdown.attribute == 1.0 for h in hits)
