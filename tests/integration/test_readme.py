@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-# Pages whose ```python blocks are whole programs. The other pages (ADAPTERS, RAG,
-# RETRIEVAL, ...) show fragments in ```python blocks; a whole program that needs an LLM
+# Pages whose ```python blocks are whole programs. The other pages (ADAPTERS,
+# RETRIEVAL, RELIABILITY, ...) show fragments in ```python blocks; a whole program that needs an LLM
 # or an extra is fenced ```py and has a test of its own (test_agent_loop.py,
 # tests/adapters/test_readme_adapters.py).
 PAGES = ["README.md", "docs/QUICKSTART.md", "docs/MEMORY.md", "docs/AGENT_TOOL.md",
-         "docs/EMBEDDINGS.md"]
+         "docs/EMBEDDINGS.md", "docs/RAG.md", "docs/OBSERVABILITY.md"]
 
 
 def _blocks() -> dict[str, str]:
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.slow
 def test_readme_and_pages_have_examples() -> None:
     pages = {name.split(":")[0] for name in BLOCKS}
     assert pages == set(PAGES)
-    assert len(BLOCKS) >= 6
+    assert len(BLOCKS) >= 8
 
 
 @pytest.mark.parametrize("block", list(BLOCKS.values()), ids=list(BLOCKS))
