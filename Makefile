@@ -20,7 +20,7 @@ STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 	install-multimodal install-adapters test-adapters clean
 
 help:
-	@echo "make demo | make test | make lint | make typecheck | make bench | make clean"
+	@echo "make demo | make test | make docs | make dist | make lint | make typecheck | make bench | make clean"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
