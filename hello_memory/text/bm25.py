@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 
 from hello_memory.text import tokenize
@@ -58,12 +59,20 @@ class _Stemmers(threading.local):
 _stemmers = _Stemmers()
 
 
+@lru_cache(maxsize=1 << 16)
+def _stem_word(word: str) -> str:
+    """One English word's stem; a pure function of the word, so cached: stemming the
+    same words again was a third of a search's time at 10k memories (the evidence
+    reads the terms of every lexical hit; issue 27, docs/PERFORMANCE.md) and much of
+    the lexical encoding of an ingest."""
+    return str(_stemmers.get().stemWord(word))
+
+
 def _stem(words: list[str]) -> list[str]:
     """English words stemmed with Snowball (``plays`` / ``play``, ``intolerance`` /
     ``intolerant``); Chinese words, numbers and identifiers as they are. Thread-safe:
-    each thread stems with its own stemmer."""
-    stemmer = _stemmers.get()
-    return [stemmer.stemWord(w) if w.isascii() and w.isalpha() else w for w in words]
+    each thread stems with its own stemmer (the cache holds finished stems only)."""
+    return [_stem_word(w) if w.isascii() and w.isalpha() else w for w in words]
 
 
 class LexicalEncoder:
