@@ -8,7 +8,15 @@ tools). A path ``ingest`` or ``add_media_path`` reads must lie under ``api.read_
 Every tool takes a ``namespace`` and checks it against the namespace patterns the
 operator granted when starting the server (``--namespace PATTERN`` or the patterns of
 an API key in ``api.api_keys``), with the REST API's rules: exact names, ``prefix/*``,
-``*``. Runs over stdio (what desktop agents launch) or, optionally, streamable HTTP.
+``*``. Where exactly one namespace is granted (one exact name), ``namespace`` is
+optional and defaults to it. Runs over stdio (what desktop agents launch) or,
+optionally, streamable HTTP.
+
+Sized for a model (issue 29, item 4): the media tools are offered only when perceptual
+memory is on (they could not work otherwise); ``recall`` and ``search_media`` answer
+each hit as ``id``, ``text``, ``date``, ``type``, ``score`` (``detail: true`` gives the
+full record and score breakdown, what REST answers); descriptions are the operation's
+one-line summary.
 
 The module is named ``mcp_server`` so that it never shadows the ``mcp`` package.
 """
@@ -33,18 +41,44 @@ from hello_memory.errors import (
     PayloadTooLargeError,
 )
 from hello_memory.tools.rag_access import build_rag
+from hello_memory.tools.views import DETAIL_DESCRIPTION, HIT_OPERATIONS, brief
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
 
-__all__ = ["build_server", "grants_for", "tool_signature"]
+__all__ = ["INSTRUCTIONS", "build_server", "description", "grants_for", "offered",
+           "single_namespace", "tool_signature"]
 
 INSTRUCTIONS = (
     "Long-term memory. Call `recall` before answering questions about the user or past "
     "work, `remember` for facts, preferences and events worth keeping, `forget` for what "
-    "is wrong or unwanted (it can be restored). Every call names a namespace."
+    "is wrong or unwanted (it can be restored)."
 )
+
+
+def single_namespace(grants: Sequence[str]) -> str | None:
+    """The namespace a server granted exactly one of (one exact name, no pattern):
+    its tools' default ``namespace``; else None (every call names one)."""
+    if len(grants) == 1 and "*" not in grants[0]:
+        return grants[0]
+    return None
+
+
+def offered(catalogue: Catalogue, manager: MemoryManager) -> list[Operation]:
+    """The operations MCP offers over ``manager``: the media ones only when perceptual
+    memory is on."""
+    media = bool(getattr(manager, "has_perceptual", False))
+    return [op for op in catalogue.on("mcp") if media or op.area != "media"]
+
+
+def description(op: Operation) -> str:
+    """A tool's description: the operation's one-line summary (and, for the tools that
+    answer hits, what a hit holds)."""
+    if op.name in HIT_OPERATIONS:
+        return (f"{op.summary} Each hit: id, text, date, type, score; detail=true adds "
+                "the score breakdown.")
+    return op.summary
 
 
 def grants_for(settings: Settings, *, namespaces: Sequence[str] = (),
@@ -77,7 +111,10 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
                           f"pip install 'hello-memory[server]' ({exc})") from exc
     if not grants:
         raise ConfigError("the MCP server was given no namespaces to serve")
-    server = MCPServer("hello-memory", instructions=INSTRUCTIONS)
+    default_ns = single_namespace(grants)
+    server = MCPServer("hello-memory", instructions=INSTRUCTIONS + (
+        f" The namespace is {default_ns!r} unless a call names it." if default_ns
+        else " Every call names a namespace."))
     rag: list[Any] = []  # the one pipeline, built on the first document call
 
     def check(namespace: str) -> str:
@@ -97,7 +134,7 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
 
     limit = settings.api.max_request_bytes
 
-    def tool(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    def tool(fn: Callable[..., dict[str, Any]], summary: str) -> Callable[..., dict[str, Any]]:
         @wraps(fn)
         def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
             try:
@@ -111,26 +148,44 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
                 return fn(*args, **kwargs)
             except HelloMemoryError as exc:  # the model reads this and can correct itself
                 raise ToolError(f"{type(exc).__name__}: {exc}") from exc
-        server.add_tool(run, name=fn.__name__, description=(fn.__doc__ or "").strip())
+        server.add_tool(run, name=fn.__name__, description=summary)
+        _strip_schema_titles(server, fn.__name__)
         return fn
 
     def register(op: Operation) -> None:
-        def handle(namespace: str, **arguments: Any) -> dict[str, Any]:
-            ns = check(namespace)
+        hits = op.name in HIT_OPERATIONS
+
+        def handle(namespace: str | None = default_ns, **arguments: Any) -> dict[str, Any]:
+            ns = check(namespace or "")
             if op.scope == "admin" and "*" not in grants:
                 raise InvalidInputError(f"{op.name} needs a server granted '*'")
-            return op.run(Call(manager, ns, settings, documents=pipeline),
+            detail = bool(arguments.pop("detail", False)) if hits else True
+            data = op.run(Call(manager, ns, settings, documents=pipeline),
                           op.parse(arguments))
+            return data if detail else brief(data)
 
         handle.__name__ = op.name_on("mcp")
         handle.__doc__ = op.doc
-        handle.__signature__ = tool_signature(op)  # type: ignore[attr-defined]
-        tool(handle)
+        handle.__signature__ = tool_signature(  # type: ignore[attr-defined]
+            op, default_namespace=default_ns, detail=hits)
+        tool(handle, description(op))
 
-    for op in (catalogue or default_catalogue()).on("mcp"):
+    for op in offered(catalogue or default_catalogue(), manager):
         register(op)
 
     return server
+
+
+def _strip_schema_titles(server: Any, name: str) -> None:
+    """Drop pydantic's ``title`` from a tool's input schema (every property had one, a
+    copy of its name: about 3 KB of the tool list no model reads), as the agent tools'
+    schemas do (``Operation.parameters``). Left as is where this ``mcp`` keeps its
+    tools elsewhere."""
+    from hello_memory.catalogue import _strip_titles
+
+    tool = getattr(getattr(server, "_tool_manager", None), "_tools", {}).get(name)
+    if tool is not None and isinstance(getattr(tool, "parameters", None), dict):
+        tool.parameters = _strip_titles(tool.parameters)
 
 
 def _payload_bytes(values: Sequence[Any]) -> int:
@@ -149,16 +204,28 @@ def _payload_bytes(values: Sequence[Any]) -> int:
     return total
 
 
-def tool_signature(op: Operation) -> inspect.Signature:
-    """``namespace`` and the operation's request fields, as MCP reads a tool's
-    arguments (their JSON schema: the request model's types, bounds, defaults and
-    descriptions)."""
-    params = [inspect.Parameter("namespace", inspect.Parameter.KEYWORD_ONLY,
-                                annotation=Annotated[str, Field(description=(
-                                    "The namespace to act in (granted to this server)."))])]
+def tool_signature(op: Operation, *, default_namespace: str | None = None,
+                   detail: bool = False) -> inspect.Signature:
+    """``namespace`` (optional when the server has ``default_namespace``), the
+    operation's request fields, as MCP reads a tool's arguments (their JSON schema: the
+    request model's types, bounds, defaults and descriptions), and with ``detail`` the
+    flag that asks for full hits."""
+    if default_namespace is None:
+        namespace = inspect.Parameter("namespace", inspect.Parameter.KEYWORD_ONLY,
+                                      annotation=Annotated[str, Field(description=(
+                                          "The namespace to act in."))])
+    else:
+        namespace = inspect.Parameter(
+            "namespace", inspect.Parameter.KEYWORD_ONLY, default=default_namespace,
+            annotation=Annotated[str, Field(description=f"Default {default_namespace!r}.")])
+    params = [namespace]
     for name, info in op.request.model_fields.items():
         annotation = annotated(info, Field(description=info.description))
         default = inspect.Parameter.empty if info.is_required() else info.default
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
                                         default=default, annotation=annotation))
+    if detail:
+        params.append(inspect.Parameter(
+            "detail", inspect.Parameter.KEYWORD_ONLY, default=False,
+            annotation=Annotated[bool, Field(description=DETAIL_DESCRIPTION)]))
     return inspect.Signature(params, return_annotation=dict[str, Any])

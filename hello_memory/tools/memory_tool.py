@@ -13,8 +13,9 @@ and the MCP tools):
 
 Both return a JSON-ready dict: ``ok``, ``action``, the operation's JSON in the tool's
 compact view (:mod:`hello_memory.tools.views`: full memory ids, which an agent needs to
-update or remove, scores), and ``text``, a rendering that stays under
-``token_budget``. An invalid call returns ``ok: False`` with the error's type and
+update or remove, scores; a search's hits brief, id, text, date, type and score, unless
+``detail`` asks for the breakdown), and ``text``, a rendering that stays under
+``token_budget``. The media actions are offered only when perceptual memory is on. An invalid call returns ``ok: False`` with the error's type and
 message (and changes nothing), so the model can read what went wrong; the direct
 Python methods raise the typed error instead.
 
@@ -39,7 +40,14 @@ from hello_memory.errors import HelloMemoryError, InvalidInputError
 from hello_memory.memory.manager import item_to_json
 from hello_memory.retrieval.progressive import ProgressiveLoader, optimize_context
 from hello_memory.text.tokens import TokenCounter, default_token_counter, truncate_to_tokens
-from hello_memory.tools.views import compact, compact_memory, render_text
+from hello_memory.tools.views import (
+    DETAIL_DESCRIPTION,
+    HIT_OPERATIONS,
+    brief,
+    compact,
+    compact_memory,
+    render_text,
+)
 from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace, validate_content
 
@@ -76,10 +84,11 @@ def _tool_catalogue(catalogue: Catalogue | None) -> Catalogue:
     return catalogue if catalogue is not None else default_catalogue()
 
 
-def _actions(catalogue: Catalogue) -> dict[str, Operation]:
-    """The tool's operations: those of the memories and media areas."""
+def _actions(catalogue: Catalogue, media: bool = True) -> dict[str, Operation]:
+    """The tool's operations: those of the memories area, and of the media area when
+    ``media`` (perceptual memory is on: a media action could not work otherwise)."""
     return {op.name_on("tool"): op for area in ("memories", "media")
-            for op in catalogue.on("tool", area)}
+            if media or area != "media" for op in catalogue.on("tool", area)}
 
 
 # action -> request model, of the default catalogue
@@ -90,6 +99,16 @@ def memory_dict(item: MemoryItem, score: float | None = None) -> dict[str, Any]:
     """The fields an agent needs about one memory (full id included): the tool's
     compact view of ``item_to_json``."""
     return compact_memory(item_to_json(item), score)
+
+
+def _with_detail(op: Operation) -> dict[str, Any]:
+    """The function's parameters: the request model's, and ``detail`` for the actions
+    that answer hits."""
+    params = op.parameters()
+    if op.name in HIT_OPERATIONS:
+        params = {**params, "properties": {**params.get("properties", {}), "detail": {
+            "type": "boolean", "default": False, "description": DETAIL_DESCRIPTION}}}
+    return params
 
 
 class MemoryTool:
@@ -118,7 +137,8 @@ class MemoryTool:
         # the folders add_media_path may read files under (resolved; none: no paths)
         self.roots = tuple(str(Path(r).expanduser().resolve()) for r in roots)
         # action -> operation: the catalogue's operations the tool carries
-        self.actions = _actions(_tool_catalogue(catalogue))
+        self.actions = _actions(_tool_catalogue(catalogue),
+                                media=bool(getattr(manager, "has_perceptual", False)))
         self.namespace = require_namespace(namespace)
         self.user_id = user_id
         self.session_id = session_id
@@ -154,7 +174,7 @@ class MemoryTool:
         the catalogue's request models, the tool's namespace left out (it is fixed)."""
         return [{"type": "function", "function": {
                     "name": f"{self.prefix}{action}", "description": op.doc,
-                    "parameters": op.parameters()}}
+                    "parameters": _with_detail(op)}}
                 for action, op in self.actions.items()]
 
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None
@@ -185,13 +205,16 @@ class MemoryTool:
             raise InvalidInputError(f"unknown action {action!r}; use one of "
                                     f"{', '.join(self.actions)}")
         args = dict(arguments)
+        # hits come brief (id, text, date, type, score) unless detail is asked for
+        detail = bool(args.pop("detail", False)) if op.name in HIT_OPERATIONS else True
         if op.scope == "write":  # what this tool writes carries its user and session
             for key, value in (("user_id", self.user_id), ("session_id", self.session_id)):
                 if key in op.request.model_fields and args.get(key) is None and value:
                     args[key] = value
         data = op.run(Call(self.manager, self.namespace, read_dirs=self.roots),
                       op.parse(args))
-        return self._ok(action, render_text(self, op.name, data), **compact(data))
+        view = compact(data) if detail else brief(data)
+        return self._ok(action, render_text(self, op.name, data), **view)
 
     def _error(self, action: str, exc: Exception) -> dict[str, Any]:
         return {"ok": False, "action": action, "namespace": self.namespace,
@@ -227,10 +250,14 @@ class MemoryTool:
                                          importance=importance, metadata=metadata))
 
     def search(self, query: str, top_k: int = 5, memory_types: Sequence[str] | None = None,
-               min_importance: float | None = None) -> dict[str, Any]:
+               min_importance: float | None = None, detail: bool = False
+               ) -> dict[str, Any]:
+        """Hits as id, text, date, type, score; ``detail``: with each memory's fields,
+        the score breakdown and per-view ranks."""
         return self.invoke("search", _given(query=query, top_k=top_k,
                                             memory_types=memory_types,
-                                            min_importance=min_importance))
+                                            min_importance=min_importance,
+                                            detail=detail or None))
 
     def summary(self, limit: int = 5) -> dict[str, Any]:
         return self.invoke("summary", {"limit": limit})

@@ -15,7 +15,17 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-__all__ = ["TEXTS", "compact", "compact_memory", "render_text"]
+__all__ = ["HIT_OPERATIONS", "RECALL_TEXT_CHARS", "TEXTS", "brief", "brief_hit", "compact",
+           "compact_memory", "render_text"]
+
+# The operations whose answer is a list of memory hits: a model gets them brief (id,
+# text, date, type, score) unless it asks for ``detail`` (issue 29, item 4).
+HIT_OPERATIONS = frozenset({"search", "search_media"})
+# A brief hit's text is cut here (get / get_memory returns the memory whole).
+RECALL_TEXT_CHARS = 1000
+DETAIL_DESCRIPTION = ("true: each hit with its full memory record and score breakdown "
+                      "(per-view ranks, profile parts); default: id, text, date, type, "
+                      "score")
 
 _MEMORY_KEYS = frozenset({"id", "namespace", "content", "memory_type", "status",
                           "recorded_time"})
@@ -58,6 +68,33 @@ def _compact_hit(hit: Mapping[str, Any]) -> dict[str, Any]:
             "breakdown": hit.get("breakdown", {}),
             "views": {v: vh["rank"] for v, vh in hit["views"].items()},
             **{k: compact(v) for k, v in hit.items() if k not in _HIT_KEYS}}
+
+
+def brief_hit(hit: Mapping[str, Any]) -> dict[str, Any]:
+    """One search hit as a model needs it: ``id``, ``text`` (cut at
+    RECALL_TEXT_CHARS, then ``truncated``), ``date`` (the event's day), ``type`` and
+    ``score``; what an operation added beside ``hit_to_json``'s keys (a media hit's
+    modality, source, caption...) stays."""
+    memory = hit.get("memory") or {}
+    text = str(hit.get("content", memory.get("content", "")))
+    out: dict[str, Any] = {"id": hit["id"], "text": text[:RECALL_TEXT_CHARS],
+                           "date": str(memory.get("event_time") or "")[:10] or None,
+                           "type": hit.get("memory_type", memory.get("memory_type")),
+                           "score": round(float(hit["score"]), 3)}
+    if len(text) > RECALL_TEXT_CHARS:
+        out["text"] += "…"
+        out["truncated"] = True
+    out.update({k: v for k, v in hit.items() if k not in _HIT_KEYS and v is not None})
+    return out
+
+
+def brief(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A search answer (``found_json``) for a model: brief hits, and the recipe only
+    when it is not the default one."""
+    out: dict[str, Any] = {"hits": [brief_hit(h) for h in data.get("hits", [])]}
+    if data.get("recipe") not in (None, "hybrid"):
+        out["recipe"] = data["recipe"]
+    return out
 
 
 def compact(value: Any) -> Any:

@@ -27,6 +27,7 @@ from hello_memory.config import Settings
 from hello_memory.mcp_server import build_server
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.tools import MemoryTool
+from hello_memory.tools.views import HIT_OPERATIONS
 
 from .conftest import make_settings
 
@@ -124,18 +125,23 @@ def test_every_interface_exposes_every_operation(manager: MemoryManager,
         expected = _model_defaults(op.request)
         if op.on("rest"):
             assert _rest_arguments(openapi, op) == (expected, _required(op.request)), op.name
-        if op.on("mcp"):
+        # the media operations are offered only with perceptual memory on (issue 29):
+        # off here; the hit operations add their own `detail` flag
+        media_off = op.area == "media"
+        interface_own = {"namespace"} | ({"detail"} if op.name in HIT_OPERATIONS else set())
+        if op.on("mcp") and not media_off:
             schema = mcp_tools[op.name_on("mcp")]
             assert schema["required"][0] == "namespace"
-            args = {k: v for k, v in _defaults(schema).items() if k != "namespace"}
+            args = {k: v for k, v in _defaults(schema).items() if k not in interface_own}
             assert args == expected, op.name
             assert set(schema["required"][1:]) == _required(op.request), op.name
         else:
             assert op.name_on("mcp") not in mcp_tools
         name = TOOL_PREFIX.get(op.area, "?") + op.name_on("tool")
-        if op.on("tool"):
+        if op.on("tool") and not media_off:
             params = tool[name]["parameters"]
-            assert _defaults(params) == expected, op.name
+            args = {k: v for k, v in _defaults(params).items() if k not in interface_own}
+            assert args == expected, op.name
             assert set(params.get("required", [])) == _required(op.request), op.name
         else:
             assert name not in tool
@@ -144,7 +150,7 @@ def test_every_interface_exposes_every_operation(manager: MemoryManager,
                     and not getattr(c, "commands", None)]
             assert tied and all("as_json" in {p.name for p in c.params} for c in tied), op.cli
     # every tool function is an operation's
-    assert len(tool) == len(CATALOGUE.on("tool"))
+    assert len(tool) == len([op for op in CATALOGUE.on("tool") if op.area != "media"])
     # what an interface cannot carry is said, and stays a short list: a file download,
     # multipart uploads, a PNG answer, and the admin operations (whole-store, an
     # operator's)
@@ -158,8 +164,8 @@ def test_every_interface_exposes_every_operation(manager: MemoryManager,
     media = {op.name for op in CATALOGUE if op.area == "media"}
     assert media == {"add_media_upload", "add_media_path", "search_media",
                      "search_media_file", "media_thumbnail"}
-    assert {"add_media_path", "search_media"} <= set(mcp_tools)
-    assert {"memory_add_media_path", "memory_search_media"} <= set(tool)
+    assert not {"add_media_path", "search_media"} & set(mcp_tools)  # perceptual off
+    assert not {"memory_add_media_path", "memory_search_media"} & set(tool)
     assert all(reason for op in CATALOGUE for reason in op.not_on.values())
     # every route is async: they run through the AsyncMemoryManager
     names = {op.name for op in CATALOGUE.on("rest")}
@@ -205,17 +211,25 @@ def test_media_routes_answer_501_without_perceptual_memory(
         assert bad.status_code == 422
 
 
-def test_media_tools_say_perceptual_memory_is_off(manager: MemoryManager,
-                                                  settings: Settings) -> None:
-    async def over_mcp() -> tuple[bool, str]:
+def test_media_tools_are_not_offered_with_perceptual_memory_off(
+        manager: MemoryManager, settings: Settings) -> None:
+    """Issue 29: a model is not shown tools that cannot work (REST still answers the
+    501 problem naming what to install, above)."""
+    async def over_mcp() -> tuple[set[str], bool, str]:
         async with Client(build_server(manager, settings, ["u"])) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
             r = await c.call_tool("search_media", {"namespace": "u", "query": "a cat"})
-            return bool(r.is_error), str(getattr(r.content[0], "text", ""))
+            return names, bool(r.is_error), str(getattr(r.content[0], "text", ""))
 
-    is_error, said = anyio.run(over_mcp)
-    assert is_error and "PerceptualNotConfiguredError" in said
-    out = MemoryTool(manager, namespace="u").run({"action": "search_media", "query": "a cat"})
-    assert out["ok"] is False and out["error"]["type"] == "PerceptualNotConfiguredError"
+    names, is_error, said = anyio.run(over_mcp)
+    media = {op.name_on("mcp") for op in CATALOGUE.on("mcp") if op.area == "media"}
+    assert media and not media & names and "recall" in names
+    assert is_error and "search_media" in said
+    tool = MemoryTool(manager, namespace="u")
+    assert not {f"memory_{op.name_on('tool')}" for op in CATALOGUE.on("tool")
+                if op.area == "media"} & {s["function"]["name"] for s in tool.schemas()}
+    out = tool.run({"action": "search_media", "query": "a cat"})
+    assert out["ok"] is False and out["error"]["type"] == "InvalidInputError"
 
 
 # --- a made-up operation: a catalogue entry and its handler, no other edit ------------

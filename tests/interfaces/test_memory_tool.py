@@ -24,12 +24,17 @@ def test_add_search_update_remove_by_full_id(manager: MemoryManager) -> None:
     tool.run({"action": "add", "content": "Alice flew to Lisbon last spring.",
               "memory_type": "episodic"})
     found = tool.run({"action": "search", "query": "what food must Alice avoid?", "top_k": 2})
-    assert found["ok"] and found["ids"][0] == added["id"]
-    top = found["hits"][0]  # the search JSON, in the tool's compact view
-    assert top["score"] > found["hits"][1]["score"] and set(top["views"]) >= {"semantic"}
+    assert found["ok"] and found["hits"][0]["id"] == added["id"]
+    top = found["hits"][0]  # brief by default: id, text, date, type, score (issue 29)
+    assert set(top) == {"id", "text", "date", "type", "score"}
+    assert top["score"] > found["hits"][1]["score"] and top["type"] == "semantic"
+    full = tool.run({"action": "search", "query": "what food must Alice avoid?",
+                     "top_k": 2, "detail": True})["hits"][0]  # the compact full view
+    assert full["id"] == top["id"] and set(full["views"]) >= {"semantic"}
+    assert full["breakdown"] and full["content"] == top["text"]
     assert added["id"] in found["text"]  # the rendering shows the full id too
     # the id from search is enough to update and remove
-    upd = tool.run({"action": "update", "memory_id": found["ids"][0], "importance": 0.4})
+    upd = tool.run({"action": "update", "memory_id": top["id"], "importance": 0.4})
     assert upd["ok"] and manager.get(added["id"], namespace="alice").importance == 0.4
     rem = tool.run({"action": "remove", "memory_id": added["id"]})
     assert rem["ok"] and rem["removed"] is True
@@ -43,7 +48,11 @@ def test_function_calling_schemas_and_dispatch(manager: MemoryManager) -> None:
     tool = MemoryTool(manager, namespace="n")
     schemas = tool.schemas()
     names = [s["function"]["name"] for s in schemas]
-    assert names == [f"memory_{a}" for a in ACTIONS]
+    # media actions only with perceptual memory on (issue 29): off here
+    media = {"add_media_path", "search_media"}
+    assert names == [f"memory_{a}" for a in ACTIONS if a not in media]
+    search = next(s["function"] for s in schemas if s["function"]["name"] == "memory_search")
+    assert search["parameters"]["properties"]["detail"]["default"] is False
     add = next(s["function"] for s in schemas if s["function"]["name"] == "memory_add")
     assert add["parameters"]["required"] == ["content"]
     assert add["parameters"]["additionalProperties"] is False
@@ -82,8 +91,8 @@ def test_clear_needs_confirm_and_stays_in_its_namespace(manager: MemoryManager) 
     assert not refused["ok"] and manager.stats("a")["total"] == 1
     assert a.run({"action": "clear", "confirm": True})["ok"]
     assert manager.stats("a")["total"] == 0 and manager.stats("b")["total"] == 1
-    assert b.run({"action": "search", "query": "memory of a"})["ids"] != []
-    assert all("of a" not in m["content"]
+    assert b.run({"action": "search", "query": "memory of a"})["hits"] != []
+    assert all("of a" not in m["text"]
                for m in b.run({"action": "search", "query": "memory of a"})["hits"])
 
 
