@@ -781,9 +781,6 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     settings = _settings()
     bind = host or settings.api.host
     check_bind(settings.api, bind)
-    warning = keyless_warning(settings, bind)
-    if warning:
-        err.print(f"[bold red]WARNING:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     held = _held_by(settings)
     if held is not None:  # a live server: say so before loading anything
         raise BackendUnavailableError(
@@ -801,6 +798,10 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     # out of the ASGI lifespan.
     with err.status("Opening stores and loading the embedding model..."):
         mm = MemoryManager.open(settings, embedder=embedder)
+    # once it can start: a server without a key answers 401 to everything
+    warning = keyless_warning(settings, bind)
+    if warning:
+        err.print(f"[bold red]WARNING:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     # An embedded vector directory opens in one process only: while this server holds
     # it, server.json in the data directory tells the CLI where to send its commands.
     exclusive = settings.vector.url is None and settings.vector.location is None

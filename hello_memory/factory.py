@@ -211,16 +211,19 @@ def open_stores(
 
 
 def _held_message(settings: Settings, exc: BackendUnavailableError) -> str | None:
-    """When the embedded directory is locked by a running ``hello-memory serve`` (its
-    server.json names a live process): say which, and how to use it instead of opening
-    the directory (issue 29)."""
+    """When the embedded directory is locked: by a running ``hello-memory serve`` (its
+    server.json names a live process), say which and how to use it instead of opening
+    the directory; by another process, how processes share one (issue 29)."""
     from hello_memory.server_info import pid_alive, read_info
 
     if "already open" not in str(exc):
         return None
     info = read_info(settings.data_dir)
     if info is None or not pid_alive(info.pid):
-        return None
+        return (f"the data directory {settings.data_dir} is open in another process (one "
+                "process opens an embedded directory): close that one, or run `hello-memory "
+                "serve` on the directory and reach it through hello_memory.Client or the "
+                "CLI's --server; processes can also share a Qdrant server (vector.url)")
     return (f"{info.describe()} holds the data directory {settings.data_dir}: one process "
             f"opens an embedded directory. Use that server instead: from Python "
             f"hello_memory.Client({info.url!r}, api_key=...), from the CLI "
