@@ -58,7 +58,7 @@ def _flag_type(display: Callable[[Any, Any], str | None]) -> Callable[[Any, Any]
     return display_type_rich
 
 
-typer.core.TyperOption.display_type_rich = _flag_type(  # type: ignore[method-assign]
+typer.core.TyperOption.display_type_rich = _flag_type(  # type: ignore[method-assign, assignment]
     typer.core.TyperOption.display_type_rich)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,

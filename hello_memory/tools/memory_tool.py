@@ -15,9 +15,10 @@ Both return a JSON-ready dict: ``ok``, ``action``, the operation's JSON in the t
 compact view (:mod:`hello_memory.tools.views`: full memory ids, which an agent needs to
 update or remove, scores; a search's hits brief, id, text, date, type and score, unless
 ``detail`` asks for the breakdown), and ``text``, a rendering that stays under
-``token_budget``. The media actions are offered only when perceptual memory is on. An invalid call returns ``ok: False`` with the error's type and
-message (and changes nothing), so the model can read what went wrong; the direct
-Python methods raise the typed error instead.
+``token_budget``. The media actions are offered only when perceptual memory is on.
+An invalid call returns ``ok: False`` with the error's type and message (and changes
+nothing), so the model can read what went wrong; the direct Python methods raise the
+typed error instead.
 
 The tool is bound to ONE namespace at construction: an agent cannot reach another
 namespace through it, nor read a file outside its ``roots`` (add_media_path; none
