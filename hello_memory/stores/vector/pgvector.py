@@ -572,11 +572,12 @@ class PgVectorStore:
                 (*cond_args, self.params.exact_threshold)).scalar()
             exact = int(probe or 0) < self.params.exact_threshold
         # ``+ 0`` makes the sort key an expression the HNSW index does not serve: the
-        # planner then ranks every selected row exactly.
-        order = f"{dist} + 0" if exact else dist
+        # planner then ranks every selected row exactly (ties by id). The HNSW path
+        # orders by the distance alone, the one order the index serves.
+        order = f"{dist} + 0, p.id" if exact else dist
         return conn.exec_driver_sql(
             f"SELECT p.id, {score}, p.payload FROM {t} p WHERE {cond} "
-            f"ORDER BY {order}, p.id LIMIT %s",
+            f"ORDER BY {order} LIMIT %s",
             (q, *cond_args, q, limit)).all()
 
     def _sparse_search(self, conn: Any, table: str, name: str, terms: list[int],
