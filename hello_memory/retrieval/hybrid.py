@@ -591,7 +591,12 @@ class HybridRetriever:
         soft = dict(symbolic_pool_view(pool, order, analysis, timed))
         met = {m: soft.get(m, 0.0) + (1.0 if m in in_time else 0.0)
                for m in set(soft) | set(in_time)}
-        return sorted(met.items(), key=lambda kv: (-kv[1], -order.get(kv[0], 0.0)))
+        # The time a question names is a hard constraint: every memory inside it ranks
+        # before the soft matches outside it ("what did I do last Saturday?" is
+        # answered by Saturday's "Late Tram played their first gig tonight", whose
+        # words share nothing with the question; issue 26).
+        return sorted(met.items(), key=lambda kv: (kv[0] not in in_time, -kv[1],
+                                                   -order.get(kv[0], 0.0)))
 
     def _working_view(self, ns: str, query: str, flt: ItemFilter,
                       time_range: TimeRange | None, state: _Round) -> None:
@@ -796,7 +801,10 @@ class HybridRetriever:
                 evidence=plainest,
                 time=TIME_MISS_FACTOR if timed and m not in timed else 1.0,
                 when=WHEN_MISS_FACTOR if says_when and m not in says_when else 1.0,
+                # an event inside the time the question names is the user's own day,
+                # whoever it names ("Moving day. Lotte carried boxes all afternoon")
                 subject=(SUBJECT_MISS_FACTOR if state.analysis is not None
+                         and m not in timed
                          and about_someone_else(item, state.analysis) else 1.0),
                 attribute=ATTRIBUTE_MISS_FACTOR if stating and m not in stating else 1.0)
             final = (parts.profile * parts.evidence * parts.time * parts.when * parts.subject

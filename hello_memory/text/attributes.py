@@ -51,6 +51,9 @@ class Attribute:
     strong: tuple[str, ...]
     weak: tuple[str, ...] = ()
     asked: tuple[str, ...] = ()
+    # One value at a time (where someone lives): a newer value replaces the older one.
+    # Tastes, fears and allergies add up instead; they only answer questions.
+    single: bool = True
 
 
 def _alternatives(pattern: str) -> tuple[str, ...]:
@@ -68,8 +71,10 @@ def _alternatives(pattern: str) -> tuple[str, ...]:
     return tuple(p for p in parts if p)
 
 
-def _att(name: str, strong: str, weak: str = "", asked: str = "") -> Attribute:
-    return Attribute(name, _alternatives(strong), _alternatives(weak), _alternatives(asked))
+def _att(name: str, strong: str, weak: str = "", asked: str = "",
+         single: bool = True) -> Attribute:
+    return Attribute(name, _alternatives(strong), _alternatives(weak), _alternatives(asked),
+                     single)
 
 
 # The documented list (docs/RETRIEVAL.md, "Facts that update"); add with register().
@@ -142,6 +147,15 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
          r"找.{0,8}医生看|改到.{1,10}医院", r"doctor|practice|surgery|医生|医院|复查"),
     _att("dentist", r"dentist|dentists|teeth|tandarts|牙医|看牙"),
     _att("barber", r"barber|hair ?cut|hairdresser|理发|剪头发|发廊"),
+    # what someone likes, fears or must avoid: several at once, never replaced by rule
+    _att("allergy", r"allergic|allerg(?:y|ies)|intoleran(?:t|ce)|epipen|coeliac|celiac|过敏",
+         single=False),
+    _att("taste", r"loves?|obsessed with|is into|crazy about|mad about|fan of|favou?rite|"
+         r"hates?|can['’]t stand|dislikes?|wants? an?|hinting|wish ?list|"
+         r"doesn['’]t drink|don['’]t drink|teetotal|won['’]t eat|doesn['’]t eat|spicy|"
+         r"最喜欢|喜欢|讨厌|不喜欢|想要|不吃辣|不喝酒", single=False),
+    _att("fear", r"terrified|afraid|scared|phobia|frightened|nightmares|害怕|怕黑|怕打雷",
+         single=False),
     _att("eyesight", r"glasses|contact lenses|laser eye|eye surgery|short-sighted|"
          r"near-sighted|眼镜|近视|隐形眼镜|激光手术|近视手术", r"eyes|eye|视力",
          r"eyesight|see without|视力"),
@@ -187,6 +201,33 @@ def attributes_of(text: str, *, strong_only: bool = False) -> frozenset[str]:
     return frozenset(found)
 
 
+def _single(name: str) -> bool:
+    attribute = ATTRIBUTES.get(name.split(":", 1)[0])
+    return attribute is None or attribute.single
+
+
+# Advice asks for what someone likes, fears or must avoid: "what should I cook for
+# Lotte?" is answered by "Lotte is vegetarian", "should I buy Ines wine?" by "Ines
+# doesn't drink" (issue 26, indirect questions). A topic of the question names them.
+_ADVICE = re.compile(r"\b(?:should|can|could|shall) (?:i|we)\b|\bavoid\b|\bis it (?:ok|okay|fine|safe)\b|"
+                     r"\bdo (?:i|we) need\b|\banything (?:i|we) should\b|\bwhat (?:should|could|"
+                     r"can) (?:i|we)\b|应该|可以.{0,12}吗|能不能|要不要|需要注意", re.I)
+_ADVICE_TOPICS = (
+    (re.compile(r"\b(?:cook|bake|grill|make|dinner|lunch|breakfast|starter|dessert|stew|"
+                r"satay|bbq|barbecue|menu|restaurant|eat|food|snack|cake|meal|steaks?|"
+                r"prawns?|chicken|fish|chilli|recipe)\b|做饭|做菜|吃|饭", re.I),
+     ("diet", "allergy", "taste")),
+    (re.compile(r"\b(?:wine|beer|drinks?|alcohol|cocktails?|champagne|milk|latte|coffee)\b|"
+                r"酒|喝", re.I), ("diet", "allergy", "taste")),
+    (re.compile(r"\b(?:gift|present|get \w+ for|give \w+ for|buy \w+ for|birthday|"
+                r"christmas)\b|礼物|送", re.I), ("taste",)),
+    (re.compile(r"\b(?:antibiotics?|painkillers?|medicine|medication|drugs?|pills?|vaccine)\b|药", re.I),
+     ("allergy",)),
+    (re.compile(r"\b(?:storm|thunder|dark|night|staying over|sleepover|dog|spider)\b|打雷|过夜",
+                re.I), ("fear", "allergy")),
+)
+
+
 def asked_attributes(question: str) -> frozenset[str]:
     """The attributes a question asks for: the ones its words state ("what car do I
     drive?", strong cues only: "what went wrong at home?" asks for no address) and those
@@ -194,6 +235,12 @@ def asked_attributes(question: str) -> frozenset[str]:
     living?", "嘉怡现在在哪儿工作？")."""
     found = set(attributes_of(question, strong_only=True))
     found.update(name for name, _, _, a in _compiled() if any(p.search(question) for p in a))
+    if _ADVICE.search(question):
+        for topic, names in _ADVICE_TOPICS:
+            if topic.search(question):
+                found.update(names)
+    else:  # "what does Lily love?" names a taste; only advice asks for them unnamed
+        found -= {"taste", "fear"} - set(attributes_of(question, strong_only=True))
     return frozenset(found)
 
 
@@ -428,7 +475,8 @@ def replaces(new: str, old: str, *, plain: bool = True) -> bool:
     # "the new ramen place"); the newer one may only point at it when it says that
     # something changed ("Sold the Yaris ...").
     changed = bool(_CHANGE.search(new))
-    shared = attributes_of(new, strong_only=not changed) & attributes_of(old, strong_only=True)
+    shared = {a for a in attributes_of(new, strong_only=not changed)
+              & attributes_of(old, strong_only=True) if _single(a)}
     if not shared:
         return False
     who_new, who_old = subjects_of(new), subjects_of(old)

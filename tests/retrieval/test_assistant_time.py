@@ -89,3 +89,22 @@ def test_a_memory_stating_the_asked_attribute_meets_one_constraint_more(mm):
                      reference_time=datetime(2026, 12, 2, 9, tzinfo=TZ))
     met = {h.id: h.views["symbolic"].score for h in hits if "symbolic" in h.views}
     assert met[car] == max(met.values()) and sorted(met.values())[-2] < met[car]
+
+
+def test_the_day_asked_about_outranks_memories_outside_it_whoever_they_name(mm):
+    # "What did I do last Saturday?" shares no word with Saturday's note, which names
+    # the band, not the user: the time is a hard constraint and the note is the
+    # user's own day, so it comes first (issue 26, time questions)
+    asked = datetime(2026, 12, 2, 20, 0, tzinfo=TZ)  # a Wednesday; last Saturday: 28 Nov
+    add(mm, "Every other Friday we have pizza night with Lotte at our place.",
+        datetime(2026, 6, 30, 9, tzinfo=TZ), "semantic")
+    add(mm, "This year we're doing Christmas in Singapore.",
+        datetime(2026, 11, 18, 9, tzinfo=TZ), "semantic")
+    add(mm, "Spent the whole Saturday at IKEA with Daniel.",
+        datetime(2026, 11, 21, 18, tzinfo=TZ))
+    gig = add(mm, "Late Tram played their first real gig at ACU tonight, about forty "
+                  "people.", datetime(2026, 11, 28, 23, 30, tzinfo=TZ))
+    hits = mm.search("What did I do last Saturday?", namespace=NS, reference_time=asked)
+    assert hits[0].id == gig
+    assert hits[0].breakdown.subject == 1.0 and hits[0].breakdown.time == 1.0
+    assert all(h.breakdown.time < 1 for h in hits[1:])

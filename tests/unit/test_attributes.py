@@ -121,3 +121,22 @@ def test_recurring_slots() -> None:
     assert recurring_slot("Every Thursday evening I go climbing") == "slot:thursday-evening"
     assert recurring_slot("周六上午在图书馆帮忙") == "slot:saturday-morning"
     assert recurring_slot("Dinner on Thursday the 19th") is None
+
+
+@pytest.mark.parametrize(("question", "wanted"), [
+    ("What should I cook for Mia on Sunday?", {"diet", "allergy", "taste"}),
+    ("Can I bring a bottle of wine for Sam?", {"diet", "taste"}),
+    ("What could I give Tom for his birthday?", {"taste"}),
+    ("Which painkillers should I avoid?", {"allergy"}),
+    ("Noor is sleeping over and a storm is coming, anything I should know?", {"fear"}),
+])
+def test_advice_asks_for_tastes_fears_and_allergies(question: str, wanted: set[str]) -> None:
+    assert wanted <= asked_attributes(question)
+
+
+def test_tastes_are_asked_only_by_advice_and_never_replace() -> None:
+    # "what did we eat in Porto?" asks for no diet or taste: the trip's meal answers it
+    assert not {"diet", "taste", "allergy"} & asked_attributes("What did we eat in Porto?")
+    # likes add up: a second one replaces nothing
+    assert "taste" in attributes_of("Mia loves dinosaurs.")
+    assert not replaces("Mia loves horses now.", "Mia loves dinosaurs.")
