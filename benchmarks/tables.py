@@ -45,7 +45,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any
         f"Machine load at start: {meta['load_start']}; at the end: {meta['load_end']} (the "
         "machine is shared: compare the ratios, measured side by side in one process; "
         "absolute numbers move with the load). Raw stack = the same loaded model's encode "
-        "(the packaged default runs on `embedding/bert.py`) + embedded qdrant-client "
+        f"(the default model runs on {meta.get('engine', 'torch (`embedding/bert.py`)')}) "
+        "+ embedded qdrant-client "
         "(local mode, one collection, no filter). hello-memory = `MemoryManager` on its "
         "embedded defaults (SQLite records + outbox, Qdrant Edge vectors, SQLite graph), "
         "ingest through `add_many` in calls of at most "
@@ -150,7 +151,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any
     lines += [
         "", "### Footprint (a fresh process opening the store)", "",
         "Cold start = import hello-memory + open the store + first search; the embedder's "
-        "import and model load (torch, sentence-transformers) are reported apart, as the "
+        "import and model load (ONNX Runtime or torch, and the weights) are reported apart, "
+        "as the "
         "target excludes them.", "",
         "| memories | cold start s (target <= 3) | import / open / first search s | embedder "
         "import + load s | RSS after open MB | RSS after searches MB (searches) | disk bytes "

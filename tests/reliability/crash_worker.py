@@ -1,6 +1,6 @@
 """Fork server for the crash-consistency tests.
 
-Loading torch and the embedding model costs seconds per process, so this server
+Loading the embedding model costs seconds per process, so this server
 loads them once and forks one child per trial; the test SIGKILLs the child after a
 random delay. Protocol (one JSON or word per line):
 
@@ -158,12 +158,11 @@ def run_trial(spec: dict[str, Any], embedder: Any) -> None:
 
 
 def main() -> None:
-    import torch
-
-    torch.set_num_threads(1)
     from hello_memory.embedding import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder()
+    # one intra-op thread (ONNX Runtime's session, or torch's): no pool to break across fork
+    embedder.set_threads(1)
     embedder.embed(["warm up the model before forking"])
     print("ready", flush=True)
     for line in sys.stdin:

@@ -352,11 +352,14 @@ print(json.dumps(result))
 
 @pytest.mark.slow
 def test_query_threads_apply_to_queries_only_and_are_restored(
-        embedder: SentenceTransformerEmbedder) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
     import torch
 
+    # torch's process-wide count: the torch engine (the ONNX engine gives queries a
+    # session of their own, tests/unit/test_onnx_runner.py)
+    monkeypatch.setenv("HELLO_MEMORY_EMBEDDING_ENGINE", "torch")
     one = SentenceTransformerEmbedder(device="cpu", query_threads=1)
     before = torch.get_num_threads()
     seen: list[int] = []
@@ -382,5 +385,5 @@ def test_query_threads_apply_to_queries_only_and_are_restored(
     assert torch.get_num_threads() == before  # ...and the process setting came back
     one.embed([queries[0]])  # a batch keeps torch's own setting
     assert seen[-1] == before
-    for q in queries:  # the same vectors as the default embedder's
-        np.testing.assert_allclose(results[q], embedder.embed_query(q), atol=1e-5)
+    for q in queries:  # the same vectors as a one-text batch
+        np.testing.assert_allclose(results[q], real_embed([q])[0], atol=1e-5)
