@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from hello_memory import telemetry
@@ -164,6 +165,14 @@ class _Round:
     items: dict[str, MemoryItem] = field(default_factory=dict)
     # the embedder cannot read the question's language (HybridRetriever._dense_blind)
     dense_blind: bool = False
+
+
+@lru_cache(maxsize=8192)
+def _memory_terms(lexical: Any, text: str) -> frozenset[str]:
+    """The BM25 terms of a memory's text (``lexical.terms``), cached per text: the same
+    memories come back search after search, and tokenising them again was a share of
+    every search's cost (issue 27, docs/PERFORMANCE.md "Other fast paths")."""
+    return frozenset(lexical.terms(text))
 
 
 # Words that ask for a person without asking anything about them.
@@ -710,7 +719,7 @@ class HybridRetriever:
             value = min(1.0, max(0.0, (cosines.get(m, 0.0) - lo) / (hi - lo),
                                  working.get(m, 0.0), (media.get(m, 0.0) - plo) / (phi - plo)))
             if asked and m in lexical:
-                have = set(self.stores.lexical.terms(state.items[m].content[:2000]))
+                have = _memory_terms(self.stores.lexical, state.items[m].content[:2000])
                 value = max(value, len(asked & have) / len(asked))
             out[m] = value
         return out
