@@ -408,7 +408,9 @@ class HybridRetriever:
             for role in asked.chain:
                 bare = [without_title(o) for o in current]
                 keys = [role_key(o, role) for o in current]
-                keys += [role_key(o.split(" ", 1)[0], role) for o in bare if " " in o]
+                # "Lin Qing" is "Qing" too (a family name may come first)
+                keys += [role_key(part, role) for o in bare if " " in o
+                         for part in (o.split(" ", 1)[0], o.rsplit(" ", 1)[-1])]
                 current = self._linked_people(ns, keys)
                 if not current:
                     break

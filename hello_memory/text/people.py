@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from hello_memory.types import normalize_entity_name
 
-__all__ = ["ROLE_WORDS", "SELF_ENTITY", "AskedRole", "RoleLink", "asked_roles",
+__all__ = ["COMPOSITE_ROLES", "ROLE_WORDS", "SELF_ENTITY", "AskedRole", "RoleLink", "asked_roles",
            "canonical_role", "without_title",
            "role_key", "role_links", "self_names"]
 
@@ -41,6 +41,12 @@ ROLE_WORDS: dict[str, str] = {
     "sister": "sister", "brother": "brother", "grandmother": "grandmother",
     "grandma": "grandmother", "grandfather": "grandfather", "grandpa": "grandfather",
     "boss": "manager", "manager": "manager", "supervisor": "manager",
+    "team lead": "manager", "line manager": "manager",
+    "fiance": "partner", "fiancé": "partner", "fiancee": "partner", "fiancée": "partner",
+    # kin reached in two steps (COMPOSITE_ROLES): a word of their own, resolved as chains
+    "niece": "niece", "nephew": "nephew", "brother-in-law": "brother-in-law",
+    "sister-in-law": "sister-in-law", "mother-in-law": "mother-in-law",
+    "father-in-law": "father-in-law",
     "doctor": "doctor", "gp": "doctor", "paediatrician": "doctor", "pediatrician": "doctor",
     "physician": "doctor", "dentist": "dentist", "teacher": "teacher",
     "colleague": "colleague", "coworker": "colleague", "friend": "friend",
@@ -52,12 +58,29 @@ ROLE_WORDS: dict[str, str] = {
     "老板": "manager", "经理": "manager", "领导": "manager", "上司": "manager",
     "医生": "doctor", "老师": "teacher", "同事": "colleague", "朋友": "friend",
 }
-_EN_ROLES = sorted((w for w in ROLE_WORDS if w.isascii()), key=len, reverse=True)
-_ZH_ROLES = sorted((w for w in ROLE_WORDS if not w.isascii()), key=len, reverse=True)
+# Kin a question names in one word that the memories state in two steps: "my niece" is
+# my sister's or my brother's daughter (issue 26, relation questions).
+COMPOSITE_ROLES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "niece": (("sister", "daughter"), ("brother", "daughter")),
+    "nephew": (("sister", "son"), ("brother", "son")),
+    "brother-in-law": (("sister", "husband"), ("partner", "brother"), ("wife", "brother"),
+                       ("husband", "brother")),
+    "sister-in-law": (("brother", "wife"), ("partner", "sister"), ("wife", "sister"),
+                      ("husband", "sister")),
+    "mother-in-law": (("partner", "mother"), ("wife", "mother"), ("husband", "mother")),
+    "father-in-law": (("partner", "father"), ("wife", "father"), ("husband", "father")),
+}
+# Latin-script words ("fiancée" too) and Chinese ones are matched differently
+_EN_ROLES = sorted((w for w in ROLE_WORDS if not re.search("[\u4e00-\u9fff]", w)), key=len,
+                   reverse=True)
+_ZH_ROLES = sorted((w for w in ROLE_WORDS if re.search("[\u4e00-\u9fff]", w)), key=len,
+                   reverse=True)
 # A person's name in English text: capitalised words (Tom, Tom Berg, Priya).
 _NAME = r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){0,2})"
 _ZH_NAME = "([\u4e00-\u9fff]{2,3})"
 _USER = r"(?i:the user's|my|her|his)"
+# "my older sister", "my old team lead": a word between the owner and the role
+_ADJ = r"(?:(?i:older|younger|elder|big|little|baby|twin|old|new|former|current)\s+)?"
 
 
 _TITLE = re.compile(r"^(?:Dr|Mr|Mrs|Ms|Prof|Frau|Herr)\.?\s+")
@@ -114,7 +137,8 @@ _ROLE_ZH = "(?P<role>" + "|".join(_ZH_ROLES) + ")"
 # Each pattern names the groups it has: owner (absent: the user), role, person.
 _LINKS = (
     # The user's husband is Tom Berg / my boss, Raj Patel
-    re.compile(rf"\b{_USER}\s+{_ROLE_EN}\s*(?:is|was|,|:)?\s+{_n('person')}"),
+    re.compile(rf"\b{_USER}\s+{_ADJ}{_ROLE_EN}(?:\s+at\s+[A-Z][\w-]*)?\s*(?:is|was|,|:)?\s+"
+               rf"{_n('person')}"),
     # Mia Berg, the user's daughter / Tom is my husband
     re.compile(rf"{_n('person')}(?:,|\s+is|\s+was)\s+{_USER}\s+{_ROLE_EN}\b"),
     # Raj's wife Priya / Tom's boss at Hafenbau is Ingrid Dahl
@@ -128,6 +152,13 @@ _LINKS = (
                f"(?:叫|是|名叫)?(?P<person>[\u4e00-\u9fff]{{2,3}}?)"
                f"(?=[,，。;；、]|$|是|在|的|今年|住)"),
 )
+# Qing and Marcus have one daughter, Lily / Tom has a son called Max
+_HAVE_CHILD = re.compile(rf"{_n('owner')}(?:\s+and\s+{_n('other')})?\s+(?:have|has|had)\s+"
+                         r"(?:(?:one|a|an|two|three|a little|a baby)\s+)?"
+                         r"(?P<role>daughter|son|child|kid)s?,?\s+(?:(?:called|named)\s+)?"
+                         rf"{_n('person')}")
+# "...; she is married to Marcus Webb": the person the sentence just named
+_MARRIED = re.compile(rf"\b(?:she|he|who)\s+(?:is|was|got)\s+married\s+to\s+{_n('person')}")
 _REPORTS_TO = re.compile(rf"\b(?i:the user|I)\s+(?:reports?|reported)\s+to\s+{_n('person')}")
 _NOT_PEOPLE = {"the", "they", "she", "he", "her", "his", "it", "this", "that", "we", "i"}
 
@@ -151,6 +182,20 @@ def role_links(text: str) -> list[RoleLink]:
             if owner and role and person and (normalize_entity_name(person)
                                               != normalize_entity_name(owner)):
                 out.append(RoleLink(owner, role, person))
+    for m in _HAVE_CHILD.finditer(text):
+        role, person = canonical_role(m.group("role")), _person(m.group("person"))
+        for owner in (m.group("owner"), m.group("other")):
+            owner = _person(owner) if owner else None
+            if owner and role and person:
+                out.append(RoleLink(owner, role, person))
+    for m in _MARRIED.finditer(text):
+        person = _person(m.group("person"))
+        before = [link for link in out if text.find(link.person) < m.start()]
+        if person and before:
+            spouse = before[-1].person
+            out.append(RoleLink(spouse, "husband" if m.group(0)[0:2].lower() == "sh"
+                                else "wife", person))
+            out.append(RoleLink(spouse, "partner", person))
     for m in _REPORTS_TO.finditer(text):
         person = _person(m.group("person"))
         if person:
@@ -160,7 +205,7 @@ def role_links(text: str) -> list[RoleLink]:
 
 # A question's role references: "my husband('s)", "my boss's wife", "Raj's wife",
 # "我老公", "我的妈妈", a bare Chinese kinship word ("妈妈最近怎么样": the user's).
-_ASK_SELF = re.compile(rf"\b(?i:my)\s+{_ROLE_EN}\b")
+_ASK_SELF = re.compile(rf"\b(?i:my)\s+{_ADJ}{_ROLE_EN}\b")
 _ASK_CHAIN = re.compile(rf"['’]s\s+{_ROLE_EN}\b")
 _ASK_NAMED = re.compile(rf"{_n('owner')}['’]s\s+{_ROLE_EN}\b")
 _ASK_ZH = re.compile(f"(?P<me>我的?)?{_ROLE_ZH}")
@@ -188,7 +233,9 @@ def asked_roles(query: str) -> list[AskedRole]:
         while (n := _ASK_CHAIN.match(query, end)) is not None:
             chain.append(canonical_role(n.group("role")) or n.group("role"))
             end = n.end()
-        out.append(AskedRole(SELF_ENTITY, tuple(chain), (m.start(), end)))
+        # "my niece's best friend": each way to reach a niece, the rest of the chain after
+        for steps in COMPOSITE_ROLES.get(chain[0], (chain[:1],)):
+            out.append(AskedRole(SELF_ENTITY, (*steps, *chain[1:]), (m.start(), end)))
     for m in _ASK_NAMED.finditer(query):
         owner = _person(m.group("owner"))
         if owner:

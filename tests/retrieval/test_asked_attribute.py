@@ -70,3 +70,21 @@ def test_the_memory_stating_the_asked_attribute_comes_first(mm: MemoryManager,
 def test_a_question_asking_for_no_attribute_is_left_alone(mm: MemoryManager) -> None:
     hits = mm.search("What are my plans for this year?", namespace=NS, top_k=6)
     assert hits and all(h.breakdown.attribute == 1.0 for h in hits)
+
+
+def test_kin_in_two_steps_finds_the_person(mm: MemoryManager) -> None:
+    # "my niece" is my sister's daughter: the links come from two memories in everyday
+    # wording (text/people.py COMPOSITE_ROLES), the answer names neither "niece" nor me
+    ns = "kin"
+    day = datetime(2026, 6, 1, 9, tzinfo=TZ)
+    for n, text in enumerate([
+            "My older sister is Mei Lin; she is married to Omar Haddad.",
+            "Mei and Omar have one daughter, Sara, born in 2020.",
+            "We have a ginger cat called Pumpkin.",
+            "Sara is mad about trains, especially the old steam ones.",
+            "Omar plays squash every Sunday."]):
+        mm.add(text, namespace=ns, memory_type="semantic", event_time=day + timedelta(days=n))
+    hits = mm.search("What does my niece love?", namespace=ns, top_k=5)
+    assert "trains" in hits[0].item.content, _texts(hits)
+    hits = mm.search("What sport does my brother-in-law play?", namespace=ns, top_k=5)
+    assert "squash" in hits[0].item.content, _texts(hits)

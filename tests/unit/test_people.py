@@ -67,3 +67,32 @@ def test_role_keys_and_titles() -> None:
     assert role_key("Raj  Patel", "wife") == role_key("raj patel", "wife") == "role:raj patel:wife"
     assert without_title("Dr. Anke Lüders") == "Anke Lüders"
     assert without_title("Tom Berg") == "Tom Berg"
+
+
+@pytest.mark.parametrize(("text", "links"), [
+    # a word between "my" and the role, and a place after it
+    ("My younger brother is Tariq Aziz.", [RoleLink(SELF_ENTITY, "brother", "Tariq Aziz")]),
+    ("My old team lead at Vattenfall is Greta Olsen.",
+     [RoleLink(SELF_ENTITY, "manager", "Greta Olsen")]),
+    # parents named together with their child
+    ("Tariq and Noor have a son called Idris.",
+     [RoleLink("Tariq", "son", "Idris"), RoleLink("Noor", "son", "Idris")]),
+])
+def test_role_links_in_everyday_wording(text: str, links: list[RoleLink]) -> None:
+    found = role_links(text)
+    assert all(link in found for link in links), found
+
+
+def test_married_links_the_person_just_named() -> None:
+    found = role_links("My older sister is Mei Lin; she is married to Omar Haddad.")
+    assert RoleLink(SELF_ENTITY, "sister", "Mei Lin") in found
+    assert RoleLink("Mei Lin", "husband", "Omar Haddad") in found
+
+
+def test_kin_in_two_steps_is_asked_as_chains() -> None:
+    chains = {a.chain for a in asked_roles("What's my nephew's favourite game?")}
+    assert {("sister", "son"), ("brother", "son")} <= chains
+    chains = {a.chain for a in asked_roles("Where does my brother-in-law work?")}
+    assert ("sister", "husband") in chains and ("partner", "brother") in chains
+    assert {a.chain for a in asked_roles("Where does my fiancée's mother live?")} == {
+        ("partner", "mother")}
