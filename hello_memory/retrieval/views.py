@@ -276,18 +276,29 @@ def _names_in(item: MemoryItem, persons: Sequence[str]) -> bool:
     return False
 
 
+@lru_cache(maxsize=256)
+def _role_words(roles: tuple[str, ...]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
+    """The words of ``roles`` (ROLE_WORDS, fixed at import): the English ones as one
+    pattern, the others as they are. Cached: a search asks this of every candidate
+    with the same roles, and walking ROLE_WORDS each time was a share of its cost
+    (issue 27, docs/PERFORMANCE.md "Other fast paths")."""
+    words = [w for w, r in ROLE_WORDS.items() if r in roles]
+    en = [w for w in words if w.isascii()]
+    pattern = re.compile(r"\b(?:my|her|his|our|the user's)\s+(?:" + "|".join(en) + r")\b",
+                         re.I) if en else None
+    return pattern, tuple(w for w in words if not w.isascii())
+
+
 def _names_role(item: MemoryItem, roles: Sequence[str]) -> bool:
     """The content calls someone by one of ``roles`` as the user's ("妈妈", "her
     mother", "the user's husband"; not "Tom's boss" or "李伟的老婆"): for a resolved
     role, a memory that says "妈妈" is about the person resolved."""
-    words = [w for w, r in ROLE_WORDS.items() if r in roles]
-    if not words:
+    if not roles:
         return False
-    en = [w for w in words if w.isascii()]
-    if en and re.search(r"\b(?:my|her|his|our|the user's)\s+(?:" + "|".join(en) + r")\b",
-                        item.content, re.I):
+    en, others = _role_words(tuple(roles))
+    if en is not None and en.search(item.content):
         return True
-    for word in (w for w in words if not w.isascii()):
+    for word in others:
         for m in re.finditer(re.escape(word), item.content):
             owner = re.search("([\u4e00-\u9fff]{1,3})的$", item.content[:m.start()])
             if owner is None or owner.group(1).endswith(("我", "用户", "我们")):
