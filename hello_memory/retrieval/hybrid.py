@@ -57,6 +57,7 @@ from hello_memory.retrieval.recipes import SearchRecipe, recipe_named
 from hello_memory.retrieval.views import (
     VIEW_NAMES,
     ViewRequest,
+    about_named,
     about_someone_else,
     graph_view,
     lexical_view,
@@ -69,7 +70,7 @@ from hello_memory.retrieval.views import (
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text import tokenize
-from hello_memory.text.attributes import asked_attributes
+from hello_memory.text.attributes import asked_attributes, asks_advice
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.text.people import (
     SELF_ENTITY,
@@ -690,12 +691,18 @@ class HybridRetriever:
         the question asks for none or no candidate states it (then nothing changes)."""
         if state.analysis is None:
             return set()
-        asked = asked_attributes(state.analysis.query)
+        analysis = state.analysis
+        asked = asked_attributes(analysis.query)
         if not asked:
             return set()
-        return {m for m in totals
-                if asked & stated_attributes(state.items[m].content[:2000])
-                and not about_someone_else(state.items[m], state.analysis)}
+        stating = {m for m in totals if asked & stated_attributes(state.items[m].content[:2000])}
+        if asks_advice(analysis.query):
+            # "should I buy Ines wine?" asks about Ines, whoever "I" is; "can I cook
+            # satay for everyone?" about anyone's allergy
+            if analysis.persons or analysis.resolved:
+                return {m for m in stating if about_named(state.items[m], analysis)}
+            return stating
+        return {m for m in stating if not about_someone_else(state.items[m], analysis)}
 
     def _evidence(self, state: _Round, totals: Mapping[str, float]) -> dict[str, float]:
         """How plainly each candidate matches the question on its own, in [0, 1]: its
@@ -792,6 +799,12 @@ class HybridRetriever:
             says_when |= {m for m in totals if m not in says_when
                           and says_when_text(state.items[m].content)}
         stating = self._stating(state, totals)
+        # advice is about what holds whenever it is asked: "what should I cook for Lotte
+        # on Friday?" is answered by "Lotte is vegetarian", said in June
+        advice = (state.analysis is not None and bool(stating)
+                  and asks_advice(state.analysis.query))
+        if advice and timed:
+            timed = timed | stating
         evidence = self._evidence(state, totals)
         if timed:
             evidence.update({m: max(TIME_EVIDENCE, evidence.get(m, 0.0)) for m in timed
@@ -815,7 +828,7 @@ class HybridRetriever:
                 # an event inside the time the question names is the user's own day,
                 # whoever it names ("Moving day. Lotte carried boxes all afternoon")
                 subject=(SUBJECT_MISS_FACTOR if state.analysis is not None
-                         and m not in timed
+                         and m not in timed and not (advice and m in stating)
                          and about_someone_else(item, state.analysis) else 1.0),
                 attribute=ATTRIBUTE_MISS_FACTOR if stating and m not in stating else 1.0)
             final = (parts.profile * parts.evidence * parts.time * parts.when * parts.subject

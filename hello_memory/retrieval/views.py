@@ -49,7 +49,7 @@ from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
 
 __all__ = [
     "NAME_TERM_WEIGHT", "VIEW_NAMES", "ViewRequest", "graph_view", "lexical_query",
-    "about_someone_else", "about_subject", "lexical_view", "person_matches",
+    "about_named", "about_someone_else", "about_subject", "lexical_view", "person_matches",
     "semantic_view", "stated_attributes", "symbolic_constraint_view", "symbolic_pool_view",
 ]
 
@@ -352,6 +352,13 @@ _NAMED_SUBJECT = re.compile(r"(?:^|[.;!?]\s+)(?P<lead>[A-Z][a-z]+(?:\s+[A-Z][a-z
 _NOT_SUBJECTS = {"the", "a", "an", "this", "that", "these", "those", "when", "where", "while",
                  "after", "before", "at", "in", "on", "if", "we", "i", "it", "they", "she", "he",
                  "her", "his", "our", "my", "there", "then", "yesterday", "today", "last"}
+
+
+def about_named(item: MemoryItem, analysis: QueryAnalysis) -> bool:
+    """Whether ``item`` is about a person the question names or its role words reach
+    ("Ines", "my niece" -> Lily); the user does not count."""
+    return bool(_about(item, analysis.persons) or _about(item, analysis.resolved)
+                or _names_role(item, analysis.resolved_roles))
 
 
 def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:

@@ -37,7 +37,7 @@ from functools import lru_cache
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role
 from hello_memory.types import normalize_entity_name
 
-__all__ = ["ATTRIBUTES", "Attribute", "asked_attributes", "attributes_of", "recurring_slot",
+__all__ = ["ATTRIBUTES", "Attribute", "asked_attributes", "asks_advice", "attributes_of", "recurring_slot",
            "register", "replaces", "states_now", "subjects_of", "value_tokens"]
 
 
@@ -226,6 +226,12 @@ _ADVICE_TOPICS = (
     (re.compile(r"\b(?:storm|thunder|dark|night|staying over|sleepover|dog|spider)\b|打雷|过夜",
                 re.I), ("fear", "allergy")),
 )
+
+
+def asks_advice(question: str) -> bool:
+    """Whether a question asks what to do for someone ("should I buy Ines wine?",
+    "what could I give Qing?"): its "I" is the asker, not the one it is about."""
+    return bool(_ADVICE.search(question))
 
 
 def asked_attributes(question: str) -> frozenset[str]:

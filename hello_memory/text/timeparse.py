@@ -334,6 +334,31 @@ def _day_span(m: re.Match[str], c: _Ctx) -> _Span | None:
     return lo, c.span(end, end, "day")[0], "range", None
 
 
+def _day_of_month(m: re.Match[str], c: _Ctx) -> _Span | None:
+    """'the 15th', 'Saturday the 12th': a day of a month the text does not name. A
+    weekday picks the month where that date falls on it (the nearest, either way);
+    without one the day follows ``direction`` (the latest not after today by default)."""
+    d = int(m["d"])
+    if not 1 <= d <= 31:
+        return None
+    months = [_shift(date(c.today.year, c.today.month, 1), "month", k) for k in range(-3, 4)]
+    days = [date(x.year, x.month, d) for x in months if d <= calendar.monthrange(x.year,
+                                                                                  x.month)[1]]
+    if m["wd"]:
+        wd = _WEEKDAYS[m["wd"][:3].lower()]
+        days = [x for x in days if x.weekday() == wd]
+        if not days:
+            return None
+        day = min(days, key=lambda x: abs((x - c.today).days))
+    elif c.direction == "future":
+        day = min((x for x in days if x >= c.today), default=days[-1])
+    elif c.direction == "past":
+        day = max((x for x in days if x <= c.today), default=days[0])
+    else:
+        day = min(days, key=lambda x: abs((x - c.today).days))
+    return c.span(day, day + timedelta(days=1), "day", (None, day.month, d))
+
+
 def _iso(m: re.Match[str], c: _Ctx) -> _Span:
     y, mo, d = int(m["y"]), int(m["m"]), int(m["d"])
     if m["H"] is None:
@@ -398,6 +423,11 @@ _RULES: list[tuple[str, Callable[[re.Match[str], _Ctx], _Span | None]]] = [
      rf"(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}{_YEAR_OPT}", _day_span),
     (rf"\b(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}{_YEAR_OPT}", _en_date),
     (rf"\b{_MON}\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?![:\d]){_YEAR_OPT}", _en_date),
+    # "Saturday the 12th", "the evening of the 15th": no month named (issue 26)
+    (r"\b(?:(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday),?\s+)?"
+     r"the\s+(?:(?:morning|afternoon|evening|night)\s+of\s+the\s+)?"
+     r"(?P<d>\d{1,2})(?:st|nd|rd|th)\b"
+     r"(?!\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))", _day_of_month),
     (rf"\b(?:(?P<rel>last|this|next)\s+)?{_MON}{_YEAR_OPT}", _en_date),
     (r"(?<![\d/.-])(?P<y>\d{4})(?P<s>[-/.])(?P<m>\d{1,2})(?P=s)(?P<d>\d{1,2})"
      r"(?:(?:T|\s+)(?P<H>\d{1,2}):(?P<M>\d{2})(?::\d{2})?)?(?!\d|[-/.]\d)", _iso),
@@ -559,10 +589,19 @@ _PAST_RE = re.compile(
     re.I)
 
 
+# A question about what is coming: "what have I got on Saturday?", "what's happening on
+# the 12th?" ("got" and "had" read as the past otherwise).
+_UPCOMING_RE = re.compile(r"\b(?:have|has)\s+(?:i|we|you|he|she|they)\s+got\b|"
+                          r"\bwhat(?:'s|\s+is)\s+happening\b|\bam\s+i\s+doing\b|"
+                          r"\bare\s+we\s+doing\b|\bdo\s+(?:i|we)\s+have\s+on\b|有什么安排", re.I)
+
+
 def direction_of(text: str, default: Direction = "nearest") -> Direction:
     """Which way a year-less date in ``text`` points, by its wording: "future" for a
     plan or an appointment ("dentist on 9 December, booked", "下周去杭州"), "past" for
     something done ("we went to Porto on 3 May", "去了杭州"), else ``default``."""
+    if _UPCOMING_RE.search(text):
+        return "future"
     ahead, behind = bool(_FUTURE_RE.search(text)), bool(_PAST_RE.search(text))
     if ahead != behind:
         return "future" if ahead else "past"

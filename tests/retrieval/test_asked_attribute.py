@@ -88,3 +88,26 @@ def test_kin_in_two_steps_finds_the_person(mm: MemoryManager) -> None:
     assert "trains" in hits[0].item.content, _texts(hits)
     hits = mm.search("What sport does my brother-in-law play?", namespace=ns, top_k=5)
     assert "squash" in hits[0].item.content, _texts(hits)
+
+
+def test_advice_is_answered_by_the_tastes_of_the_person_it_is_for(mm: MemoryManager) -> None:
+    # "should I buy Noor wine?" asks about Noor (not the asker's own tastes), and "what
+    # should I cook for Noor on Friday?" is answered by what she said in June
+    ns = "advice"
+    day = datetime(2026, 6, 1, 9, tzinfo=TZ)
+    for n, (text, kind) in enumerate([
+            ("I'm lactose intolerant, so it's oat milk in my coffee.", "semantic"),
+            ("I can't stand coriander.", "semantic"),
+            ("Noor doesn't drink alcohol at all.", "episodic"),
+            ("Noor has been vegetarian since she was a teenager.", "episodic"),
+            ("First 1:1 with Noor today; she wants a churn dashboard by January.", "episodic"),
+            ("Every other Friday we have pizza night with Noor.", "semantic")]):
+        mm.add(text, namespace=ns, memory_type=kind, event_time=day + timedelta(days=n))
+    asked = datetime(2026, 12, 1, 12, tzinfo=TZ)
+    hits = mm.search("Should I buy Noor a bottle of wine as a thank-you?", namespace=ns,
+                     top_k=5, reference_time=asked)
+    assert "alcohol" in hits[0].item.content, _texts(hits)
+    hits = mm.search("What should I cook for Noor on Friday?", namespace=ns, top_k=5,
+                     reference_time=asked)
+    assert "vegetarian" in hits[0].item.content, _texts(hits)
+    assert hits[0].breakdown.time == 1.0 and hits[0].breakdown.attribute == 1.0

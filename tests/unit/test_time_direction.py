@@ -71,3 +71,26 @@ def test_a_question_that_looks_ahead_resolves_forward():
 ])
 def test_when_makes_a_when_question_only_when_it_asks_when(question, kind):
     assert question_type(question) == kind
+
+
+@pytest.mark.parametrize(("question", "asked", "day"), [
+    # a weekday with a day of the month picks the month where they agree (issue 26)
+    ("What's happening on Saturday the 12th?", date(2026, 12, 5), date(2026, 12, 12)),
+    ("What did we do on Sunday the 8th?", date(2026, 11, 20), date(2026, 11, 8)),
+    # a bare day of the month in a past question: the latest one not after today
+    ("What did I do on the evening of the 15th?", date(2026, 11, 20), date(2026, 11, 15)),
+    ("What did I do on the 25th?", date(2026, 11, 20), date(2026, 10, 25)),
+    # a question about what is coming points forward even with "got"
+    ("What have I got on Saturday?", date(2026, 11, 30), date(2026, 12, 5)),
+])
+def test_days_a_question_names_without_a_month(question: str, asked: date, day: date) -> None:
+    ref = datetime(asked.year, asked.month, asked.day, 10, tzinfo=timezone(timedelta(hours=1)))
+    ranges = analyze_query(question, ref).time_ranges
+    assert [(lo.date(), (hi - lo).days) for lo, hi in ranges] == [(day, 1)]
+
+
+def test_a_day_of_the_month_with_a_month_named_is_that_date() -> None:
+    ref = datetime(2026, 10, 20, 10, tzinfo=timezone.utc)
+    [found] = find_time_ranges("the 17th of October", ref)
+    assert found.start.date() == date(2026, 10, 17)
+    assert direction_of("What have we got on next week?") == "future"
