@@ -7,9 +7,12 @@ shapes of two peers filled with the same memories.
 "Before" is the answer as it was (every hit as ``hit_to_json``: the memory record, the
 fused score, each view's rank and score, the profile breakdown); "after" is what MCP's
 ``recall`` and ``MemoryTool``'s search answer by default now (id, text, date, type,
-score; ``detail: true`` gives the old form). The tool list "before" offered every
-operation with its full description and a required ``namespace``; "after" leaves the
-media tools out while perceptual memory is off and describes each tool in one line.
+score; ``detail: true`` gives the old form). The MemoryTool rows are the tool's own
+answers (``tool.run``): by default its ``text`` only says how many hits there are; with
+``detail: true`` (the "before" form) it renders every hit again under the token budget.
+The tool list "before" offered every operation with its full description and a
+required ``namespace``; "after" leaves the media tools out while perceptual memory is
+off and describes each tool in one line.
 Tokens are counted by the project's offline counter (``HeuristicTokenCounter``,
 about cl100k_base within +-25 %); bytes are the UTF-8 JSON (no spaces) a client
 receives as the tool's structured result.
@@ -121,7 +124,7 @@ def measure() -> dict[str, Any]:
     from hello_memory import MemoryManager, MemoryTool
     from hello_memory.catalogue import Call, default_catalogue
     from hello_memory.config import load_settings
-    from hello_memory.tools.views import brief, compact
+    from hello_memory.tools.views import brief
 
     rows: dict[str, list[tuple[int, int]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -137,15 +140,15 @@ def measure() -> dict[str, Any]:
                                    search.parse({"query": query, "top_k": 5, "min_score": 0}))
                 if len(found["hits"]) != 5:  # the engine found fewer: not a 5-hit recall
                     continue
-                new_tool = {**brief(found), "ok": True, "action": "search",
-                            "namespace": "alice", "text": tool.search(query, top_k=5)["text"]}
-                # the same hits in the tool's view before (its `text` is unchanged)
-                old_tool = {**compact(found), "ok": True, "action": "search",
-                            "namespace": "alice", "text": new_tool["text"]}
+                asked = {"action": "search", "query": query, "top_k": 5, "min_score": 0}
+                new_tool = tool.run(asked)
+                # the tool's answer before issue 29 is its detail form today
+                old_tool = tool.run({**asked, "detail": True})
+                assert len(new_tool["hits"]) == len(old_tool["hits"]) == 5, query
                 for label, value in (
                         ("MCP recall, before (full hits)", found),
                         ("MCP recall, after (default)", brief(found)),
-                        ("MemoryTool search, before", old_tool),
+                        ("MemoryTool search, before (now `detail: true`)", old_tool),
                         ("MemoryTool search, after (default)", new_tool),
                         ("Mem0 search (documented fields)", mem0_shape(found)),
                         ("mcp-memory-service retrieve_memory (documented fields)",
@@ -173,9 +176,11 @@ def render(results: dict[str, Any]) -> str:
     lines += ["", "| MCP tools/list | tools | bytes | tokens |", "| --- | ---: | ---: | ---: |"]
     for label, (n, b, t) in results["tools"].items():
         lines.append(f"| {label} | {n} | {b:,} | {t:,} |")
-    lines += ["", "The MemoryTool answer also carries `text` (its rendering under the token "
-              "budget), which frameworks that pass a string to the model use instead of "
-              "the JSON; `detail: true` gives the full hits (the \"before\" rows)."]
+    lines += ["", "The MemoryTool rows are the tool's own answers (`tool.run`, with `ok`, "
+              "`action`, `namespace` and `text`). By default its `text` says how many hits "
+              "there are (`5 memories: in hits, best first`) instead of rendering them a "
+              "second time; `detail: true` gives the full hits and the rendering (the "
+              "\"before\" rows)."]
     return "\n".join(lines)
 
 

@@ -13,9 +13,11 @@ and the MCP tools):
 
 Both return a JSON-ready dict: ``ok``, ``action``, the operation's JSON in the tool's
 compact view (:mod:`hello_memory.tools.views`: full memory ids, which an agent needs to
-update or remove, scores; a search's hits brief, id, text, date, type and score, unless
-``detail`` asks for the breakdown), and ``text``, a rendering that stays under
-``token_budget``. The media actions are offered only when perceptual memory is on.
+update or remove, scores), and ``text``, a rendering that stays under ``token_budget``.
+A search's hits come brief (id, text, date, type and score) and its ``text`` only says
+how many there are, so a model reads each hit once; ``detail`` gives each hit's fields,
+breakdown and per-view ranks and renders the hits in ``text``. The media actions are
+offered only when perceptual memory is on.
 An invalid call returns ``ok: False`` with the error's type and message (and changes
 nothing), so the model can read what went wrong; the direct Python methods raise the
 typed error instead.
@@ -45,6 +47,7 @@ from hello_memory.tools.views import (
     DETAIL_DESCRIPTION,
     HIT_OPERATIONS,
     brief,
+    brief_text,
     compact,
     compact_memory,
     render_text,
@@ -214,8 +217,9 @@ class MemoryTool:
                     args[key] = value
         data = op.run(Call(self.manager, self.namespace, read_dirs=self.roots),
                       op.parse(args))
-        view = compact(data) if detail else brief(data)
-        return self._ok(action, render_text(self, op.name, data), **view)
+        if not detail:  # the hits once, brief; text does not repeat them
+            return self._ok(action, brief_text(op.name, data), **brief(data))
+        return self._ok(action, render_text(self, op.name, data), **compact(data))
 
     def _error(self, action: str, exc: Exception) -> dict[str, Any]:
         return {"ok": False, "action": action, "namespace": self.namespace,
@@ -253,8 +257,9 @@ class MemoryTool:
     def search(self, query: str, top_k: int = 5, memory_types: Sequence[str] | None = None,
                min_importance: float | None = None, detail: bool = False
                ) -> dict[str, Any]:
-        """Hits as id, text, date, type, score; ``detail``: with each memory's fields,
-        the score breakdown and per-view ranks."""
+        """Hits as id, text, date, type, score (``text``: how many); ``detail``: with
+        each memory's fields, the score breakdown and per-view ranks, and ``text``
+        rendering them under ``token_budget``."""
         return self.invoke("search", _given(query=query, top_k=top_k,
                                             memory_types=memory_types,
                                             min_importance=min_importance,

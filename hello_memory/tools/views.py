@@ -15,8 +15,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-__all__ = ["HIT_OPERATIONS", "RECALL_TEXT_CHARS", "TEXTS", "brief", "brief_hit", "compact",
-           "compact_memory", "render_text"]
+__all__ = ["HIT_OPERATIONS", "RECALL_TEXT_CHARS", "TEXTS", "brief", "brief_hit", "brief_text",
+           "compact", "compact_memory", "render_text"]
 
 # The operations whose answer is a list of memory hits: a model gets them brief (id,
 # text, date, type, score) unless it asks for ``detail`` (issue 29, item 4).
@@ -95,6 +95,17 @@ def brief(data: Mapping[str, Any]) -> dict[str, Any]:
     if data.get("recipe") not in (None, "hybrid"):
         out["recipe"] = data["recipe"]
     return out
+
+
+def brief_text(op_name: str, data: Mapping[str, Any]) -> str:
+    """A brief hit answer's ``text``: how many hits there are, not the hits again.
+
+    The hits are already in the answer (``brief``), and a model handed the answer reads
+    both: rendering them a second time doubled a recall of 5 hits (issue 29). The
+    rendering of every hit under ``token_budget`` comes with ``detail``."""
+    n = len(data.get("hits", []))
+    what = "media memories" if op_name == "search_media" else "memories"
+    return f"{n} {what}: in hits, best first" if n else f"no {what} found"
 
 
 def compact(value: Any) -> Any:

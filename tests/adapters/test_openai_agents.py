@@ -97,7 +97,7 @@ async def test_runner_with_session_and_tools(manager: MemoryManager,
     sent = llm.requests[2].body["messages"]
     assert any(m.get("content") == "Remember that I'm allergic to shellfish." for m in sent)
     found = json.loads(llm.requests[3].body["messages"][-1]["content"])
-    assert "Bob is allergic to shellfish." in found["text"]
+    assert "Bob is allergic to shellfish." in [h["text"] for h in found["hits"]]  # brief
     history = await session.get_items()
     assert history[0] == {"content": "Remember that I'm allergic to shellfish.",
                           "role": "user"}

@@ -32,7 +32,10 @@ def test_add_search_update_remove_by_full_id(manager: MemoryManager) -> None:
                      "top_k": 2, "detail": True})["hits"][0]  # the compact full view
     assert full["id"] == top["id"] and set(full["views"]) >= {"semantic"}
     assert full["breakdown"] and full["content"] == top["text"]
-    assert added["id"] in found["text"]  # the rendering shows the full id too
+    # the brief text says how many hits, not the hits again; detail renders them, ids too
+    assert found["text"] == "2 memories: in hits, best first"
+    assert added["id"] in tool.run({"action": "search", "query": "what food must Alice avoid?",
+                                    "top_k": 2, "detail": True})["text"]
     # the id from search is enough to update and remove
     upd = tool.run({"action": "update", "memory_id": top["id"], "importance": 0.4})
     assert upd["ok"] and manager.get(added["id"], namespace="alice").importance == 0.4
@@ -101,7 +104,7 @@ def test_text_stays_under_the_token_budget(manager: MemoryManager) -> None:
     manager.add_many([{"content": f"Note {i}: the quarterly report for region {i} is due "
                                   f"on the {i}th and needs three signatures.",
                        "namespace": "n", "memory_type": "episodic"} for i in range(12)])
-    out = tool.search("quarterly report", top_k=12)
+    out = tool.search("quarterly report", top_k=12, detail=True)  # text renders the hits
     counter = default_token_counter()
     assert counter.count(out["text"]) <= 60
     assert len(out["hits"]) == 12  # the structured part is complete

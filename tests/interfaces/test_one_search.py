@@ -56,7 +56,8 @@ def test_same_ids_in_the_same_order_everywhere(tmp_path: Path, embedder: Any) ->
         results["python"] = {q: [h.id for h in mm.search(q, top_k=5, namespace=NS)]
                              for q in QUERIES}
         tool = MemoryTool(mm, namespace=NS)
-        results["tool"] = {q: tool.search(q, top_k=5)["ids"] for q in QUERIES}
+        results["tool"] = {q: [h["id"] for h in tool.search(q, top_k=5)["hits"]]
+                           for q in QUERIES}
         api = AsgiApi(create_app(settings, manager=mm), headers={"Authorization": "Bearer k"})
         results["rest"] = {}
         for q in QUERIES:

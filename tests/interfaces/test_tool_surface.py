@@ -104,6 +104,19 @@ def test_memory_tool_offers_what_can_work_and_answers_brief(manager: MemoryManag
     assert all(set(h) == {"id", "text", "date", "type", "score"} for h in brief["hits"])
     full = tool.search("what does Alice drink?", detail=True)
     assert full["hits"][0]["breakdown"] and full["hits"][0]["id"] == brief["hits"][0]["id"]
+    # the whole answer of 5 hits, as a framework hands it to the model, under 1.5 KB:
+    # the text says how many hits there are instead of rendering them a second time
+    five = tool.run({"action": "search", "query": "what does Alice drink?", "top_k": 5,
+                     "min_score": 0})
+    assert five["ok"] and len(five["hits"]) == 5
+    assert set(five) == {"ok", "action", "namespace", "hits", "text"}
+    assert five["text"] == "5 memories: in hits, best first"
+    assert five["hits"][0]["text"].startswith("Alice prefers green tea")
+    size = len(json.dumps(five, ensure_ascii=False, separators=(",", ":")).encode())
+    assert size < 1500, size
+    rendered = tool.run({"action": "search", "query": "what does Alice drink?", "top_k": 5,
+                         "min_score": 0, "detail": True})["text"]
+    assert rendered.startswith("5 memories:\n") and five["hits"][0]["id"] in rendered
     long = manager.add("Alice's diary: " + "a long walk by the river. " * 200, "episodic",
                        namespace="alice")
     hit = next(h for h in tool.search("Alice's diary long walk by the river", top_k=10)["hits"]

@@ -130,6 +130,7 @@ OLD_HIT_KEYS = {"id", "score", "modality", "source", "caption", "mime_type", "br
                 "memory", "thumbnail_url"}
 SEARCH_HIT_KEYS = {"id", "score", "memory_type", "content", "fused", "context", "views",
                    "breakdown", "memory"}
+BRIEF_HIT_KEYS = {"id", "text", "date", "type", "score"}
 
 
 def test_media_operations_over_mcp_and_the_tool(api: Any, media: dict[str, Path],
@@ -175,10 +176,15 @@ def test_media_operations_over_mcp_and_the_tool(api: Any, media: dict[str, Path]
     assert [h["id"] for h in found["hits"]] == [h["id"] for h in rest["hits"]]
     assert {h["id"] for h in rest["hits"]} == {added["id"], stripes["id"]}
     for hit in rest["hits"]:
-        assert set(hit) == OLD_HIT_KEYS | SEARCH_HIT_KEYS and set(found["hits"][0]) == set(hit)
+        assert set(hit) == OLD_HIT_KEYS | SEARCH_HIT_KEYS
         assert hit["memory_type"] == "perceptual" and hit["memory"]["id"] == hit["id"]
+    # MCP's hits are brief (issue 29): id, text, date, type, score and the media fields
+    media_keys = OLD_HIT_KEYS - SEARCH_HIT_KEYS
+    for hit in found["hits"]:
+        assert BRIEF_HIT_KEYS <= set(hit) <= BRIEF_HIT_KEYS | media_keys, set(hit)
+        assert hit["type"] == "perceptual" and hit["modality"] == "image"
     searched = tool.run({"action": "search_media", "query": "red"})
-    assert searched["ok"] and set(searched["ids"]) == {added["id"], stripes["id"]}
+    assert searched["ok"] and {h["id"] for h in searched["hits"]} == {added["id"], stripes["id"]}
     assert all(h["modality"] == "image" and h["source"] for h in searched["hits"])
     assert "2 media memories:" in searched["text"]
 
