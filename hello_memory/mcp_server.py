@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from hello_memory.api.security import namespace_allowed
+from hello_memory.api.security import namespace_allowed, single_namespace
 from hello_memory.catalogue import Call, Catalogue, Operation, annotated, default_catalogue
 from hello_memory.config import Settings
 from hello_memory.errors import (
@@ -55,14 +55,6 @@ INSTRUCTIONS = (
     "work, `remember` for facts, preferences and events worth keeping, `forget` for what "
     "is wrong or unwanted (it can be restored)."
 )
-
-
-def single_namespace(grants: Sequence[str]) -> str | None:
-    """The namespace a server granted exactly one of (one exact name, no pattern):
-    its tools' default ``namespace``; else None (every call names one)."""
-    if len(grants) == 1 and "*" not in grants[0]:
-        return grants[0]
-    return None
 
 
 def offered(catalogue: Catalogue, manager: MemoryManager) -> list[Operation]:

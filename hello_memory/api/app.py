@@ -1,7 +1,9 @@
 """The FastAPI application: ``create_app(settings)`` or ``create_app(manager=...)``.
 
-Every memory route takes a required ``namespace`` query parameter, checked against
-the caller's API key (:mod:`hello_memory.api.security`); errors are JSON problem
+Every memory route takes a ``namespace`` query parameter, checked against the
+caller's API key (:mod:`hello_memory.api.security`); a key granted exactly one
+namespace (an exact name) may leave it out, any other must name one (400
+``namespace-required``); errors are JSON problem
 objects (:mod:`hello_memory.api.problems`); the OpenAPI schema is served at
 ``/openapi.json`` (interactive docs at ``/docs``). ``hello-memory serve`` runs it
 with uvicorn, and with ``run_jobs=True``: the maintenance jobs of ``jobs.schedule`` then
@@ -54,8 +56,10 @@ _header_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="API 
 
 def namespace_dependency(
     request: Request,
-    namespace: Annotated[str, Query(min_length=1, max_length=512, description=(
-        "The namespace to act in (required on every call; the API key must grant it)."))],
+    namespace: Annotated[str | None, Query(min_length=1, max_length=512, description=(
+        "The namespace to act in; the API key must grant it. It may be left out when "
+        "the key grants exactly one namespace (an exact name, no pattern): that one is "
+        "used. Any other key must name one (400 namespace-required)."))] = None,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)] = None,
     header_key: Annotated[str | None, Depends(_header_key)] = None,
 ) -> str:

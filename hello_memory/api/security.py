@@ -7,6 +7,10 @@ explicitly disabled AND the request comes from a loopback address.
 
 An *admin* key is one granted ``*`` (every namespace): only it may list namespaces
 and run or inspect the server's maintenance jobs (``/v1/namespaces``, ``/v1/jobs``).
+
+A key granted exactly one namespace (one exact name, no pattern) may leave the
+``namespace`` out: that one is used (:func:`single_namespace`, the same rule as the MCP
+server's default namespace). Any other key must name one (400 ``namespace-required``).
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ from typing import Any
 
 from hello_memory.api.problems import AccessDenied, problem
 from hello_memory.config import ApiSettings
-from hello_memory.errors import ConfigError
+from hello_memory.errors import ConfigError, NamespaceRequiredError
 from hello_memory.validation import require_namespace
 
 __all__ = ["Access", "BodyLimit", "HostCheck", "SearchAdmission", "check_bind",
-           "host_allowed", "is_loopback", "namespace_allowed", "safe_upload_name"]
+           "host_allowed", "is_loopback", "namespace_allowed", "safe_upload_name",
+           "single_namespace"]
 
 _log = logging.getLogger("hello_memory.api")
 Scope = MutableMapping[str, Any]
@@ -48,6 +53,14 @@ def is_loopback(host: str | None) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def single_namespace(grants: Sequence[str]) -> str | None:
+    """The namespace of grants that hold exactly one (one exact name, no pattern): the
+    default where a call names none (REST and MCP); else None (every call names one)."""
+    if len(grants) == 1 and "*" not in grants[0]:
+        return grants[0]
+    return None
 
 
 def namespace_allowed(namespace: str, patterns: Sequence[str]) -> bool:
@@ -97,13 +110,37 @@ class Access:
             raise AccessDenied(401, "unknown API key")
         return list(patterns)
 
-    def check(self, namespace: str, key: str | None, client_host: str | None) -> str:
-        """The namespace when this request may use it; else :class:`AccessDenied`."""
+    def check(self, namespace: str | None, key: str | None, client_host: str | None
+              ) -> str:
+        """The namespace when this request may use it; else :class:`AccessDenied`.
+        ``namespace`` None (left out): the key's one granted namespace, or
+        NamespaceRequiredError when the key grants several, a pattern or (auth
+        disabled) nothing in particular."""
+        if namespace is None:
+            return self.default_namespace(key, client_host)
         ns = require_namespace(namespace)
         patterns = self._granted(key, client_host)
         if patterns is not None and not namespace_allowed(ns, patterns):
             raise AccessDenied(403, f"this API key may not use namespace {ns!r}")
         return ns
+
+    def default_namespace(self, key: str | None, client_host: str | None) -> str:
+        """The namespace a request that names none acts in: its key's only grant (an
+        exact name); else NamespaceRequiredError saying why. The key is checked first
+        (401 before 400)."""
+        patterns = self._granted(key, client_host)
+        if patterns is None:
+            raise NamespaceRequiredError(
+                "namespace is required: auth is disabled, so no API key names a default "
+                "namespace; add ?namespace=NAME")
+        only = single_namespace(patterns)
+        if only is None:
+            granted = ", ".join(repr(p) for p in patterns) or "none"
+            raise NamespaceRequiredError(
+                "namespace is required: this API key grants more than one namespace "
+                f"({granted}); add ?namespace=NAME (a key granted exactly one name may "
+                "leave it out)")
+        return require_namespace(only)
 
     def check_admin(self, key: str | None, client_host: str | None) -> None:
         """Pass for an admin key (one granted ``*``), else :class:`AccessDenied`."""

@@ -39,7 +39,20 @@ def test_access_check() -> None:
         assert denied.value.status == 401
     with pytest.raises(NamespaceRequiredError):
         access.check("  ", "k", "127.0.0.1")
+    # namespace left out (None): the key's one exact grant, else a namespace is required
+    assert access.check(None, "k", "203.0.113.9") == "alice"
+    for grants in (["alice", "bob"], ["team/*"], ["*"]):
+        several = Access(ApiSettings(api_keys={"k": grants}))
+        with pytest.raises(NamespaceRequiredError, match="more than one namespace"):
+            several.check(None, "k", "127.0.0.1")
+        assert several.check("team/x" if grants == ["team/*"] else "alice", "k",
+                             "127.0.0.1")
+    with pytest.raises(AccessDenied) as denied:
+        access.check(None, None, "127.0.0.1")  # the key first: 401, not 400
+    assert denied.value.status == 401
     open_local = Access(ApiSettings(auth_disabled=True))
+    with pytest.raises(NamespaceRequiredError, match="auth is disabled"):
+        open_local.check(None, None, "127.0.0.1")
     assert open_local.check("any", None, "127.0.0.1") == "any"
     assert open_local.check("any", None, "::1") == "any"
     with pytest.raises(AccessDenied):
