@@ -104,8 +104,12 @@ def brief_text(op_name: str, data: Mapping[str, Any]) -> str:
     both: rendering them a second time doubled a recall of 5 hits (issue 29). The
     rendering of every hit under ``token_budget`` comes with ``detail``."""
     n = len(data.get("hits", []))
-    what = "media memories" if op_name == "search_media" else "memories"
+    what = _memories(n, "media " if op_name == "search_media" else "")
     return f"{n} {what}: in hits, best first" if n else f"no {what} found"
+
+
+def _memories(n: int, kind: str = "") -> str:
+    return f"{kind}memory" if n == 1 else f"{kind}memories"
 
 
 def compact(value: Any) -> Any:
@@ -152,13 +156,13 @@ def _add_batch(r: Renderer, d: Mapping[str, Any]) -> str:
 
 def _search(r: Renderer, d: Mapping[str, Any]) -> str:
     hits = d["hits"]
-    return r._render(f"{len(hits)} memories:",
+    return r._render(f"{len(hits)} {_memories(len(hits))}:",
                      [r._json_line(h["memory"], float(h["score"])) for h in hits])
 
 
 def _search_media(r: Renderer, d: Mapping[str, Any]) -> str:
     hits = d["hits"]
-    return r._render(f"{len(hits)} media memories:",
+    return r._render(f"{len(hits)} {_memories(len(hits), 'media ')}:",
                      [f"{r._json_line(h['memory'], float(h['score']))} [{h['modality']}"
                       + (f" {h['source']}]" if h.get("source") else "]") for h in hits])
 

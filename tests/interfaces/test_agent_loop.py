@@ -60,3 +60,17 @@ def test_agent_stores_and_recalls_across_two_runs(tmp_path: Path) -> None:
         assert "The user is allergic to peanuts." in system
         assert re.search(r"\[[0-9a-f-]{36}\] \d{4}-\d{2}-\d{2} semantic: ", system)
         assert server.unscripted == 0 and len(server.requests) == 2
+
+
+def test_agent_block_without_an_llm_names_the_variables(tmp_path: Path) -> None:
+    """Run with no LLM variables, the block stops before opening anything and says which
+    variables to set and where the loop runs without an LLM (issue 29)."""
+    code = agent_block().replace("/tmp/", f"{tmp_path}/")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    out = subprocess.run([sys.executable, "-c", code, "Hi!"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and out.stdout == ""
+    said = out.stderr.strip()
+    assert said.startswith("set LLM_BASE_URL and LLM_MODEL"), said
+    assert "LLM_API_KEY" in said and "examples/agent_loop.py" in said
+    assert not (tmp_path / "hm-agent").exists()  # nothing was opened or written
