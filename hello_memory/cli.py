@@ -8,7 +8,7 @@ While ``hello-memory serve`` holds the data directory (its ``server.json`` there
 it, :mod:`hello_memory.server_info`), or with ``--server URL``, the commands ``stats``,
 ``search``, ``show``, ``export``, ``add`` and ``jobs ...`` run through that server's REST
 API (:mod:`hello_memory.remote`) and print the same output; the others say in one line
-that they cannot, and exit 4 (README "The CLI next to a server").
+that they cannot, and exit 4 (docs/CLI.md, "The CLI next to a server").
 
 Exit codes: 0 success; 1 unexpected error (traceback only with ``--debug``); 2 bad
 usage, configuration or input; 3 not found; 4 a backend, server or model is
@@ -179,7 +179,7 @@ def _settings() -> Settings:
     return load_settings(_config_path(), **_state.get("overrides", {}))
 
 
-# --- the server next to the CLI (README "The CLI next to a server") ---------------------
+# --- the server next to the CLI (docs/CLI.md, "The CLI next to a server") --------------
 def _held_by(settings: Settings) -> ServerInfo | None:
     """The live server proven to hold this data directory's embedded stores, if any
     (:func:`hello_memory.server_info.discover`: nothing but a nonce is sent before it
@@ -323,8 +323,8 @@ def _open(settings: Settings | None = None, *, embeds: bool = True) -> Any:
         info = read_info(settings.data_dir)
         if info is None or not pid_alive(info.pid):
             raise
-        # server.json names a live process that did not answer (README "The CLI next
-        # to a server"): most likely that server is busy, e.g. building the index
+        # server.json names a live process that did not answer (docs/CLI.md, "The CLI
+        # next to a server"): most likely that server is busy, e.g. building the index
         raise BackendUnavailableError(
             f"{exc} ({info.describe()} holds it but did not answer at {info.url}/healthz; "
             "it may be busy: try again)") from None
@@ -655,7 +655,7 @@ def forget(
     settings, mm = _open(_local_only("forget"))
     with mm:
         # the catalogue's forget: the JSON of POST /v1/forget, the jobs defaults for
-        # what is left out (README "Lifecycle defaults")
+        # what is left out (docs/JOBS.md, "Lifecycle defaults")
         result = LocalBackend(mm, settings).invoke("forget", _given(
             ids=ids or None, strategy=strategy, threshold=threshold,
             max_age_days=max_age_days, max_items=max_items, dry_run=dry_run, hard=hard),
@@ -806,8 +806,8 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     # it, server.json in the data directory tells the CLI where to send its commands.
     exclusive = settings.vector.url is None and settings.vector.location is None
     # The CLI trusts server.json only once this server proves it can read the token in
-    # the directory it holds (hello_memory/server_info.py; README "The CLI next to a
-    # server"): written once the stores are ours, before server.json.
+    # the directory it holds (hello_memory/server_info.py; docs/CLI.md, "The CLI next
+    # to a server"): written once the stores are ours, before server.json.
     token = secrets.token_hex(32)
     address = {"url": ""}
 
@@ -1154,7 +1154,7 @@ def main() -> None:
             raise
         err.print(f"[bold red]error:[/] {exc}", highlight=False)
         raise SystemExit(exit_code_for(exc)) from None
-    except _CLICK_ERROR as exc:  # usage errors: one line, as README's exit codes say
+    except _CLICK_ERROR as exc:  # usage errors: one line, as docs/CLI.md's exit codes say
         ctx = getattr(exc, "ctx", None)
         if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
             console.print(ctx.get_help(), highlight=False, markup=False)

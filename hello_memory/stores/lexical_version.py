@@ -57,7 +57,7 @@ def record_lexical_version(records: RecordStore) -> None:
                 conn.execute(insert(SchemaMeta).values(key=LEXICAL_KEY, value=ANALYZER_VERSION))
             return
         except IntegrityError:
-            # PostgreSQL, two processes opening one new database (README "Servers"):
+            # PostgreSQL, two processes opening one new database (docs/SERVERS.md):
             # the other's row was not yet committed when this delete ran, and this
             # insert waited for it. It is committed now: a second try replaces it.
             if attempt == 2:

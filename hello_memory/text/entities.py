@@ -586,7 +586,8 @@ def default_extractor(
         extractor = SpacyExtractor(spacy_model)
         if _installed(spacy_model):
             # Loaded on first use, not now: commands that never extract (stats, show)
-            # start without spaCy and the torch it imports (README, CLI).
+            # start without spaCy and the torch it imports (docs/CLI.md: the commands
+            # that load no model).
             logger.info("entity extraction: spaCy pipeline %r, loaded on first use "
                         "(Chinese via rules)", spacy_model)
             return extractor

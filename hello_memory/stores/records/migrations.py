@@ -262,8 +262,9 @@ _MIGRATE_LOCK = 0x686D5F6D69677261
 def migrate(engine: Engine) -> int:
     """Create the schema on an empty database or upgrade an older one; returns the
     version now in force. On PostgreSQL it all runs under an advisory lock: processes
-    that open one database at the same time (several API workers, README "Servers")
-    take turns, and the later ones find the schema made."""
+    that open one database at the same time (several API workers: docs/SERVERS.md,
+    "PostgreSQL", and docs/DEPLOY.md) take turns, and the later ones find the schema
+    made."""
     if engine.dialect.name != "postgresql":
         return _migrate(engine)
     with engine.connect() as lock:
