@@ -334,6 +334,23 @@ def _day_span(m: re.Match[str], c: _Ctx) -> _Span | None:
     return lo, c.span(end, end, "day")[0], "range", None
 
 
+def _weekend(m: re.Match[str], c: _Ctx) -> _Span | None:
+    """'last weekend', 'this weekend', 'the weekend': a Saturday and Sunday ("at
+    weekends", plural, is a habit and never matches). 'last' is the one before the
+    current week's; 'the' follows ``direction``."""
+    if _RECURRING_PRE_RE.search(m.string, max(0, m.start() - 12), m.start()):
+        return None
+    rel = (m["rel"] or "").lower()
+    saturday = c.today - timedelta(days=c.today.weekday()) + timedelta(days=5)
+    if rel in ("last", "past", "previous"):
+        saturday -= timedelta(days=7)
+    elif rel in ("next", "coming") and c.today.weekday() >= 5:
+        saturday += timedelta(days=7)
+    elif not rel and c.direction == "past" and c.today.weekday() < 5:
+        saturday -= timedelta(days=7)
+    return c.span(saturday, saturday + timedelta(days=2), "range")
+
+
 def _day_of_month(m: re.Match[str], c: _Ctx) -> _Span | None:
     """'the 15th', 'Saturday the 12th': a day of a month the text does not name. A
     weekday picks the month where that date falls on it (the nearest, either way);
@@ -423,6 +440,8 @@ _RULES: list[tuple[str, Callable[[re.Match[str], _Ctx], _Span | None]]] = [
      rf"(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}{_YEAR_OPT}", _day_span),
     (rf"\b(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}{_YEAR_OPT}", _en_date),
     (rf"\b{_MON}\s+(?:the\s+)?(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?![:\d]){_YEAR_OPT}", _en_date),
+    (r"\b(?:(?P<rel>last|this|next|coming|past|previous)\s+|the\s+|on\s+the\s+)weekend\b",
+     _weekend),
     # "Saturday the 12th", "the evening of the 15th": no month named (issue 26)
     (r"\b(?:(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday),?\s+)?"
      r"the\s+(?:(?:morning|afternoon|evening|night)\s+of\s+the\s+)?"

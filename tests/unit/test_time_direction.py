@@ -94,3 +94,16 @@ def test_a_day_of_the_month_with_a_month_named_is_that_date() -> None:
     [found] = find_time_ranges("the 17th of October", ref)
     assert found.start.date() == date(2026, 10, 17)
     assert direction_of("What have we got on next week?") == "future"
+
+
+@pytest.mark.parametrize(("question", "first"), [
+    ("What did we buy last weekend?", date(2026, 11, 21)),
+    ("What are we doing this weekend?", date(2026, 11, 28)),
+    ("What did we do at the weekend?", date(2026, 11, 21)),
+])
+def test_weekends(question: str, first: date) -> None:
+    ref = datetime(2026, 11, 24, 20, tzinfo=timezone(timedelta(hours=1)))  # a Tuesday
+    [(lo, hi)] = analyze_query(question, ref).time_ranges
+    assert (lo.date(), (hi - lo).days) == (first, 2)
+    # "at weekends" is a habit, not a date
+    assert analyze_query("Does Marcus play cricket at weekends?", ref).time_ranges == []
