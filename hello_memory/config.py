@@ -290,6 +290,10 @@ class RetrievalSettings(_Section):
         "semantic": 1.0, "lexical": 1.0, "symbolic": 0.5, "graph": 0.5})
     rrf_k: float = Field(default=5.0, gt=0)
     candidates: int = Field(default=50, ge=1, le=1000)
+    # A second reader of meaning for Chinese and mixed text (retrieval/multilingual.py):
+    # the candidates are read again by a multilingual model when the question or one
+    # of them holds CJK text; needs the ``multilingual`` extra, off without it.
+    multilingual_view: bool = True
     neighbor_weight: float = Field(default=0.3, ge=0, le=1)
     # A cosine below this is no evidence for the semantic view (MiniLM puts unrelated
     # sentences at 0-0.1): without it, with few memories, anything at all is a

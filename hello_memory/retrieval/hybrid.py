@@ -70,6 +70,7 @@ from hello_memory.retrieval.views import (
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text import tokenize
+from hello_memory.retrieval.multilingual import MultilingualReader
 from hello_memory.text.attributes import asked_attributes, asks_advice
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.text.people import (
@@ -101,7 +102,9 @@ SEARCHED_TYPES = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
 # Types whose vectors live in the text collection the four views search; working and
 # perceptual memory vote through views of their own.
 TEXT_COLLECTION_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
-OWN_VIEWS = ("working", "perceptual")
+OWN_VIEWS = ("working", "perceptual", "multilingual")
+# The multilingual view's weight in the fusion unless view_weights names one.
+MULTILINGUAL_WEIGHT = 1.0
 # Views whose scores are graded evidence: equal scores share a rank in the fusion. The
 # symbolic view's score is a count of constraints met, ordered within a count by the
 # pool's relevance, so its order is kept as it is.
@@ -231,6 +234,7 @@ class HybridRetriever:
         self.extractor = extractor or (self.manager.extractor if self.manager else RuleExtractor())
         self.use_embeddings = use_embeddings and getattr(self.stores, "embedder", None) is not None
         self.profiles = dict(profiles or PROFILES)
+        self.multilingual = MultilingualReader()
         self._clock = clock or utcnow
         # The planner uses the same LLM as every other step: the caller's, else the
         # manager's (a configured LLM plans; docs/RETRIEVAL.md).
@@ -372,6 +376,10 @@ class HybridRetriever:
         # Images and audio are found through CLIP / CLAP text towers: one more dense view.
         if MemoryType.PERCEPTUAL in types and "semantic" in active:
             self._perceptual_view(ns, query, flt, state)
+        if stored and "semantic" in active and self.settings.multilingual_view \
+                and self.use_embeddings:
+            self._multilingual_view(query, state)
+            weights = {"multilingual": MULTILINGUAL_WEIGHT, **weights}
         fused = self._fuse(state, weights)
         reflection = self.settings.enable_reflection if enable_reflection is None \
             else enable_reflection
@@ -636,6 +644,16 @@ class HybridRetriever:
             state.results["perceptual"] = [(h.id, h.score) for h in kept]
             for h in kept:
                 state.items[h.id] = h.item
+
+    def _multilingual_view(self, query: str, state: _Round) -> None:
+        """The candidates read again by a multilingual model when the question or one of
+        them holds CJK text (retrieval/multilingual.py; issue 26)."""
+        pool = {m: state.items[m] for r in state.results.values() for m, _ in r
+                if m in state.items and state.items[m].memory_type in TEXT_COLLECTION_TYPES}
+        if pool and self.multilingual.wanted(query, pool):
+            ranked = self.multilingual.rank(query, pool)
+            if ranked:
+                state.results["multilingual"] = ranked
 
     def _fuse(self, state: _Round, weights: Mapping[str, float]
               ) -> dict[str, tuple[float, dict[str, Any]]]:

@@ -1,0 +1,123 @@
+"""A second reader of meaning for Chinese and mixed-language text (issue 26, item 7).
+
+The default embedder (all-MiniLM-L6-v2) reads English only: a Chinese question over
+Chinese memories, or an English question over them, gets near-random cosines from it,
+and the full search then leans on BM25 alone (docs/RETRIEVAL.md, "Chinese and mixed
+text"). Making a multilingual model the default was measured and rejected: on the
+LoCoMo dev split it loses recall (multilingual-e5-small 0.709, USE-multilingual 0.661,
+against MiniLM's 0.72+), and e5 embeds 6x slower (BENCHMARKS.md).
+
+So the multilingual model reads only where MiniLM cannot: when the question or a
+candidate memory holds CJK text, the candidates the views found (the pool, at most a
+few hundred memories) are read again by the ``multilingual-use`` preset (Google's
+universal-sentence-encoder-multilingual v3, pure numpy, about 6 ms per sentence on the
+CPU) and ranked by cosine to the question: one more view in the fusion, ``multilingual``.
+Its vectors are cached in memory by content (bounded, thread-safe), so a memory is read
+once per process; nothing is stored, so there is no second index to maintain. An
+English-only namespace never pays for it.
+
+Without the ``multilingual`` extra installed the view is simply absent (logged once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hello_memory.types import MemoryItem
+
+__all__ = ["CACHE_SIZE", "MultilingualReader", "has_cjk"]
+
+log = logging.getLogger(__name__)
+
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Vectors kept per process (512 floats each: about 2 KB, so 20,000 is about 40 MB).
+CACHE_SIZE = 20_000
+# A memory's text beyond this is not read again (the embedder truncates long text too).
+_MAX_CHARS = 2000
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds Chinese (CJK) characters."""
+    return bool(_CJK.search(text))
+
+
+class MultilingualReader:
+    """Ranks a pool of memories by a multilingual model's cosine to the question."""
+
+    def __init__(self, preset: str = "multilingual-use", cache_size: int = CACHE_SIZE,
+                 embedder: Any = None) -> None:
+        self.preset = preset
+        self.cache_size = cache_size
+        self._embedder = embedder
+        self._missing = False
+        self._load_lock = threading.Lock()
+        # one model call at a time: the engine's buffers are not shared across threads
+        self._call_lock = threading.Lock()
+        self._cache_lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def _model(self) -> Any:
+        if self._embedder is not None or self._missing:
+            return self._embedder
+        with self._load_lock:
+            if self._embedder is None and not self._missing:
+                from hello_memory.config import EmbeddingSettings
+                from hello_memory.errors import ModelNotFoundError
+                from hello_memory.factory import build_embedder
+
+                try:
+                    self._embedder = build_embedder(EmbeddingSettings(preset=self.preset))
+                except (ModelNotFoundError, ImportError) as exc:
+                    log.warning("the multilingual view is off: %s", exc)
+                    self._missing = True
+        return self._embedder
+
+    @property
+    def available(self) -> bool:
+        return self._model() is not None
+
+    def wanted(self, query: str, items: Mapping[str, MemoryItem]) -> bool:
+        """Whether the question or any candidate holds CJK text."""
+        return has_cjk(query) or any(has_cjk(i.content[:_MAX_CHARS]) for i in items.values())
+
+    def _vectors(self, texts: list[str]) -> np.ndarray:
+        keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
+        with self._cache_lock:
+            found = {k: self._cache[k] for k in keys if k in self._cache}
+            for k in found:
+                self._cache.move_to_end(k)
+        todo = list(dict.fromkeys(k for k in keys if k not in found))
+        if todo:
+            text_of = dict(zip(keys, texts, strict=True))
+            with self._call_lock:
+                fresh = np.asarray(self._model().embed([text_of[k] for k in todo]),
+                                   dtype=np.float32)
+            with self._cache_lock:
+                for k, v in zip(todo, fresh, strict=True):
+                    found[k] = v
+                    self._cache[k] = v
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return np.stack([found[k] for k in keys])
+
+    def rank(self, query: str, items: Mapping[str, MemoryItem]) -> list[tuple[str, float]]:
+        """(memory id, cosine) for every item, best first; [] when the model is not
+        installed or there is nothing to rank."""
+        if not items or self._model() is None:
+            return []
+        ids = list(items)
+        matrix = self._vectors([items[m].content[:_MAX_CHARS] for m in ids])
+        with self._call_lock:
+            q = np.asarray(self._model().embed_query(query[:_MAX_CHARS]), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
+        cosines = matrix @ q / np.where(norms == 0, 1.0, norms)
+        order = np.argsort(-cosines, kind="stable")
+        return [(ids[i], float(cosines[i])) for i in order]
