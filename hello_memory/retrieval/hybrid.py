@@ -103,8 +103,10 @@ SEARCHED_TYPES = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
 # perceptual memory vote through views of their own.
 TEXT_COLLECTION_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
 OWN_VIEWS = ("working", "perceptual", "multilingual")
-# The multilingual view's weight in the fusion unless view_weights names one.
+# The multilingual view's weight in the fusion unless view_weights names one, and the
+# largest namespace it reads whole (retrieval/multilingual.py).
 MULTILINGUAL_WEIGHT = 1.0
+MULTILINGUAL_SCAN = 2000
 # Views whose scores are graded evidence: equal scores share a rank in the fusion. The
 # symbolic view's score is a count of constraints met, ordered within a count by the
 # pool's relevance, so its order is kept as it is.
@@ -378,8 +380,10 @@ class HybridRetriever:
             self._perceptual_view(ns, query, flt, state)
         if stored and "semantic" in active and self.settings.multilingual_view \
                 and self.use_embeddings:
-            self._multilingual_view(query, state)
-            weights = {"multilingual": MULTILINGUAL_WEIGHT, **weights}
+            self._multilingual_view(ns, query, state)
+            # the only reader of meaning MiniLM leaves when the question is Chinese
+            weights = {"multilingual": MULTILINGUAL_WEIGHT * (2.0 if state.dense_blind else 1.0),
+                       **weights}
         fused = self._fuse(state, weights)
         reflection = self.settings.enable_reflection if enable_reflection is None \
             else enable_reflection
@@ -645,15 +649,25 @@ class HybridRetriever:
             for h in kept:
                 state.items[h.id] = h.item
 
-    def _multilingual_view(self, query: str, state: _Round) -> None:
+    def _multilingual_view(self, ns: str, query: str, state: _Round) -> None:
         """The candidates read again by a multilingual model when the question or one of
-        them holds CJK text (retrieval/multilingual.py; issue 26)."""
+        them holds CJK text (retrieval/multilingual.py; issue 26). In a namespace of at
+        most MULTILINGUAL_SCAN memories every memory is read (an English question finds
+        the Chinese note no other view could); in a larger one, the views' pool."""
         pool = {m: state.items[m] for r in state.results.values() for m, _ in r
                 if m in state.items and state.items[m].memory_type in TEXT_COLLECTION_TYPES}
-        if pool and self.multilingual.wanted(query, pool):
-            ranked = self.multilingual.rank(query, pool)
-            if ranked:
-                state.results["multilingual"] = ranked
+        if not pool or not self.multilingual.wanted(query, pool):
+            return
+        records = self.stores.records.memories
+        if records.namespace_totals(ns)[0] <= MULTILINGUAL_SCAN:
+            for item in records.list_items(ns, state.flt, limit=MULTILINGUAL_SCAN,
+                                           order="-event_time"):
+                if item.memory_type in TEXT_COLLECTION_TYPES and item.id not in pool:
+                    pool[item.id] = item
+                    state.items.setdefault(item.id, item)
+        ranked = self.multilingual.rank(query, pool)[: self.settings.candidates]
+        if ranked:
+            state.results["multilingual"] = ranked
 
     def _fuse(self, state: _Round, weights: Mapping[str, float]
               ) -> dict[str, tuple[float, dict[str, Any]]]:
