@@ -131,8 +131,11 @@ ATTRIBUTE_MISS_FACTOR = 0.5
 # on the LoCoMo dev split), and it is what lets retrieval.min_score tell a question the
 # memories answer from one they do not (issue 26, scores a person can read). Cosines
 # are calibrated from EVIDENCE_COSINE[0] (nothing) to [1] (clear); a memory inside the
-# time a question names counts TIME_EVIDENCE at least.
+# time a question names counts TIME_EVIDENCE at least, and one stating the attribute
+# the question asks for, about its subject ("what car do I drive?": "picked up a
+# second-hand Zoe"), ATTRIBUTE_EVIDENCE.
 TIME_EVIDENCE = 0.75
+ATTRIBUTE_EVIDENCE = 0.75
 # Text-to-image and text-to-audio cosines run lower than text-to-text ones (CLIP puts a
 # matching caption near 0.3): nothing at 0.1, clear at 0.3.
 PERCEPTUAL_COSINE = (0.1, 0.3)
@@ -838,6 +841,8 @@ class HybridRetriever:
         if advice and timed:
             timed = timed | stating
         evidence = self._evidence(state, totals)
+        evidence.update({m: max(ATTRIBUTE_EVIDENCE, evidence.get(m, 0.0)) for m in stating
+                         if m in evidence})
         if timed:
             evidence.update({m: max(TIME_EVIDENCE, evidence.get(m, 0.0)) for m in timed
                              if m in evidence})
