@@ -455,7 +455,8 @@ _CHANGE = re.compile(
     r"cancelled|instead|no longer|any more|anymore|took over|jumped ship|handed in|"
     r"retired to|got the keys|from now on|since the move|moved over|signed for|"
     r"has decided|gone|engaged|proposed|sold|stole|stolen|split up|registered with|"
-    r"first day|picked up|replaced|dropped|lost|broke|smashed|stopped|closed|no more)\b"
+    r"first day|for the first time|picked up|replaced|dropped|lost|broke|smashed|stopped|"
+    r"closed|no more)\b"
     r"|换|搬|跳槽|入职|分手|改到|改去|转到|变成|新|不再|走了|卖了|调去|终于|上小学", re.I)
 # Markers that the old value ended (its own value may be all the newer memory names).
 _LEAVES = re.compile(

@@ -140,3 +140,12 @@ def test_tastes_are_asked_only_by_advice_and_never_replace() -> None:
     # likes add up: a second one replaces nothing
     assert "taste" in attributes_of("Mia loves dinosaurs.")
     assert not replaces("Mia loves horses now.", "Mia loves dinosaurs.")
+
+
+def test_an_event_that_ends_the_old_state_replaces_it() -> None:
+    # an event (not a plain statement) replaces only with a change marker: "for the
+    # first time" says the old state ended
+    old = "I've needed reading glasses for years."
+    new = "Had eye surgery last month; for the first time I can read menus without glasses."
+    assert replaces(new, old, plain=False)
+    assert not replaces("Cleaned my glasses at the optician's.", old, plain=False)
