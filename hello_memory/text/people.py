@@ -141,6 +141,8 @@ _LINKS = (
                rf"{_n('person')}"),
     # Mia Berg, the user's daughter / Tom is my husband
     re.compile(rf"{_n('person')}(?:,|\s+is|\s+was)\s+{_USER}\s+{_ROLE_EN}\b"),
+    # Henk, Daniel's dad, ... (the person first, then whose role he is)
+    re.compile(rf"{_n('person')},\s+{_n('owner')}['’]s\s+{_ADJ}{_ROLE_EN}\b"),
     # Raj's wife Priya / Tom's boss at Hafenbau is Ingrid Dahl
     re.compile(rf"{_n('owner')}['’]s\s+{_ROLE_EN}\b(?:\s+at\s+[A-Z][\w-]*)?\s*(?:is|,)?\s+"
                rf"{_n('person')}"),
@@ -160,7 +162,11 @@ _HAVE_CHILD = re.compile(rf"{_n('owner')}(?:\s+and\s+{_n('other')})?\s+(?:have|h
 # "...; she is married to Marcus Webb": the person the sentence just named
 _MARRIED = re.compile(rf"\b(?:she|he|who)\s+(?:is|was|got)\s+married\s+to\s+{_n('person')}")
 _REPORTS_TO = re.compile(rf"\b(?i:the user|I)\s+(?:reports?|reported)\s+to\s+{_n('person')}")
-_NOT_PEOPLE = {"the", "they", "she", "he", "her", "his", "it", "this", "that", "we", "i"}
+_NOT_PEOPLE = {"the", "they", "she", "he", "her", "his", "it", "this", "that", "we", "i",
+               # words that open a sentence before a comma ("Yesterday, Tom's wife ...")
+               "yesterday", "today", "tonight", "tomorrow", "then", "so", "also", "anyway",
+               "luckily", "sadly", "apparently", "meanwhile", "later", "now", "well", "oh",
+               "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 
 
 def _person(name: str) -> str | None:

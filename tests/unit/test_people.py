@@ -74,6 +74,8 @@ def test_role_keys_and_titles() -> None:
     ("My younger brother is Tariq Aziz.", [RoleLink(SELF_ENTITY, "brother", "Tariq Aziz")]),
     ("My old team lead at Vattenfall is Greta Olsen.",
      [RoleLink(SELF_ENTITY, "manager", "Greta Olsen")]),
+    # the person first, then whose role they are
+    ("Henk, Daniel's dad, won't eat anything spicy.", [RoleLink("Daniel", "father", "Henk")]),
     # parents named together with their child
     ("Tariq and Noor have a son called Idris.",
      [RoleLink("Tariq", "son", "Idris"), RoleLink("Noor", "son", "Idris")]),
@@ -96,3 +98,7 @@ def test_kin_in_two_steps_is_asked_as_chains() -> None:
     assert ("sister", "husband") in chains and ("partner", "brother") in chains
     assert {a.chain for a in asked_roles("Where does my fiancée's mother live?")} == {
         ("partner", "mother")}
+
+
+def test_a_word_opening_a_sentence_is_nobody() -> None:
+    assert role_links("Yesterday, Tom's wife called about the party.") == []
