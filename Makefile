@@ -105,6 +105,7 @@ bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.supersede_dev
 	$(BIN)/python -m benchmarks.zh_everyday
 	$(BIN)/python -m benchmarks.score_floor
+	$(BIN)/python -m benchmarks.embedder_choice
 	$(BIN)/python -m benchmarks.serve_load
 
 bench-smoke: install
@@ -140,6 +141,7 @@ bench-assistant: install
 	$(BIN)/python -m benchmarks.assistant
 	$(BIN)/python -m benchmarks.assistant_v2
 	$(BIN)/python -m benchmarks.score_floor
+	$(BIN)/python -m benchmarks.embedder_choice
 
 bench-search-cost: install
 	$(BIN)/python -m benchmarks.search_cost
