@@ -121,6 +121,12 @@ class OnnxSentenceEncoder:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
         options.log_severity_level = 3  # warnings about unused initialisers are noise
+        # No spin-waiting: after a run ONNX Runtime's pool threads spin for more work by
+        # default, and on a small host they took the cores from the rest of the search
+        # that follows the query embedding (fused search at 10k: p50 26-42 ms without
+        # spinning, 61-92 ms with it, alternating runs; docs/PERFORMANCE.md).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         return ort.InferenceSession(str(self.onnx_file), sess_options=options,
                                     providers=["CPUExecutionProvider"])
 
