@@ -491,7 +491,10 @@ def replaces(new: str, old: str, *, plain: bool = True) -> bool:
         # "Snuffel died last week" after "Lotte has a rabbit called Snuffel": the newer
         # memory's subject is a value of the older one's attribute, so it is the older
         # one's subject whose attribute changed
-        if not who_new & value_tokens(old, who_old):
+        # ... but not when it is only whose someone is ("Henk, Daniel's dad, won't eat
+        # anything spicy" is Henk's, and Daniel's own diet changes nothing of it)
+        owners = {m.group(1).casefold() for m in re.finditer(r"\b(\w+)['’]s\b", old)}
+        if not who_new & (value_tokens(old, who_old) - owners):
             return False
         who_new = who_old
     both = who_new & who_old  # the names of the shared subject are not values

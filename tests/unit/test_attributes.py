@@ -149,3 +149,12 @@ def test_an_event_that_ends_the_old_state_replaces_it() -> None:
     new = "Had eye surgery last month; for the first time I can read menus without glasses."
     assert replaces(new, old, plain=False)
     assert not replaces("Cleaned my glasses at the optician's.", old, plain=False)
+
+
+def test_whose_someone_is_is_not_a_value_that_changes() -> None:
+    # the older memory is Henk's; "Daniel" only says whose dad he is
+    assert not replaces("Since that documentary Daniel doesn't eat meat anymore.",
+                        "Henk, Daniel's dad, won't eat anything spicy.")
+    # while a pet's name is a value of its owner's pet
+    assert replaces("Snuffel died last week; Lotte has a beagle puppy now.",
+                    "Lotte has a grey rabbit called Snuffel.")
