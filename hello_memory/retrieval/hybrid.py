@@ -46,6 +46,7 @@ from hello_memory.memory.episodic import matches, payload_filters
 from hello_memory.memory.scoring import PROFILES, ScoringProfile, SearchHit, score
 from hello_memory.retrieval.bounds import bounded_analysis
 from hello_memory.retrieval.fusion import ViewResult, explain, weighted_rrf
+from hello_memory.retrieval.multilingual import MultilingualReader
 from hello_memory.retrieval.planning import (
     InformationPlan,
     QueryAnalysis,
@@ -62,15 +63,14 @@ from hello_memory.retrieval.views import (
     graph_view,
     lexical_view,
     semantic_view,
-    symbolic_constraint_view,
     stated_attributes,
+    symbolic_constraint_view,
     symbolic_pool_view,
     without_times,
 )
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text import tokenize
-from hello_memory.retrieval.multilingual import MultilingualReader
 from hello_memory.text.attributes import asked_attributes, asks_advice
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.text.people import (

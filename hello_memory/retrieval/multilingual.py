@@ -27,7 +27,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -52,7 +52,8 @@ def has_cjk(text: str) -> bool:
 class MultilingualReader:
     """Ranks a pool of memories by a multilingual model's cosine to the question."""
 
-    def __init__(self, preset: str = "multilingual-use", cache_size: int = CACHE_SIZE,
+    def __init__(self, preset: Literal["multilingual", "multilingual-use"] = "multilingual-use",
+                 cache_size: int = CACHE_SIZE,
                  embedder: Any = None) -> None:
         self.preset = preset
         self.cache_size = cache_size

@@ -37,7 +37,8 @@ from functools import lru_cache
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role
 from hello_memory.types import normalize_entity_name
 
-__all__ = ["ATTRIBUTES", "Attribute", "asked_attributes", "asks_advice", "attributes_of", "recurring_slot",
+__all__ = ["ATTRIBUTES", "Attribute", "asked_attributes", "asks_advice", "attributes_of",
+           "recurring_slot",
            "register", "replaces", "states_now", "subjects_of", "value_tokens"]
 
 
@@ -209,7 +210,8 @@ def _single(name: str) -> bool:
 # Advice asks for what someone likes, fears or must avoid: "what should I cook for
 # Lotte?" is answered by "Lotte is vegetarian", "should I buy Ines wine?" by "Ines
 # doesn't drink" (issue 26, indirect questions). A topic of the question names them.
-_ADVICE = re.compile(r"\b(?:should|can|could|shall) (?:i|we)\b|\bavoid\b|\bis it (?:ok|okay|fine|safe)\b|"
+_ADVICE = re.compile(r"\b(?:should|can|could|shall) (?:i|we)\b|\bavoid\b|"
+                     r"\bis it (?:ok|okay|fine|safe)\b|"
                      r"\bdo (?:i|we) need\b|\banything (?:i|we) should\b|\bwhat (?:should|could|"
                      r"can) (?:i|we)\b|应该|可以.{0,12}吗|能不能|要不要|需要注意", re.I)
 _ADVICE_TOPICS = (
@@ -221,7 +223,8 @@ _ADVICE_TOPICS = (
                 r"酒|喝", re.I), ("diet", "allergy", "taste")),
     (re.compile(r"\b(?:gift|present|get \w+ for|give \w+ for|buy \w+ for|birthday|"
                 r"christmas)\b|礼物|送", re.I), ("taste",)),
-    (re.compile(r"\b(?:antibiotics?|painkillers?|medicine|medication|drugs?|pills?|vaccine)\b|药", re.I),
+    (re.compile(r"\b(?:antibiotics?|painkillers?|medicine|medication|drugs?|pills?|"
+                r"vaccine)\b|药", re.I),
      ("allergy",)),
     (re.compile(r"\b(?:storm|thunder|dark|night|staying over|sleepover|dog|spider)\b|打雷|过夜",
                 re.I), ("fear", "allergy")),
