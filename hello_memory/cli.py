@@ -804,7 +804,10 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
         err.print(f"[bold red]WARNING:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     # An embedded vector directory opens in one process only: while this server holds
     # it, server.json in the data directory tells the CLI where to send its commands.
-    exclusive = settings.vector.url is None and settings.vector.location is None
+    # Vectors in pgvector hold no directory: a fleet's servers may share one
+    # (docs/DEPLOY.md).
+    exclusive = (settings.vector.provider != "pgvector" and settings.vector.url is None
+                 and settings.vector.location is None)
     # The CLI trusts server.json only once this server proves it can read the token in
     # the directory it holds (hello_memory/server_info.py; docs/CLI.md, "The CLI next
     # to a server"): written once the stores are ours, before server.json.

@@ -54,8 +54,9 @@ CLI = Path(sys.executable).with_name("hello-memory")
 
 
 class Fleet:
-    """``SERVERS`` real ``hello-memory serve`` processes on one database, each with
-    its own (empty) data directory and a fixed port, restartable after a kill."""
+    """``SERVERS`` real ``hello-memory serve`` processes on one database and one data
+    directory (vectors in pgvector hold none), each on a fixed port, restartable after
+    a kill."""
 
     def __init__(self, tmp: Path, url: str) -> None:
         self.tmp = tmp
@@ -73,7 +74,7 @@ class Fleet:
         log = (self.tmp / f"serve-{k}-{self.starts}.log").open("wb")
         self.starts += 1
         self.procs[k] = subprocess.Popen(
-            [str(CLI), "--data-dir", str(self.tmp / f"s{k}"), "serve", "--host", "127.0.0.1",
+            [str(CLI), "--data-dir", str(self.tmp / "shared"), "serve", "--host", "127.0.0.1",
              "--port", str(self.ports[k])], env=self.env, stdout=log, stderr=subprocess.STDOUT)
 
     def wait_up(self, k: int) -> None:
