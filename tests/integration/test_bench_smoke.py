@@ -57,7 +57,8 @@ def test_the_bench_target_runs_the_harness_and_the_other_benchmarks() -> None:
     assert "benchmarks.run" in modules and len(modules) >= 5
 
 
-@pytest.mark.parametrize("module", [*_bench_target_modules(), "benchmarks.serve_load"])
+@pytest.mark.parametrize("module", [*_bench_target_modules(), "benchmarks.serve_load",
+                                    "benchmarks.onnx_embedder"])
 def test_each_benchmark_of_make_bench_answers_help(module: str) -> None:
     assert "usage:" in _run([module, "--help"], timeout=180).stdout
 
