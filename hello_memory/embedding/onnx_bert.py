@@ -13,9 +13,10 @@ ONNX Runtime"): per-sentence cosine to the torch path and neighbour overlap, LoC
 and assistant recall, query latency, import + load time (docs/PERFORMANCE.md, "The
 default model without torch").
 
-:func:`load_onnx_default` returns ``None`` when the ONNX file or ``onnxruntime`` is not
-installed, or the directory is not the plain BERT shape :mod:`bert` recognises; the
-caller then runs the torch path. It never substitutes other vectors.
+:func:`load_onnx_default` returns ``None`` when the ONNX file (with its published
+sha256), ``onnxruntime`` or ``tokenizers`` is not installed; the caller then runs the
+torch path when the ``sentence-transformers`` extra is installed, and otherwise says
+which package is missing. It never substitutes other vectors.
 """
 
 from __future__ import annotations

