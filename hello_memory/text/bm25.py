@@ -61,10 +61,9 @@ _stemmers = _Stemmers()
 
 @lru_cache(maxsize=1 << 16)
 def _stem_word(word: str) -> str:
-    """One English word's stem; a pure function of the word, so cached: stemming the
-    same words again was a third of a search's time at 10k memories (the evidence
-    reads the terms of every lexical hit; issue 27, docs/PERFORMANCE.md) and much of
-    the lexical encoding of an ingest."""
+    """One English word's stem; a pure function of the word, so cached: the search
+    reads the terms of every lexical hit again and again, and an ingest stems the same
+    words memory after memory (issue 27, docs/PERFORMANCE.md "Other fast paths")."""
     return str(_stemmers.get().stemWord(word))
 
 
