@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from hello_memory.text.attributes import attributes_of, states_now
+from hello_memory.text.attributes import attributes_of, single_valued, states_now
 from hello_memory.types import MemoryType
 
 __all__ = [
@@ -256,7 +256,8 @@ def classify_memory_type(content: str) -> MemoryType:
     scores[MemoryType.SEMANTIC] += sum(1 for p in SEMANTIC_PATTERNS if p.search(content))
     # a present statement of a single-valued attribute (text/attributes.py: "Lotte is
     # seeing Bram", "嘉怡的男朋友叫周磊") is a standing fact
-    if states_now(content[:2000]) and attributes_of(content[:2000], strong_only=True):
+    if states_now(content[:2000]) and any(
+            single_valued(a) for a in attributes_of(content[:2000], strong_only=True)):
         scores[MemoryType.SEMANTIC] += 1
     best = max(scores.values())
     winners = [m for m, s in scores.items() if s == best]

@@ -38,8 +38,8 @@ from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role
 from hello_memory.types import normalize_entity_name
 
 __all__ = ["ATTRIBUTES", "Attribute", "asked_attributes", "asks_advice", "attributes_of",
-           "recurring_slot",
-           "register", "replaces", "states_now", "subjects_of", "value_tokens"]
+           "recurring_slot", "register", "replaces", "single_valued", "states_now",
+           "subjects_of", "value_tokens"]
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,8 @@ def attributes_of(text: str, *, strong_only: bool = False) -> frozenset[str]:
     return frozenset(found)
 
 
-def _single(name: str) -> bool:
+def single_valued(name: str) -> bool:
+    """Whether attribute ``name`` holds one value at a time (a taste does not)."""
     attribute = ATTRIBUTES.get(name.split(":", 1)[0])
     return attribute is None or attribute.single
 
@@ -458,15 +459,33 @@ _CHANGE = re.compile(
     r"cancelled|instead|no longer|any more|anymore|took over|jumped ship|handed in|"
     r"retired to|got the keys|from now on|since the move|moved over|signed for|"
     r"has decided|gone|engaged|proposed|sold|stole|stolen|split up|registered with|"
-    r"first day|for the first time|picked up|replaced|dropped|lost|broke|smashed|stopped|"
-    r"closed|no more)\b"
+    r"first day|for the first time|picked up|replaced)\b"
     r"|换|搬|跳槽|入职|分手|改到|改去|转到|变成|新|不再|走了|卖了|调去|终于|上小学", re.I)
 # Markers that the old value ended (its own value may be all the newer memory names).
 _LEAVES = re.compile(
     r"\b(?:traded|sold|left|quit|got rid of|broke up|split up|divorced|passed away|died|"
-    r"cancelled|moved out of|stole|stolen|handed in|no longer|any more|anymore|instead|"
-    r"dropped|lost|broke|smashed|stopped|closed|no more)\b"
-    r"|卖了|分手|离婚|走了|离职|不再|不做了|跑路|关了|关门|停了", re.I)
+    r"cancelled|moved out of|stole|stolen|handed in|no longer|any more|anymore|instead)\b"
+    r"|卖了|分手|离婚|走了|离职|不再|不做了|跑路", re.I)
+# Markers that something ended which end the old value only when the newer memory names
+# it ("Dropped my Pixel in the canal" after "My phone is a Pixel 6"; "游泳馆关了" after
+# "我每周日上午去游泳"), not any loss ("Alice lost her office badge" leaves her employer).
+_ENDS_NAMED = re.compile(r"\b(?:dropped|lost|broke|smashed|stopped|closed|no more)\b"
+                         r"|关了|关门|停了", re.I)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]{3,}|[\u4e00-\u9fff]+")
+
+
+def _words(text: str, names: frozenset[str]) -> set[str]:
+    """The content words of ``text`` (four letters or more, or Chinese bigrams), less the
+    subject's names and the weekly slot."""
+    skip = {w for n in names for w in n.split()}
+    out: set[str] = set()
+    for m in _WORD.finditer(_SLOT_ZH.sub(" ", _SLOT_EN.sub(" ", text))):
+        word = m.group(0).casefold().rstrip("'’s")
+        if re.match(r"[\u4e00-\u9fff]", word):
+            out.update(word[i:i + 2] for i in range(len(word) - 1))
+        elif word not in _STOP and word not in skip:
+            out.add(word)
+    return out
 
 
 def states_now(text: str) -> bool:
@@ -485,8 +504,9 @@ def replaces(new: str, old: str, *, plain: bool = True) -> bool:
     # "the new ramen place"); the newer one may only point at it when it says that
     # something changed ("Sold the Yaris ...").
     changed = bool(_CHANGE.search(new))
-    shared = {a for a in attributes_of(new, strong_only=not changed)
-              & attributes_of(old, strong_only=True) if _single(a)}
+    ends = bool(_ENDS_NAMED.search(new))
+    shared = {a for a in attributes_of(new, strong_only=not (changed or ends))
+              & attributes_of(old, strong_only=True) if single_valued(a)}
     if not shared:
         return False
     who_new, who_old = subjects_of(new), subjects_of(old)
@@ -504,6 +524,10 @@ def replaces(new: str, old: str, *, plain: bool = True) -> bool:
     vals_new, vals_old = value_tokens(new, both), value_tokens(old, both)
     if _LEAVES.search(new):
         return True  # the old value ends ("traded the Golf", "left Shell", "卖了")
+    if ends and _words(new, both) & _words(old, both):
+        return True  # the old thing, named, ended ("Dropped my Pixel", "游泳馆关了")
+    if not (changed or attributes_of(new, strong_only=True) & shared):
+        return False  # only a weak cue, and no change it names
     if changed:
         # "Daniel's first day at the Rivierhal" after "he starts at the Rivierhal":
         # an arrival that names nothing the older memory did not already say

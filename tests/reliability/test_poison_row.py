@@ -163,4 +163,5 @@ def test_the_poison_is_refused_at_the_door_by_mcp_too(tmp_path: Path) -> None:
     is_error, text = results["bad"]
     assert is_error and "characters" in text, text
     assert results["good"][0] is False
-    assert [h["content"] for h in results["hits"]] == ["Ada wrote it."]
+    # the compact recall (issue 29): each hit's text under "text"
+    assert [h["text"] for h in results["hits"]] == ["Ada wrote it."]

@@ -150,7 +150,7 @@ def indexed(mm: MemoryManager) -> list[list[tuple[str, float]]]:
     view's own score, in content order: what a store indexed, whatever the order the
     notes were added in (ties in rank are broken by insertion order)."""
     return [sorted((h.item.content, round(h.views[view].score, 4))
-                   for h in search(mm, q, recipe))
+                   for h in search(mm, q, recipe) if view in h.views)
             for recipe, view in (("bm25-only", "lexical"), ("dense-only", "semantic"))
             for q in QUERIES]
 

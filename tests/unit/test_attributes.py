@@ -158,3 +158,13 @@ def test_whose_someone_is_is_not_a_value_that_changes() -> None:
     # while a pet's name is a value of its owner's pet
     assert replaces("Snuffel died last week; Lotte has a beagle puppy now.",
                     "Lotte has a grey rabbit called Snuffel.")
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a loss that does not name the old value leaves it ("office" only points at work)
+    ("Alice moved to Berlin in May 2024 and works at Acme Robotics.",
+     "Alice lost her office badge and got a new one from reception."),
+    ("I work at Philips in Eindhoven.", "The office closed early today because of the storm."),
+])
+def test_a_loss_that_names_nothing_old_replaces_nothing(old: str, new: str) -> None:
+    assert not replaces(new, old, plain=False)
