@@ -63,7 +63,6 @@ from hello_memory.retrieval.views import (
     graph_view,
     lexical_view,
     semantic_view,
-    stated_attributes,
     symbolic_constraint_view,
     symbolic_pool_view,
     without_times,
@@ -71,7 +70,7 @@ from hello_memory.retrieval.views import (
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text import tokenize
-from hello_memory.text.attributes import asked_attributes, asks_advice
+from hello_memory.text.attributes import asked_attributes, asks_advice, attributes_of
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.text.people import (
     SELF_ENTITY,
@@ -730,7 +729,7 @@ class HybridRetriever:
         asked = asked_attributes(analysis.query)
         if not asked:
             return set()
-        stating = {m for m in totals if asked & stated_attributes(state.items[m].content[:2000])}
+        stating = {m for m in totals if asked & attributes_of(state.items[m].content[:2000])}
         if asks_advice(analysis.query):
             # "should I buy Ines wine?" asks about Ines, whoever "I" is; "can I cook
             # satay for everyone?" about anyone's allergy

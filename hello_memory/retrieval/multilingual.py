@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -31,22 +30,17 @@ from typing import Any, Literal
 
 import numpy as np
 
+from hello_memory.text import contains_cjk
 from hello_memory.types import MemoryItem
 
-__all__ = ["CACHE_SIZE", "MultilingualReader", "has_cjk"]
+__all__ = ["CACHE_SIZE", "MultilingualReader"]
 
 log = logging.getLogger(__name__)
 
-_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Vectors kept per process (512 floats each: about 2 KB, so 20,000 is about 40 MB).
 CACHE_SIZE = 20_000
 # A memory's text beyond this is not read again (the embedder truncates long text too).
 _MAX_CHARS = 2000
-
-
-def has_cjk(text: str) -> bool:
-    """Whether ``text`` holds Chinese (CJK) characters."""
-    return bool(_CJK.search(text))
 
 
 class MultilingualReader:
@@ -87,7 +81,8 @@ class MultilingualReader:
 
     def wanted(self, query: str, items: Mapping[str, MemoryItem]) -> bool:
         """Whether the question or any candidate holds CJK text."""
-        return has_cjk(query) or any(has_cjk(i.content[:_MAX_CHARS]) for i in items.values())
+        return contains_cjk(query) or any(contains_cjk(i.content[:_MAX_CHARS])
+                                          for i in items.values())
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
         keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]

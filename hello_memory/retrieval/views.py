@@ -50,7 +50,7 @@ from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
 __all__ = [
     "NAME_TERM_WEIGHT", "VIEW_NAMES", "ViewRequest", "graph_view", "lexical_query",
     "about_named", "about_someone_else", "about_subject", "lexical_view", "person_matches",
-    "semantic_view", "stated_attributes", "symbolic_constraint_view", "symbolic_pool_view",
+    "semantic_view", "symbolic_constraint_view", "symbolic_pool_view",
 ]
 
 VIEW_NAMES = ("semantic", "lexical", "symbolic", "graph")
@@ -283,10 +283,10 @@ def _role_words(roles: tuple[str, ...]) -> tuple[re.Pattern[str] | None, tuple[s
     with the same roles, and walking ROLE_WORDS each time was a share of its cost
     (issue 27, docs/PERFORMANCE.md "Other fast paths")."""
     words = [w for w, r in ROLE_WORDS.items() if r in roles]
-    en = [w for w in words if w.isascii()]
+    en = [w for w in words if not contains_cjk(w)]  # "fiancée" too (text/people.py)
     pattern = re.compile(r"\b(?:my|her|his|our|the user's)\s+(?:" + "|".join(en) + r")\b",
                          re.I) if en else None
-    return pattern, tuple(w for w in words if not w.isascii())
+    return pattern, tuple(w for w in words if contains_cjk(w))
 
 
 def _names_role(item: MemoryItem, roles: Sequence[str]) -> bool:
@@ -382,13 +382,6 @@ def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:
     return False
 
 
-@lru_cache(maxsize=8192)
-def stated_attributes(text: str) -> frozenset[str]:
-    """The single-valued attributes ``text`` states or asks about (``attributes_of``,
-    cached: the same memories come back search after search)."""
-    return attributes_of(text)
-
-
 def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],
                        analysis: QueryAnalysis, timed: Collection[str] = ()) -> ViewResult:
     """Soft constraints (the subject person, entities, locations) checked on the
@@ -412,7 +405,7 @@ def symbolic_pool_view(items: Sequence[MemoryItem], order: Mapping[str, float],
         met += _mentions(item, names)
         if asks_time and item.id in timed:
             met += 1
-        if asked and asked & stated_attributes(item.content[:2000]):
+        if asked and asked & attributes_of(item.content[:2000]):
             met += 1
         if met:
             scored.append((item.id, float(met), order.get(item.id, 0.0)))

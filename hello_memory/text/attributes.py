@@ -167,6 +167,8 @@ def register(attribute: Attribute) -> None:
     """Add (or replace) an attribute of :data:`ATTRIBUTES`."""
     ATTRIBUTES[attribute.name] = attribute
     _compiled.cache_clear()
+    attributes_of.cache_clear()
+    asked_attributes.cache_clear()
 
 
 def _cue(pattern: str) -> re.Pattern[str]:
@@ -187,6 +189,7 @@ _WORK_QUALIFIED = re.compile(r"\bwork(?:-related)?\s+(?:phone|mobile|number|e-?m
                              r"工作(?:手机|电话|邮箱)", re.I)
 
 
+@lru_cache(maxsize=8192)
 def attributes_of(text: str, *, strong_only: bool = False) -> frozenset[str]:
     """The attributes ``text`` states: those with a strong cue, else (unless
     ``strong_only``) those with a weak one. A work phone or email is its own attribute
@@ -238,19 +241,21 @@ def asks_advice(question: str) -> bool:
     return bool(_ADVICE.search(question))
 
 
+@lru_cache(maxsize=1024)
 def asked_attributes(question: str) -> frozenset[str]:
     """The attributes a question asks for: the ones its words state ("what car do I
     drive?", strong cues only: "what went wrong at home?" asks for no address) and those
     of its question wordings ("where does Lotte live?", "what does Daniel do for a
     living?", "嘉怡现在在哪儿工作？")."""
-    found = set(attributes_of(question, strong_only=True))
+    named = attributes_of(question, strong_only=True)
+    found = set(named)
     found.update(name for name, _, _, a in _compiled() if any(p.search(question) for p in a))
     if _ADVICE.search(question):
         for topic, names in _ADVICE_TOPICS:
             if topic.search(question):
                 found.update(names)
     else:  # "what does Lily love?" names a taste; only advice asks for them unnamed
-        found -= {"taste", "fear"} - set(attributes_of(question, strong_only=True))
+        found -= {"taste", "fear"} - named
     return frozenset(found)
 
 
@@ -264,6 +269,12 @@ _SLOT_ZH = re.compile(r"(?:每)?(?:周|星期|礼拜)(?P<day>[一二三四五六
                       r"晚上)")
 _ZH_DAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _ZH_PART = {"上午": "morning", "早上": "morning", "下午": "afternoon", "晚上": "evening"}
+
+
+def _without_slot(text: str) -> str:
+    """``text`` with its weekly slot taken out: the slot is what a memory is about, not
+    one of its values."""
+    return _SLOT_ZH.sub(" ", _SLOT_EN.sub(" ", text))
 
 
 def recurring_slot(text: str) -> str | None:
@@ -416,8 +427,7 @@ def value_tokens(text: str, subjects: frozenset[str] = frozenset()) -> frozenset
     Chinese words of two or more characters, less the subject's names."""
     names = {w for s in subjects for w in s.split()}
     out: set[str] = set()
-    # a weekly slot ("Tuesday evenings", "周六上午") is what the memory is about, not a value
-    text = _SLOT_ZH.sub(" ", _SLOT_EN.sub(" ", text))
+    text = _without_slot(text)
     for m in _TOKEN.finditer(text):
         tok = m.group(0)
         if tok[0].isdigit():
@@ -479,7 +489,7 @@ def _words(text: str, names: frozenset[str]) -> set[str]:
     subject's names and the weekly slot."""
     skip = {w for n in names for w in n.split()}
     out: set[str] = set()
-    for m in _WORD.finditer(_SLOT_ZH.sub(" ", _SLOT_EN.sub(" ", text))):
+    for m in _WORD.finditer(_without_slot(text)):
         word = m.group(0).casefold().rstrip("'’s")
         if re.match(r"[\u4e00-\u9fff]", word):
             out.update(word[i:i + 2] for i in range(len(word) - 1))

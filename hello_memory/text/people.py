@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hello_memory.text.tokenize import contains_cjk
 from hello_memory.types import normalize_entity_name
 
 __all__ = ["COMPOSITE_ROLES", "ROLE_WORDS", "SELF_ENTITY", "AskedRole", "RoleLink", "asked_roles",
@@ -71,10 +72,8 @@ COMPOSITE_ROLES: dict[str, tuple[tuple[str, ...], ...]] = {
     "father-in-law": (("partner", "father"), ("wife", "father"), ("husband", "father")),
 }
 # Latin-script words ("fiancée" too) and Chinese ones are matched differently
-_EN_ROLES = sorted((w for w in ROLE_WORDS if not re.search("[\u4e00-\u9fff]", w)), key=len,
-                   reverse=True)
-_ZH_ROLES = sorted((w for w in ROLE_WORDS if re.search("[\u4e00-\u9fff]", w)), key=len,
-                   reverse=True)
+_EN_ROLES = sorted((w for w in ROLE_WORDS if not contains_cjk(w)), key=len, reverse=True)
+_ZH_ROLES = sorted((w for w in ROLE_WORDS if contains_cjk(w)), key=len, reverse=True)
 # A person's name in English text: capitalised words (Tom, Tom Berg, Priya).
 _NAME = r"([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){0,2})"
 _ZH_NAME = "([\u4e00-\u9fff]{2,3})"

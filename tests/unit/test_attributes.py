@@ -87,7 +87,10 @@ def test_the_attribute_list_is_extensible() -> None:
         from hello_memory.text import attributes
 
         del attributes.ATTRIBUTES["climbing_gym"]
-        attributes._compiled.cache_clear()
+        for cached in (attributes._compiled, attributes.attributes_of,
+                       attributes.asked_attributes):
+            cached.cache_clear()
+    assert not attributes_of("I climb at the Boulder Lounge.")
 
 
 @pytest.mark.parametrize(("question", "attribute"), [

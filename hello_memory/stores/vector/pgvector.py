@@ -689,23 +689,20 @@ def _to_sql(c: Cond) -> tuple[str, list[Any]]:
         # an ISO string that is not a date is no match (Qdrant's datetime range skips it)
         value = (f"(CASE WHEN {text} ~ '^\\d{{4}}-\\d{{2}}-\\d{{2}}' "
                  f"THEN ({text})::timestamptz END)")
-        out: list[str] = []
-        args: list[Any] = []
-        if c.gte is not None:
-            out.append(f"{value} >= %s::timestamptz")
-            args += [path, path, iso(c.gte)]
-        if c.lte is not None:
-            out.append(f"{value} <= %s::timestamptz")
-            args += [path, path, iso(c.lte)]
-        return "(" + " AND ".join(out) + ")", args
+        return _range_sql(value, "::timestamptz", path, c, iso)
     number = (f"(CASE WHEN jsonb_typeof({field}) = 'number' "
               f"THEN ({text})::float8 END)")
-    out = []
-    args = []
-    if c.gte is not None:
-        out.append(f"{number} >= %s")
-        args += [path, path, float(c.gte)]
-    if c.lte is not None:
-        out.append(f"{number} <= %s")
-        args += [path, path, float(c.lte)]
+    return _range_sql(number, "", path, c, float)
+
+
+def _range_sql(value: str, cast: str, path: list[str], c: Cond,
+               convert: Any) -> tuple[str, list[Any]]:
+    """``value >= gte AND value <= lte`` for the bounds ``c`` gives (``value`` reads the
+    field twice, hence the path twice per bound)."""
+    out: list[str] = []
+    args: list[Any] = []
+    for op, bound in ((">=", c.gte), ("<=", c.lte)):
+        if bound is not None:
+            out.append(f"{value} {op} %s{cast}")
+            args += [path, path, convert(bound)]
     return "(" + " AND ".join(out) + ")", args
