@@ -30,6 +30,7 @@ is the project's default LLM-free search (docs/RETRIEVAL.md).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,7 @@ from hello_memory.retrieval.planning import (
     QueryPlanner,
     analyze_query,
     decompose,
+    first_person_words,
 )
 from hello_memory.retrieval.recipes import SearchRecipe, recipe_named
 from hello_memory.retrieval.views import (
@@ -69,7 +71,7 @@ from hello_memory.retrieval.views import (
 )
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
-from hello_memory.text import tokenize
+from hello_memory.text import contains_cjk, tokenize
 from hello_memory.text.attributes import asked_attributes, asks_advice, attributes_of
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.text.people import (
@@ -145,6 +147,11 @@ EVIDENCE_COSINE = (0.15, 0.55)
 # Chinese text; BENCHMARKS.md, Chinese everyday set).
 CJK_SEMANTIC_WEIGHT = 0.25
 CJK_SHARE = 0.3
+# How much the multilingual view's rank counts in the place of each view that cannot
+# read a cross-language pair, and how much of its weight it keeps on a pair of English
+# texts (HybridRetriever._language_votes; issue 26, BENCHMARKS.md).
+CROSS_LANGUAGE_STAND_IN = 0.5
+ENGLISH_PAIR_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,13 @@ class _Round:
     items: dict[str, MemoryItem] = field(default_factory=dict)
     # the embedder cannot read the question's language (HybridRetriever._dense_blind)
     dense_blind: bool = False
+
+
+def _cjk_heavy(text: str) -> bool:
+    """Whether at least CJK_SHARE of the text's letters and digits are CJK characters."""
+    letters = [ch for ch in text if ch.isalnum()]
+    cjk = sum(1 for ch in letters if "\u3400" <= ch <= "\u9fff")
+    return bool(letters) and cjk / len(letters) >= CJK_SHARE
 
 
 @lru_cache(maxsize=8192)
@@ -239,6 +253,9 @@ class HybridRetriever:
         self.use_embeddings = use_embeddings and getattr(self.stores, "embedder", None) is not None
         self.profiles = dict(profiles or PROFILES)
         self.multilingual = MultilingualReader()
+        # namespace -> (its totals when read, whether it holds CJK text): _holds_cjk
+        self._cjk_namespaces: dict[str, tuple[tuple[int, int], bool]] = {}
+        self._cjk_lock = threading.Lock()
         self._clock = clock or utcnow
         # The planner uses the same LLM as every other step: the caller's, else the
         # manager's (a configured LLM plans; docs/RETRIEVAL.md).
@@ -387,6 +404,8 @@ class HybridRetriever:
             weights = {"multilingual": MULTILINGUAL_WEIGHT * (2.0 if state.dense_blind else 1.0),
                        **weights}
         fused = self._fuse(state, weights)
+        if "multilingual" in state.results:
+            self._add_votes(self._language_votes(query, state, weights), state, fused)
         reflection = self.settings.enable_reflection if enable_reflection is None \
             else enable_reflection
         if reflection and self.llm is not None and stored and "semantic" in active:
@@ -414,6 +433,7 @@ class HybridRetriever:
         update["self_names"] = self._linked_people(ns, [SELF_ENTITY])
         resolved: list[str] = []
         roles: list[str] = []
+        spans: list[tuple[int, int]] = []
         rewritten = analysis.query
         taken = len(rewritten) + 1
         for asked in sorted(asked_roles(analysis.query), key=lambda a: -a.span[0]):
@@ -436,6 +456,7 @@ class HybridRetriever:
             if owners:
                 resolved += owners
                 start, end = asked.span
+                spans.append(asked.span)
                 # Only a chain resolved to its end stands for the whole phrase, and
                 # spans must not overlap an earlier replacement.
                 if steps == len(asked.chain) and end <= taken:
@@ -444,6 +465,14 @@ class HybridRetriever:
         if resolved:
             update["resolved"] = list(dict.fromkeys(resolved))
             update["resolved_roles"] = list(dict.fromkeys(roles))
+            # "What is my boss's dog called?" asks about the boss: a "my" that only
+            # owns a resolved role does not make the question about the user, once
+            # it asks more than who the person is ("who is my manager?" stays the
+            # user's: it asks the link itself)
+            if analysis.first_person and _asks_about(rewritten, update["resolved"]) and all(
+                    any(a <= m.start() < b for a, b in spans)
+                    for m in first_person_words(analysis.query)):
+                update["first_person"] = False
             # A role word that found its person is that person, not a thing to look up.
             update["entities"] = [e for e in analysis.entities if canonical_role(e) not in roles]
         if not update:
@@ -658,10 +687,15 @@ class HybridRetriever:
         the Chinese note no other view could); in a larger one, the views' pool."""
         pool = {m: state.items[m] for r in state.results.values() for m, _ in r
                 if m in state.items and state.items[m].memory_type in TEXT_COLLECTION_TYPES}
-        if not pool or not self.multilingual.wanted(query, pool):
-            return
         records = self.stores.records.memories
-        if records.namespace_totals(ns)[0] <= MULTILINGUAL_SCAN:
+        totals = records.namespace_totals(ns)
+        small = totals[0] <= MULTILINGUAL_SCAN
+        # an English question over a small namespace that holds Chinese memories: the
+        # pool of the English views may hold none of them
+        if not pool or not (self.multilingual.wanted(query, pool)
+                            or (small and self._holds_cjk(ns, totals))):
+            return
+        if small:
             for item in records.list_items(ns, state.flt, limit=MULTILINGUAL_SCAN,
                                            order="-event_time"):
                 if item.memory_type in TEXT_COLLECTION_TYPES and item.id not in pool:
@@ -670,6 +704,20 @@ class HybridRetriever:
         ranked = self.multilingual.rank(query, pool)[: self.settings.candidates]
         if ranked:
             state.results["multilingual"] = ranked
+
+    def _holds_cjk(self, ns: str, totals: tuple[int, int]) -> bool:
+        """Whether the (small) namespace holds CJK text, read once per namespace and
+        count of memories (a write changes the count; an edit that adds the first
+        Chinese text without one is seen at the next write)."""
+        with self._cjk_lock:
+            known = self._cjk_namespaces.get(ns)
+        if known is not None and known[0] == totals:
+            return known[1]
+        holds = any(contains_cjk(i.content[:2000]) for i in self.stores.records.memories
+                    .list_items(ns, ItemFilter(), limit=MULTILINGUAL_SCAN))
+        with self._cjk_lock:
+            self._cjk_namespaces[ns] = (totals, holds)
+        return holds
 
     def _fuse(self, state: _Round, weights: Mapping[str, float]
               ) -> dict[str, tuple[float, dict[str, Any]]]:
@@ -709,14 +757,61 @@ class HybridRetriever:
             fused = self._fuse(state, weights)
         return fused
 
+    def _english_only(self) -> bool:
+        preset = preset_named(str(getattr(self.stores.embedder, "name", "")))
+        return preset is not None and preset.languages == "English"
+
     def _dense_blind(self, query: str) -> bool:
         """Whether the question is mostly CJK and the embedder reads English only."""
-        preset = preset_named(str(getattr(self.stores.embedder, "name", "")))
-        if preset is None or preset.languages != "English":
-            return False
-        letters = [ch for ch in query if ch.isalnum()]
-        cjk = sum(1 for ch in letters if "\u3400" <= ch <= "\u9fff")
-        return bool(letters) and cjk / len(letters) >= CJK_SHARE
+        return self._english_only() and _cjk_heavy(query)
+
+    def _language_votes(self, query: str, state: _Round, weights: Mapping[str, float]
+                        ) -> dict[str, float]:
+        """The multilingual view's vote fitted to what each view can read of a pair.
+
+        With an English-only embedder (docs/RETRIEVAL.md, "Chinese and mixed text"):
+        - an English question over an English memory is read well by the dense view
+          and BM25; the multilingual model, a weaker English reader, counts
+          ENGLISH_PAIR_WEIGHT of its weight there;
+        - a question over a memory in the other language is a pair the dense view and
+          BM25 cannot read (their rank for it is noise), so such a memory could only
+          ever collect one vote while the same-language ones collect three or four:
+          when the multilingual model reads it as closer to the question than every
+          memory in the question's language, its multilingual rank also counts in
+          the place of each blind view, with that view's weight times
+          CROSS_LANGUAGE_STAND_IN. Its cosines across languages run lower and
+          noisier than within one; the gate keeps a topic neighbour ("嘉怡最喜欢喝普洱
+          茶" for "which herb do I hate?") from outvoting what the other views agree on,
+          and a memory outside the time a question names gets no stand-in;
+        - a Chinese question over a Chinese memory keeps the view's whole vote (it is
+          the only reader of meaning the question has, ``_dense_blind``).
+
+        Returns memory id -> the weight to add to its multilingual vote (issue 26)."""
+        if not self._english_only():
+            return {}
+        asked_cjk = _cjk_heavy(query)
+        ranked = [(m, cosine, _cjk_heavy(state.items[m].content[:2000]) != asked_cjk)
+                  for m, cosine in state.results["multilingual"]]
+        same = max((cosine for _, cosine, cross in ranked if not cross), default=0.0)
+        blind = sum(weights.get(v, 1.0) for v in ("semantic", "lexical") if v in state.results)
+        own = weights.get("multilingual", MULTILINGUAL_WEIGHT)
+        out: dict[str, float] = {}
+        for m, cosine, cross in ranked:
+            if cross and cosine >= same and (not state.in_time or m in state.in_time):
+                out[m] = CROSS_LANGUAGE_STAND_IN * blind
+            elif not cross and not asked_cjk:
+                out[m] = (ENGLISH_PAIR_WEIGHT - 1.0) * own
+        return out
+
+    def _add_votes(self, extra: Mapping[str, float], state: _Round,
+                   fused: dict[str, tuple[float, dict[str, Any]]]) -> None:
+        """Adds ``extra`` (memory id -> weight) times the memory's reciprocal
+        multilingual rank to its fused score (``_language_votes``)."""
+        k = self.settings.rrf_k
+        for rank, (m, _) in enumerate(state.results.get("multilingual", []), start=1):
+            if m in fused and extra.get(m):
+                total, views = fused[m]
+                fused[m] = (total + extra[m] / (k + rank), views)
 
     @staticmethod
     def _stating(state: _Round, totals: Mapping[str, float]) -> set[str]:

@@ -38,6 +38,7 @@ __all__ = [
     "TargetedQueries",
     "analyze_query",
     "decompose",
+    "first_person_words",
     "is_first_person",
     "question_type",
 ]
@@ -62,9 +63,14 @@ _FIRST_PERSON_EN = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", 
 _FIRST_PERSON_ZH = re.compile("我(?!们)")
 
 
+def first_person_words(query: str) -> list[re.Match[str]]:
+    """Where the question refers to the speaker (I / my / me / 我)."""
+    return [*_FIRST_PERSON_EN.finditer(query), *_FIRST_PERSON_ZH.finditer(query)]
+
+
 def is_first_person(query: str) -> bool:
     """Whether the question is asked about the speaker (I / my / me / 我)."""
-    return bool(_FIRST_PERSON_EN.search(query) or _FIRST_PERSON_ZH.search(query))
+    return bool(first_person_words(query))
 
 
 _ASKS_TIME = re.compile(r"\bhow\s+long\s+ago\b|\bsince\s+when\b|\bwhat\s+(?:date|day|month)\b"

@@ -44,7 +44,7 @@ from hello_memory.stores.vector.base import Range
 from hello_memory.text import contains_cjk
 from hello_memory.text.attributes import asked_attributes, attributes_of, subjects_of
 from hello_memory.text.bm25 import BM25_VECTOR, term_index
-from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, without_title
+from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role, without_title
 from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
 
 __all__ = [
@@ -370,6 +370,13 @@ def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:
         return False
     if _has_person_metadata(item) or about_subject(item, analysis):
         return False
+    if analysis.resolved_roles and not analysis.persons:
+        # "When was my niece born?" is not answered by "妈妈的生日是11月8号": a memory
+        # whose only subjects are kin the question's roles do not pass through
+        subjects = subjects_of(item.content[:2000])
+        if subjects and all(s.startswith("role:") for s in subjects) and not subjects & {
+                f"role:{canonical_role(r)}" for r in analysis.resolved_roles}:
+            return True
     if not analysis.first_person and (_about_user(item)
                                       or _about(item, analysis.self_names)):
         return True  # about the user, and the question is about someone else

@@ -101,7 +101,8 @@ ATTRIBUTES: dict[str, Attribute] = {a.name: a for a in (
          r"一家.{0,12}(?:公司|事务所|基金会)(?:当|做|上班|工作)",
          r"job|company|office|colleagues|onboarding|公司|同事|单位",
          r"where (?:do|does) .{1,40} work|do for (?:a )?(?:living|work)|work for|"
-         r"employer|(?:在)?哪(?:儿|里)?(?:上班|工作)|做什么工作|干什么工作|什么工作"),
+         r"employer|job|occupation|profession|(?:在)?哪(?:儿|里)?(?:上班|工作)|做什么工作|"
+         r"干什么工作|什么工作"),
     _att("job_title", r"promoted to|got promoted|junior|senior|(?:i'm|i am) an? \w+ "
          r"(?:on|at|in)|升职|晋升",
          r"developer|engineer|designer|title|职位"),
@@ -241,13 +242,17 @@ def asks_advice(question: str) -> bool:
     return bool(_ADVICE.search(question))
 
 
+_POSSESSOR = re.compile(r"\b\w+['’]s\b(?=\s+\w)")
+
+
 @lru_cache(maxsize=1024)
 def asked_attributes(question: str) -> frozenset[str]:
     """The attributes a question asks for: the ones its words state ("what car do I
     drive?", strong cues only: "what went wrong at home?" asks for no address) and those
     of its question wordings ("where does Lotte live?", "what does Daniel do for a
     living?", "嘉怡现在在哪儿工作？")."""
-    named = attributes_of(question, strong_only=True)
+    # "What is my boss's dog called?" asks for a pet: a possessor is not what is asked
+    named = attributes_of(_POSSESSOR.sub(" ", question), strong_only=True)
     found = set(named)
     found.update(name for name, _, _, a in _compiled() if any(p.search(question) for p in a))
     if _ADVICE.search(question):

@@ -103,3 +103,66 @@ def test_the_view_can_be_switched_off(tmp_path: Any) -> None:
         assert "multilingual" not in _views(manager.search("妈妈喜欢什么花？", namespace="x"))
     finally:
         manager.close()
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryManager]:
+    """A small namespace mixing English and Chinese notes about the user's family."""
+    settings = load_settings(environ={}, data_dir=tmp_path_factory.mktemp("fam") / "d")
+    manager = MemoryManager(open_stores(settings), extractor=RuleExtractor())
+    said = datetime(2026, 11, 1, 9, tzinfo=TZ)
+    texts = ["My best friend from school is Sun Jiayi (孙嘉怡).",
+             "妈妈到宁波以后换了号码，新号码是186 0571 3342。",
+             "Mum loves gardenias, her balcony is full of them.",
+             "妈妈1月2号早上到阿姆斯特丹，坐的是从上海飞过来的KL896。",
+             "妈妈的生日是11月8号。",
+             "嘉怡最喜欢喝普洱茶，尤其是熟普。",
+             "On the video call today mum kept asking when the new house will be finished.",
+             "This year we're doing Christmas in Singapore; mum will come in winter instead.",
+             "I can't stand coriander, it tastes like soap to me.",
+             "My older sister is Lin Qing; she is married to Marcus Webb.",
+             "Qing and Marcus have one daughter, Lily, born on 6 December 2021.",
+             "We have a ginger cat called Biscuit, he's four.",
+             "From December I report to Ines Carvalho.",
+             "Ines has a border collie called Mosterd who comes to the office on Fridays."]
+    for n, text in enumerate(texts):
+        manager.add(text, namespace="fam", memory_type="semantic",
+                    event_time=said + timedelta(days=n))
+    yield manager
+    manager.close()
+
+
+def test_an_english_question_finds_the_chinese_answer_no_english_view_reads(
+        family: MemoryManager) -> None:
+    """Issue 26: the multilingual rank stands in for the dense view and BM25, which
+    cannot read an English question against a Chinese memory. Without the stand-in the
+    Chinese note collects one vote against the English notes' three or four."""
+    hits = family.search("Which flight is mum coming on?", namespace="fam", top_k=3)
+    assert "KL896" in hits[0].item.content, [h.item.content for h in hits]
+
+
+def test_a_chinese_topic_neighbour_does_not_outvote_the_english_answer(
+        family: MemoryManager) -> None:
+    """The stand-in is gated: "Jiayi loves pu'er" is the multilingual model's nearest
+    Chinese note for a question about a hated herb, but not nearer than the English
+    answer, so it gets no stand-in vote."""
+    hits = family.search("Which herb do I hate?", namespace="fam", top_k=3)
+    assert "coriander" in hits[0].item.content, [h.item.content for h in hits]
+
+
+def test_kin_the_question_does_not_reach_are_someone_else(family: MemoryManager) -> None:
+    """"When was my niece born?" (niece = sister's daughter) is not about 妈妈: the
+    Chinese note whose only subject is the mother keeps SUBJECT_MISS_FACTOR."""
+    hits = family.search("When was my niece born?", namespace="fam", top_k=5)
+    assert "Lily" in hits[0].item.content, [h.item.content for h in hits]
+    mum = [h for h in hits if h.item.content.startswith("妈妈的生日")]
+    assert all(h.breakdown.subject < 1.0 for h in mum)
+
+
+def test_a_my_that_only_owns_a_role_is_not_about_the_user(family: MemoryManager) -> None:
+    """"What is my boss's dog called?" asks about the boss (Ines, through the graph):
+    the user's own cat is someone else's pet here, and "boss's" asks for no manager."""
+    hits = family.search("What is my boss's dog called?", namespace="fam", top_k=5)
+    assert "Mosterd" in hits[0].item.content, [h.item.content for h in hits]
+    cat = [h for h in hits if "Biscuit" in h.item.content]
+    assert all(h.breakdown.subject < 1.0 for h in cat)

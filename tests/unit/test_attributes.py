@@ -171,3 +171,11 @@ def test_whose_someone_is_is_not_a_value_that_changes() -> None:
 ])
 def test_a_loss_that_names_nothing_old_replaces_nothing(old: str, new: str) -> None:
     assert not replaces(new, old, plain=False)
+
+
+def test_a_possessor_is_not_the_attribute_asked() -> None:
+    """Issue 26: "my boss's dog" asks for a pet, not a manager; "Lotte's job" for an
+    employer."""
+    assert asked_attributes("What is my boss's dog called?") == frozenset({"pet"})
+    assert asked_attributes("What is Lotte's job?") == frozenset({"employer"})
+    assert asked_attributes("Who is my boss?") == frozenset({"manager"})
