@@ -30,6 +30,7 @@ is the project's default LLM-free search (docs/RETRIEVAL.md).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -82,7 +83,7 @@ from hello_memory.text.people import (
     without_title,
 )
 from hello_memory.text.timeparse import says_when as says_when_text
-from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
+from hello_memory.types import GraphHit, MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import (
     check_text,
     require_namespace,
@@ -180,6 +181,14 @@ class _Round:
     items: dict[str, MemoryItem] = field(default_factory=dict)
     # the embedder cannot read the question's language (HybridRetriever._dense_blind)
     dense_blind: bool = False
+
+
+# "my old team lead", "my former boss", "my manager's predecessor", "我以前的老板": a
+# role asked about in the past reaches every person it linked to, replaced or not
+_PAST_ROLE = re.compile(r"\b(?:old|former|previous|ex|predecessor)\b|ex-|以前|之前|原来|前任",
+                        re.I)
+# what follows a role that owns the thing asked about: "my boss's dog", "我老板的狗"
+_POSSESSIVE = re.compile(r"['’]s\b|的")
 
 
 def _cjk_heavy(text: str) -> bool:
@@ -412,14 +421,38 @@ class HybridRetriever:
             fused = self._reflect(ns, query, plan, filters, state, weights, fused, top_k)
         return self._final(ns, state, fused, context_weight, flt)[:top_k]
 
-    def _linked_people(self, ns: str, node_names: Sequence[str]) -> list[str]:
+    def _linked_people(self, ns: str, node_names: Sequence[str], *,
+                       current: bool = True) -> list[str]:
         """The people one hop from the graph nodes named ``node_names``."""
         start = self.stores.graph.find_entities(ns, list(node_names))
         if not start:
             return []
         reached = self.stores.graph.neighbors(ns, [e.id for e in start], max_hops=1, limit=50)
-        return list(dict.fromkeys(h.name for h in reached
-                                  if h.hops == 1 and h.type in ("person", "name")))
+        people = [h for h in reached if h.hops == 1 and h.type in ("person", "name")]
+        if current and len(people) > 1:
+            people = self._still_linked(ns, reached, people)
+        return list(dict.fromkeys(h.name for h in people))
+
+    def _still_linked(self, ns: str, reached: Sequence[GraphHit],
+                      people: list[GraphHit]) -> list[GraphHit]:
+        """Of several people a start node links to, those it still links to: a
+        role's link was stated by the memories that mention both it and the person,
+        and once every one of those is replaced ("from December I report to Ines
+        instead of Tomasz"), so is the link. The graph keeps links as written
+        (nothing is deleted: ``as_of`` shows the past); "my boss" asks about now, "my
+        old team lead" (``_PAST_ROLE``) about them all. A link whose memories cannot
+        be told stays; all stay when none would be left (a change in words the
+        people rules do not link, "I've moved to Dr. Meijer's practice")."""
+        stated = set().union(*(h.memory_ids for h in reached if h.hops == 0))
+        linking = {id(h): h.memory_ids & stated for h in people}
+        wanted = set().union(*linking.values())
+        if not wanted:
+            return people
+        current = {i.id for i in self.stores.records.memories.get_items(ns, sorted(wanted))
+                   if i.superseded_by is None and i.valid_to is None
+                   and i.status == MemoryStatus.ACTIVE}
+        kept = [h for h in people if not linking[id(h)] or linking[id(h)] & current]
+        return kept or people
 
     def about_whom(self, ns: str, plan: RetrievalPlan) -> RetrievalPlan:
         """Who the question is about (text/people.py): the user's names for a
@@ -446,7 +479,8 @@ class HybridRetriever:
                 # "Lin Qing" is "Qing" too (a family name may come first)
                 keys += [role_key(part, role) for o in bare if " " in o
                          for part in (o.split(" ", 1)[0], o.rsplit(" ", 1)[-1])]
-                current = self._linked_people(ns, keys)
+                current = self._linked_people(ns, keys, current=not _PAST_ROLE.search(
+                    analysis.query[asked.span[0]:asked.span[1] + 16]))
                 if not current:
                     break
                 # "my daughter's teacher" with no teacher known is still about the
@@ -456,7 +490,8 @@ class HybridRetriever:
             if owners:
                 resolved += owners
                 start, end = asked.span
-                spans.append(asked.span)
+                if _POSSESSIVE.match(analysis.query, end):
+                    spans.append(asked.span)
                 # Only a chain resolved to its end stands for the whole phrase, and
                 # spans must not overlap an earlier replacement.
                 if steps == len(asked.chain) and end <= taken:
@@ -466,9 +501,9 @@ class HybridRetriever:
             update["resolved"] = list(dict.fromkeys(resolved))
             update["resolved_roles"] = list(dict.fromkeys(roles))
             # "What is my boss's dog called?" asks about the boss: a "my" that only
-            # owns a resolved role does not make the question about the user, once
-            # it asks more than who the person is ("who is my manager?" stays the
-            # user's: it asks the link itself)
+            # owns a resolved role that owns what is asked does not make the question
+            # about the user ("when is my dentist appointment?" stays the user's, and
+            # so does "who is my manager?", which asks the link itself)
             if analysis.first_person and _asks_about(rewritten, update["resolved"]) and all(
                     any(a <= m.start() < b for a, b in spans)
                     for m in first_person_words(analysis.query)):
@@ -924,9 +959,15 @@ class HybridRetriever:
         says_when: set[str] = set()
         if state.analysis is not None and state.analysis.asks_time:
             says_when = self.stores.records.memories.with_mentioned_times(ns, list(totals))
-            # and those naming a recurring day or a time of day ("on Mondays")
+            # and those naming a recurring day or a time of day ("on Mondays"); and a
+            # note of what happened, outside any conversation session, is dated by its
+            # event time ("Housewarming: about twenty people in our little house"),
+            # while a conversation turn is dated by its session and often speaks of
+            # other times ("I went to the support group yesterday"; issue 26)
             says_when |= {m for m in totals if m not in says_when
-                          and says_when_text(state.items[m].content)}
+                          and (says_when_text(state.items[m].content)
+                               or (state.items[m].memory_type == MemoryType.EPISODIC
+                                   and state.items[m].session_id is None))}
         stating = self._stating(state, totals)
         # advice is about what holds whenever it is asked: "what should I cook for Lotte
         # on Friday?" is answered by "Lotte is vegetarian", said in June

@@ -108,3 +108,26 @@ def test_the_day_asked_about_outranks_memories_outside_it_whoever_they_name(mm):
     assert hits[0].id == gig
     assert hits[0].breakdown.subject == 1.0 and hits[0].breakdown.time == 1.0
     assert all(h.breakdown.time < 1 for h in hits[1:])
+
+
+def test_a_note_of_what_happened_is_dated_by_its_event_time(mm):
+    """Issue 26: "When were my farewell drinks?" is answered by the note written that
+    evening, though its text names no time: a standalone episodic note is dated by
+    its event time, so a memory naming a weekday does not outrank it. A conversation
+    turn (in a session) is dated by its session and still needs a time in its text."""
+    farewell = add(mm, "My farewell drinks at Quayside; Hannah gave me a framed screenshot",
+                   datetime(2026, 8, 28, 19, tzinfo=TZ))
+    add(mm, "Friday drinks with the Merrow team at Cafe Ledig Erf, Tomasz is leaving",
+        datetime(2026, 11, 13, 18, tzinfo=TZ))
+    add(mm, "At Merrow I work from the office Tuesday to Thursday", datetime(2026, 9, 15, 9,
+                                                                          tzinfo=TZ), "semantic")
+    asked = datetime(2026, 12, 1, 20, 0, tzinfo=TZ)
+    hits = mm.search("When were my farewell drinks at Quayside?", namespace=NS,
+                     reference_time=asked)
+    assert hits[0].id == farewell and hits[0].breakdown.when == 1.0
+    turn = mm.add("We had the farewell drinks for Quayside people at the pub", namespace=NS,
+                  memory_type="episodic", session_id="chat-1",
+                  event_time=datetime(2026, 8, 29, 10, tzinfo=TZ)).id
+    hits = mm.search("When were my farewell drinks at Quayside?", namespace=NS,
+                     reference_time=asked, top_k=10)
+    assert [h.breakdown.when for h in hits if h.id == turn] == [0.5]
