@@ -816,8 +816,9 @@ class HybridRetriever:
           the place of each blind view, with that view's weight times
           CROSS_LANGUAGE_STAND_IN. Its cosines across languages run lower and
           noisier than within one; the gate keeps a topic neighbour ("嘉怡最喜欢喝普洱
-          茶" for "which herb do I hate?") from outvoting what the other views agree on,
-          and a memory outside the time a question names gets no stand-in;
+          茶" for "which herb do I hate?") from outvoting what the other views agree on.
+          A memory that states the attribute the question asks of its subject passes
+          the gate too (``_stating``); one outside the time a question names never;
         - a Chinese question over a Chinese memory keeps the view's whole vote (it is
           the only reader of meaning the question has, ``_dense_blind``).
 
@@ -828,11 +829,15 @@ class HybridRetriever:
         ranked = [(m, cosine, _cjk_heavy(state.items[m].content[:2000]) != asked_cjk)
                   for m, cosine in state.results["multilingual"]]
         same = max((cosine for _, cosine, cross in ranked if not cross), default=0.0)
+        # or one the rules read as stating what the question asks of its subject ("我
+        # 现在住在哪里？": "We got the keys to the house in Amersfoort today!")
+        stating = self._stating(state, {m: 0.0 for m, _, cross in ranked if cross})
         blind = sum(weights.get(v, 1.0) for v in ("semantic", "lexical") if v in state.results)
         own = weights.get("multilingual", MULTILINGUAL_WEIGHT)
         out: dict[str, float] = {}
         for m, cosine, cross in ranked:
-            if cross and cosine >= same and (not state.in_time or m in state.in_time):
+            if cross and (cosine >= same or m in stating) and (
+                    not state.in_time or m in state.in_time):
                 out[m] = CROSS_LANGUAGE_STAND_IN * blind
             elif not cross and not asked_cjk:
                 out[m] = (ENGLISH_PAIR_WEIGHT - 1.0) * own

@@ -336,8 +336,9 @@ _KIN_ANYWHERE = re.compile(r"\b(?-i:Grandma|Grandpa|Granny|Dad|Mum|Mom)\b")
 _ZH_SELF_ROLE = re.compile(rf"^(?:我的?|咱)(?P<role>{_ZH_ROLE}|姐|哥|弟|妹|表哥|表姐)")
 _ZH_LEAD_ROLE = re.compile(rf"^(?P<role>{_ZH_ROLE}|老爸|老妈)")
 _ZH_LEAD_NAME = re.compile(r"^(?P<name>(?:小|老|阿)[\u4e00-\u9fff]"
-                           r"|(?![被把跟和从搬换已今上下最又还这那在去前昨明本每部])"
-                           r"[\u4e00-\u9fff]{2}(?=的|在|住|开|换|跳|搬|上|去|说|家|已|终|现|改|从|九|和|走))")
+                           r"|(?![被把跟和从搬换已今上下最又还这那在去前昨明本每部]|用户)"
+                           r"[\u4e00-\u9fff]{2}(?=的|在|住|开|换|跳|搬|上|去|说|家|已|终|现|改|从|九|和|走|"
+                           r"最喜欢|喜欢|不喜欢))")
 # A name inside a sentence followed by its verb; a capitalised word opening a sentence
 # ("... done! Product analytics") is no one (the lead name is read by _LEAD_NAME).
 _CLAUSE = re.compile(rf"(?<![.!?]\s)\b(?P<name>{_NAME})\s+{_VERB}\b")

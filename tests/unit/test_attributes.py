@@ -179,3 +179,11 @@ def test_a_possessor_is_not_the_attribute_asked() -> None:
     assert asked_attributes("What is my boss's dog called?") == frozenset({"pet"})
     assert asked_attributes("What is Lotte's job?") == frozenset({"employer"})
     assert asked_attributes("Who is my boss?") == frozenset({"manager"})
+
+
+def test_a_chinese_note_led_by_a_name_is_about_that_person() -> None:
+    """Issue 26: "嘉怡最喜欢喝普洱茶" is Jiayi's taste, not the user's; "用户最喜欢…" is
+    the user's."""
+    assert subjects_of("嘉怡最喜欢喝普洱茶，尤其是熟普。") == frozenset({"嘉怡"})
+    assert subjects_of("王芳喜欢打麻将。") == frozenset({"王芳"})
+    assert subjects_of("用户最喜欢的火锅店是蜀香园。") == frozenset({SELF_ENTITY})
