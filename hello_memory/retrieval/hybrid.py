@@ -116,6 +116,11 @@ SHARED_RANK_VIEWS = ("semantic", "lexical", "graph", "working", "perceptual")
 # What an event outside the time range a question names keeps of its score (once the
 # range holds anything): "what did Tom do in June?" is answered by June's events.
 TIME_MISS_FACTOR = 0.5
+# ... and what a standing fact (a semantic memory: a habit, "every other Friday we have
+# pizza night") keeps there: it is no event of the time asked about at all ("what did I
+# do last Saturday?"; issue 26, failure class 3). Events keep TIME_MISS_FACTOR: on the
+# LoCoMo dev split a stronger factor for every memory cost 0.006 recall@10.
+STANDING_TIME_MISS_FACTOR = 0.3
 # What a memory plainly about someone else keeps of its score when the question asks
 # about a person ("who is my manager?" is not answered by "Anna's manager is Priya").
 SUBJECT_MISS_FACTOR = 0.5
@@ -1000,7 +1005,8 @@ class HybridRetriever:
             parts = replace(
                 scored.breakdown,
                 evidence=plainest,
-                time=TIME_MISS_FACTOR if timed and m not in timed else 1.0,
+                time=((STANDING_TIME_MISS_FACTOR if item.memory_type == MemoryType.SEMANTIC
+                       else TIME_MISS_FACTOR) if timed and m not in timed else 1.0),
                 when=WHEN_MISS_FACTOR if says_when and m not in says_when else 1.0,
                 # an event inside the time the question names is the user's own day,
                 # whoever it names ("Moving day. Lotte carried boxes all afternoon")

@@ -131,3 +131,21 @@ def test_a_note_of_what_happened_is_dated_by_its_event_time(mm):
     hits = mm.search("When were my farewell drinks at Quayside?", namespace=NS,
                      reference_time=asked, top_k=10)
     assert [h.breakdown.when for h in hits if h.id == turn] == [0.5]
+
+
+def test_a_habit_is_no_event_of_the_day_asked_about(mm):
+    """Issue 26, failure class 3: "What did I do last Saturday?" is answered by
+    Saturday's gig, whose words share nothing with the question, not by the standing
+    habit "every other Friday we have pizza night" that dense search and BM25 put first.
+    A semantic memory outside the time asked keeps STANDING_TIME_MISS_FACTOR."""
+    gig = add(mm, "Late Tram played their first real gig at ACU tonight, about forty people",
+              datetime(2026, 9, 26, 23, tzinfo=TZ))
+    add(mm, "Every other Friday we have pizza night with Lotte at our place, I do the dough",
+        datetime(2026, 6, 30, 9, tzinfo=TZ), "semantic")
+    add(mm, "At Merrow I work from the office Tuesday to Thursday and from home on Mondays",
+        datetime(2026, 9, 15, 9, tzinfo=TZ), "semantic")
+    add(mm, "Called in sick, my knees are still too sore", datetime(2026, 10, 6, 9, tzinfo=TZ))
+    asked = datetime(2026, 9, 30, 20, 0, tzinfo=TZ)
+    hits = mm.search("What did I do last Saturday?", namespace=NS, reference_time=asked)
+    assert hits[0].id == gig, [h.item.content for h in hits]
+    assert {h.breakdown.time for h in hits if h.item.memory_type.value == "semantic"} == {0.3}
