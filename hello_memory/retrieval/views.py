@@ -361,6 +361,22 @@ def about_named(item: MemoryItem, analysis: QueryAnalysis) -> bool:
                 or _names_role(item, analysis.resolved_roles))
 
 
+def _about_kin_only(item: MemoryItem, analysis: QueryAnalysis) -> bool:
+    """Whether every subject of ``item`` is kin of a person the question names, through a
+    role the question does not ask about: "Daniel's brother Felix works as a sound
+    engineer" is Felix's job, not Daniel's ("what does Daniel do for a living?")."""
+    subjects = subjects_of(item.content[:2000])
+    if not subjects or not all(":" in s for s in subjects):
+        return False
+    names = {n for p in analysis.persons for n in
+             (normalize_entity_name(p), normalize_entity_name(p).split(" ", 1)[0])}
+    asked = {canonical_role(r) for r in analysis.resolved_roles}
+    question = analysis.query.casefold()
+    return all(owner in names and canonical_role(role) not in asked
+               and role.casefold() not in question
+               for owner, role in (s.split(":", 1) for s in subjects))
+
+
 def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:
     """Whether ``item`` is plainly about a person the question does not ask about:
     the question has a subject (a person, a role, the user), the memory is about none
@@ -368,7 +384,11 @@ def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:
     "who is my manager?"). Memories with person metadata are judged by it elsewhere."""
     if not (analysis.persons or analysis.resolved or analysis.first_person):
         return False
-    if _has_person_metadata(item) or about_subject(item, analysis):
+    if _has_person_metadata(item):
+        return False
+    if analysis.persons and _about_kin_only(item, analysis):
+        return True
+    if about_subject(item, analysis):
         return False
     if analysis.resolved_roles and not analysis.persons:
         # "When was my niece born?" is not answered by "妈妈的生日是11月8号": a memory

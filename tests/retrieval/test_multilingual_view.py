@@ -167,28 +167,3 @@ def test_a_my_that_only_owns_a_role_is_not_about_the_user(family: MemoryManager)
     cat = [h for h in hits if "Biscuit" in h.item.content]
     assert all(h.breakdown.subject < 1.0 for h in cat)
 
-
-def test_a_replaced_role_link_is_not_who_the_role_is_now(tmp_path: Any) -> None:
-    """Issue 26: "my boss" once linked to Tomasz and, after the change, to Ines. The
-    graph keeps both links (nothing is deleted); the question asks about now, so only
-    Ines's link, stated by a memory still true, resolves. "my old boss" reaches both."""
-    from hello_memory.retrieval.hybrid import HybridRetriever
-
-    settings = load_settings(environ={}, data_dir=tmp_path / "d")
-    manager = MemoryManager(open_stores(settings), extractor=RuleExtractor())
-    try:
-        said = datetime(2026, 6, 1, 9, tzinfo=TZ)
-        old = manager.add("My boss is Tomasz Nowak.", namespace="w", memory_type="semantic",
-                          event_time=said)
-        manager.add("My boss is Ines Carvalho now, Tomasz moved to the platform group.",
-                    namespace="w", memory_type="semantic", event_time=said + timedelta(days=90))
-        assert manager.get(old.id, namespace="w").superseded_by is not None
-        retriever = HybridRetriever(manager)
-
-        def resolved(question: str) -> set[str]:
-            return set(retriever.about_whom("w", retriever.plan(question)).analysis.resolved)
-
-        assert resolved("Where does my boss live?") == {"Ines Carvalho"}
-        assert resolved("Where does my old boss live?") == {"Ines Carvalho", "Tomasz Nowak"}
-    finally:
-        manager.close()
