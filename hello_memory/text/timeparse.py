@@ -597,7 +597,8 @@ _FUTURE_RE = re.compile(
     r"about\s+to|booked|scheduled|appointment|reservation|upcoming|coming\s+up|due|"
     r"deadline|remind(?:er)?|is\s+on|are\s+on|is\s+due|starts?|begins?|leaving|"
     r"flying|fly(?:ing)?\s+(?:to|out)|hoping\s+to|want\s+to|need\s+to|have\s+to|"
-    r"next|tomorrow|soon|what's\s+on|when\s+is|when\s+are|when's)\b|'ll\b"
+    r"next|tomorrow|soon|what's\s+on|when\s+is|when\s+are|when's|"
+    r"tickets?\s+(?:for|to)|flights?\s+(?:for|to)|invited\s+to|invitation)\b|'ll\b"
     r"|打算|计划|准备|预约|约了|安排|将要|将会|要去|会去|下周|下个|明天|后天|明年|到时候|提醒",
     re.I)
 _PAST_RE = re.compile(

@@ -149,3 +149,17 @@ def test_a_habit_is_no_event_of_the_day_asked_about(mm):
     hits = mm.search("What did I do last Saturday?", namespace=NS, reference_time=asked)
     assert hits[0].id == gig, [h.item.content for h in hits]
     assert {h.breakdown.time for h in hits if h.item.memory_type.value == "semantic"} == {0.3}
+
+
+def test_a_day_said_in_summer_time_is_that_day_in_winter_time(mm):
+    """Issue 26: "Lotte's birthday dinner is on 26 November", said in October (UTC+2),
+    is inside "last Thursday" asked on 30 November (UTC+1): the two midnights differ
+    by an hour, and containment allows for it (MENTION_OFFSET_SLACK)."""
+    summer = timezone(timedelta(hours=2))
+    plan = add(mm, "Lotte's 35th birthday dinner is on 26 November at De Groene Tafel",
+               datetime(2026, 10, 12, 19, tzinfo=summer))
+    add(mm, "Dinner with the climbing group on 25 November", datetime(2026, 10, 1, 9,
+                                                                      tzinfo=summer))
+    asked = datetime(2026, 11, 30, 8, 10, tzinfo=TZ)
+    hits = mm.search("What did I do last Thursday?", namespace=NS, reference_time=asked)
+    assert hits and hits[0].id == plan and hits[0].breakdown.time == 1.0

@@ -31,6 +31,9 @@ def days(ranges):
     ("去了杭州，12月1日回来的", [(date(2025, 12, 1), date(2025, 12, 2))]),
     # a booked Friday is the coming one
     ("Dinner with Anna on Friday, booked a table", [(date(2026, 11, 27), date(2026, 11, 28))]),
+    # tickets bought for a date: the coming one, though "got" is past
+    ("Got tickets for The Lantern Choir on 15 December",
+     [(date(2026, 12, 15), date(2026, 12, 16))]),
 ])
 def test_a_memory_date_without_a_year_points_the_way_its_wording_does(text, expected):
     assert days(mentioned_ranges(text, SAID)) == expected

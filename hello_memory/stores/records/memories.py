@@ -169,6 +169,10 @@ MENTION_SPAN_DAYS = 366
 # The longest mention that answers a question about a shorter time inside it (a trip,
 # a week away), not a month or a year (RepositoryMemories.mentioning, issue 26).
 SHORT_MENTION_DAYS = 14
+# How far a mention may stick out of a question's range and still be inside it: less
+# than a day, so the next day stays out, and more than any two UTC offsets of one place
+# differ ("26 November" said in October, UTC+2, asked about in November, UTC+1).
+MENTION_OFFSET_SLACK = timedelta(hours=12)
 
 
 def mentioned_times(content: str, event_time: datetime) -> list[TimeRange]:
@@ -470,14 +474,19 @@ class MemoryRepository:
         """Ids of the memories matching ``flt`` whose text mentions a time inside
         ``[start, end)`` (hm_memory_times), at most ``limit``, latest mention first.
 
-        Inside means contained (issue 26): "this year" or "in November" does not answer
-        "what did I do last Thursday?", though it overlaps it. A short mention that holds
-        the whole question range counts too (a trip "18-21 December" or a week answers
-        "what am I doing on 19 December?"): a day, a week or a range of at most
-        SHORT_MENTION_DAYS. Mentions starting more than MENTION_SPAN_DAYS before
-        ``start`` are not looked at (a bounded range of ix_memory_times_ns_start)."""
+        Inside means contained (issue 26), give or take MENTION_OFFSET_SLACK: "this
+        year" or "in November" does not answer "what did I do last Thursday?", though it
+        overlaps it. A short mention that holds the whole question range counts too (a
+        trip "18-21 December" or a week answers "what am I doing on 19 December?"): a
+        day, a week or a range of at most SHORT_MENTION_DAYS. Mentions starting more
+        than MENTION_SPAN_DAYS before ``start`` are not looked at (a bounded range of
+        ix_memory_times_ns_start)."""
         short = timedelta(days=SHORT_MENTION_DAYS)
-        inside = and_(MemoryTimeRow.start_time >= start, MemoryTimeRow.end_time <= end)
+        # a day written in another UTC offset (a plan said in summer time for a day in
+        # winter time) is still that day: containment allows MENTION_OFFSET_SLACK
+        slack = MENTION_OFFSET_SLACK
+        inside = and_(MemoryTimeRow.start_time >= _shifted(start, -slack),
+                      MemoryTimeRow.end_time <= _shifted(end, slack))
         holds = and_(MemoryTimeRow.start_time <= start, MemoryTimeRow.end_time >= end,
                      MemoryTimeRow.start_time >= _shifted(start, -short),
                      MemoryTimeRow.end_time <= _shifted(end, short),
