@@ -73,9 +73,15 @@ from hello_memory.retrieval.views import (
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text import contains_cjk, tokenize
-from hello_memory.text.attributes import asked_attributes, asks_advice, attributes_of
+from hello_memory.text.attributes import (
+    asked_attributes,
+    asks_advice,
+    attributes_of,
+    single_valued,
+)
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.text.people import (
+    ROLE_WORDS,
     SELF_ENTITY,
     asked_roles,
     canonical_role,
@@ -186,6 +192,10 @@ class _Round:
     items: dict[str, MemoryItem] = field(default_factory=dict)
     # the embedder cannot read the question's language (HybridRetriever._dense_blind)
     dense_blind: bool = False
+    # the symbolic view's own hits: memories inside a time range the question names
+    time_hits: list[tuple[str, float]] = field(default_factory=list)
+    # memories no view of the question's language could read (HybridRetriever._unread)
+    unread: list[str] = field(default_factory=list)
 
 
 # "my old team lead", "my former boss", "my manager's predecessor", "我以前的老板": a
@@ -270,6 +280,8 @@ class HybridRetriever:
         # namespace -> (its totals when read, whether it holds CJK text): _holds_cjk
         self._cjk_namespaces: dict[str, tuple[tuple[int, int], bool]] = {}
         self._cjk_lock = threading.Lock()
+        # namespace -> (its totals when read, name -> the user's roles for that person)
+        self._role_maps: dict[str, tuple[tuple[int, int], dict[str, set[str]]]] = {}
         self._clock = clock or utcnow
         # The planner uses the same LLM as every other step: the caller's, else the
         # manager's (a configured LLM plans; docs/RETRIEVAL.md).
@@ -414,6 +426,10 @@ class HybridRetriever:
         if stored and "semantic" in active and self.settings.multilingual_view \
                 and self.use_embeddings:
             self._multilingual_view(ns, query, state)
+            if "symbolic" in active and state.analysis is not None:
+                state.unread = self._unread(state, state.analysis)
+                if state.unread:  # the soft constraints again, on the widened pool
+                    state.results["symbolic"] = self._symbolic(state, state.analysis)
             # the only reader of meaning MiniLM leaves when the question is Chinese
             weights = {"multilingual": MULTILINGUAL_WEIGHT * (2.0 if state.dense_blind else 1.0),
                        **weights}
@@ -459,6 +475,30 @@ class HybridRetriever:
         kept = [h for h in people if not linking[id(h)] or linking[id(h)] & current]
         return kept or people
 
+    def _roles_of(self, ns: str, persons: Sequence[str]) -> list[str]:
+        """The user's roles for ``persons`` ("Qing" -> sister: "Lin Qing" is linked as
+        the user's sister), from the role links the memories made
+        (``MemoryManager.extract_links``); read once per namespace and memory count."""
+        totals = self.stores.records.memories.namespace_totals(ns)
+        with self._cjk_lock:
+            known = self._role_maps.get(ns)
+        if known is None or known[0] != totals:
+            found = self.stores.graph.find_entities(
+                ns, sorted({role_key(SELF_ENTITY, r) for r in set(ROLE_WORDS.values())}))
+            people: dict[str, set[str]] = {}
+            prefix = role_key(SELF_ENTITY, "")
+            for node in found:
+                role = node.name.casefold()[len(prefix):]
+                for h in self.stores.graph.neighbors(ns, [node.id], max_hops=1, limit=20):
+                    if h.hops == 1 and h.type in ("person", "name"):
+                        for part in {h.name, *h.name.split()}:
+                            people.setdefault(part.casefold(), set()).add(role)
+            known = (totals, people)
+            with self._cjk_lock:
+                self._role_maps[ns] = known
+        return list(dict.fromkeys(r for p in persons for part in {p, *p.split()}
+                                  for r in sorted(known[1].get(part.casefold(), ()))))
+
     def about_whom(self, ns: str, plan: RetrievalPlan) -> RetrievalPlan:
         """Who the question is about (text/people.py): the user's names for a
         first-person question, and the people its role words refer to ("my husband's
@@ -502,9 +542,15 @@ class HybridRetriever:
                 if steps == len(asked.chain) and end <= taken:
                     rewritten = rewritten[:start] + " and ".join(owners) + rewritten[end:]
                     taken = start
+        # and the other way round: a person the question names is also who the
+        # user's role words mean ("What does Qing do?" is answered by "姐姐…当法务顾问"
+        # and by "my sister works at ...", when Qing is the user's sister)
+        known = self._roles_of(ns, analysis.persons) if analysis.persons else []
+        if known:
+            update["resolved_roles"] = list(dict.fromkeys([*analysis.resolved_roles, *known]))
         if resolved:
             update["resolved"] = list(dict.fromkeys(resolved))
-            update["resolved_roles"] = list(dict.fromkeys(roles))
+            update["resolved_roles"] = list(dict.fromkeys([*roles, *known]))
             # "What is my boss's dog called?" asks about the boss: a "my" that only
             # owns a resolved role that owns what is asked does not make the question
             # about the user ("when is my dentist appointment?" stays the user's, and
@@ -653,6 +699,7 @@ class HybridRetriever:
             if analysis.time_ranges:
                 state.in_time = {m for m, _ in state.results.get("symbolic", [])}
                 state.asked_until = max(end for _, end in analysis.time_ranges)
+            state.time_hits = state.results.get("symbolic", [])
             state.results["symbolic"] = self._symbolic(state, analysis)
         for view in helpers:
             del state.results[view]
@@ -674,11 +721,12 @@ class HybridRetriever:
     def _symbolic(self, state: _Round, analysis: QueryAnalysis) -> list[tuple[str, float]]:
         """Time-constrained hits and soft-constraint matches in one ranking: by the
         number of constraints met, then by the pool's fused relevance so far."""
-        in_time = dict(state.results.get("symbolic", []))
+        in_time = dict(state.time_hits)
         base = weighted_rrf({v: r for v, r in state.results.items() if v != "symbolic"},
                             self.settings.view_weights, k=self.settings.rrf_k)
         order = {m: f for m, (f, _) in base.items()}
-        pool = [state.items[m] for m in dict.fromkeys([*order, *in_time]) if m in state.items]
+        pool = [state.items[m] for m in dict.fromkeys([*order, *in_time, *state.unread])
+                if m in state.items]
         # "When ...?" is answered by a memory that says when (its text mentions a time).
         timed = (self.stores.records.memories.with_mentioned_times(pool[0].namespace,
                                                                     [i.id for i in pool])
@@ -692,6 +740,27 @@ class HybridRetriever:
         # words share nothing with the question; issue 26).
         return sorted(met.items(), key=lambda kv: (kv[0] not in in_time, -kv[1],
                                                    -order.get(kv[0], 0.0)))
+
+    def _unread(self, state: _Round, analysis: QueryAnalysis) -> list[str]:
+        """Memories read for the search that no view of the question's language could
+        read, and that state a single-valued attribute the question asks for: in a
+        small namespace with Chinese text the multilingual view reads every memory,
+        and "姐姐…现在在一家基金会当法务顾问" meets "what does Qing do for work?" on its
+        subject and attribute whatever its rank in any reading of meaning, so it joins
+        the symbolic view's pool (issue 26). Tastes and fears are many at once and say
+        too little to join."""
+        if not state.dense_blind and not self._english_only():
+            return []
+        asked = {a for a in asked_attributes(analysis.query) if single_valued(a)}
+        if not asked:
+            return []
+        asked_cjk = _cjk_heavy(analysis.query)
+        seen = {m for v, ranked in state.results.items() if v != "multilingual"
+                for m, _ in ranked}
+        return [m for m, item in state.items.items()
+                if m not in seen and item.memory_type in TEXT_COLLECTION_TYPES
+                and _cjk_heavy(item.content[:2000]) != asked_cjk
+                and asked & attributes_of(item.content[:2000])]
 
     def _working_view(self, ns: str, query: str, flt: ItemFilter,
                       time_range: TimeRange | None, state: _Round) -> None:

@@ -64,3 +64,33 @@ def test_a_persons_kin_is_not_the_person(tmp_path: Any) -> None:
         assert "Deventer" in hits[0].item.content and hits[0].breakdown.subject == 1.0
     finally:
         manager.close()
+
+
+def test_a_named_person_is_also_the_users_role_for_them(tmp_path: Any) -> None:
+    """Issue 26: Qing is the user's sister, so "What does Qing do for work these days?"
+    is answered by "姐姐…当法务顾问", a note no English view can read and the
+    multilingual model ranks low: the role map joins it to the symbolic view's pool,
+    where its subject (the sister) and attribute (her work) meet the question."""
+    from hello_memory.retrieval.hybrid import HybridRetriever
+
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager(open_stores(settings), extractor=RuleExtractor())
+    try:
+        said = datetime(2026, 6, 1, 9, tzinfo=TZ)
+        texts = ["My older sister is Lin Qing; she is married to Marcus Webb.",
+                 "Qing has been hinting for ages that she wants a proper pasta machine.",
+                 "Pottery tonight: glazed the two mugs I made for Qing.",
+                 "The big monstera in the living room was a present from Qing.",
+                 "Qing messaged that it is thirty degrees in Singapore in December.",
+                 "姐姐到新加坡以后没有再做律师，现在在一家儿童教育基金会当法务顾问。",
+                 "今天是妈妈生日，视频的时候她说舅舅的腿做了手术，恢复得不错。"]
+        for n, text in enumerate(texts):
+            manager.add(text, namespace="q", event_time=said + timedelta(days=n))
+        retriever = HybridRetriever(manager)
+        plan = retriever.about_whom("q", retriever.plan("What does Qing do for work?"))
+        assert "sister" in plan.analysis.resolved_roles
+        hits = manager.search("What does Qing do for work these days?", namespace="q",
+                              top_k=3)
+        assert any("法务顾问" in h.item.content for h in hits), [h.item.content for h in hits]
+    finally:
+        manager.close()
