@@ -512,6 +512,7 @@ class HybridRetriever:
         resolved: list[str] = []
         roles: list[str] = []
         spans: list[tuple[int, int]] = []
+        unnamed: list[str] = []
         rewritten = analysis.query
         taken = len(rewritten) + 1
         for asked in sorted(asked_roles(analysis.query), key=lambda a: -a.span[0]):
@@ -532,6 +533,10 @@ class HybridRetriever:
                 # daughter: the last people the chain reached.
                 owners, steps = current, steps + 1
                 roles.append(role)
+            if not owners and asked.owner == SELF_ENTITY and len(asked.chain) == 1:
+                # "妈妈喜欢什么花？" with no name known for mum is still about mum:
+                # the role itself is the subject ("Mum loves gardenias" names it)
+                unnamed.append(asked.chain[0])
             if owners:
                 resolved += owners
                 start, end = asked.span
@@ -546,6 +551,7 @@ class HybridRetriever:
         # user's role words mean ("What does Qing do?" is answered by "姐姐…当法务顾问"
         # and by "my sister works at ...", when Qing is the user's sister)
         known = self._roles_of(ns, analysis.persons) if analysis.persons else []
+        known += unnamed
         if known:
             update["resolved_roles"] = list(dict.fromkeys([*analysis.resolved_roles, *known]))
         if resolved:

@@ -276,6 +276,9 @@ def _names_in(item: MemoryItem, persons: Sequence[str]) -> bool:
     return False
 
 
+_PARENT_WORDS = {"mum", "mom", "mummy", "mommy", "mama", "dad", "daddy", "papa"}
+
+
 @lru_cache(maxsize=256)
 def _role_words(roles: tuple[str, ...]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
     """The words of ``roles`` (ROLE_WORDS, fixed at import): the English ones as one
@@ -284,7 +287,10 @@ def _role_words(roles: tuple[str, ...]) -> tuple[re.Pattern[str] | None, tuple[s
     (issue 27, docs/PERFORMANCE.md "Other fast paths")."""
     words = [w for w, r in ROLE_WORDS.items() if r in roles]
     en = [w for w in words if not contains_cjk(w)]  # "fiancée" too (text/people.py)
-    pattern = re.compile(r"\b(?:my|her|his|our|the user's)\s+(?:" + "|".join(en) + r")\b",
+    # "Mum loves gardenias": a parent's word, capitalised, is the user's parent's name
+    bare = [w.capitalize() for w in en if w in _PARENT_WORDS]
+    pattern = re.compile(r"\b(?:my|her|his|our|the user's)\s+(?:" + "|".join(en) + r")\b"
+                         + (r"|(?-i:\b(?:" + "|".join(bare) + r")\b)" if bare else ""),
                          re.I) if en else None
     return pattern, tuple(w for w in words if contains_cjk(w))
 
@@ -382,11 +388,18 @@ def about_someone_else(item: MemoryItem, analysis: QueryAnalysis) -> bool:
     the question has a subject (a person, a role, the user), the memory is about none
     of them and names someone else as its subject ("Anna's manager is Priya" for
     "who is my manager?"). Memories with person metadata are judged by it elsewhere."""
-    if not (analysis.persons or analysis.resolved or analysis.first_person):
+    if not (analysis.persons or analysis.resolved or analysis.first_person
+            or analysis.resolved_roles):
         return False
     if _has_person_metadata(item):
         return False
     if analysis.persons and _about_kin_only(item, analysis):
+        return True
+    if (analysis.resolved_roles and not (analysis.persons or analysis.resolved
+                                         or analysis.first_person)
+            and subjects_of(item.content[:2000]) == {SELF_ENTITY}):
+        # "妈妈喜欢什么花？" (no name known for mum) is not answered by the user's own
+        # "我最喜欢吃妈妈做的红烧肉", which mentions her but is about the user
         return True
     if about_subject(item, analysis):
         return False

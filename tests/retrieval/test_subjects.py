@@ -94,3 +94,22 @@ def test_a_named_person_is_also_the_users_role_for_them(tmp_path: Any) -> None:
         assert any("法务顾问" in h.item.content for h in hits), [h.item.content for h in hits]
     finally:
         manager.close()
+
+
+def test_a_role_with_no_name_known_is_still_the_subject(tmp_path: Any) -> None:
+    """Issue 26: "妈妈喜欢什么花？" with no name known for mum is about mum: "Mum loves
+    gardenias" names her (a parent's word, capitalised), and the user's own "我最喜欢吃
+    妈妈做的红烧肉", which only mentions her, is about someone else."""
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager(open_stores(settings), extractor=RuleExtractor())
+    try:
+        said = datetime(2026, 6, 1, 9, tzinfo=TZ)
+        for n, text in enumerate(["我最喜欢吃妈妈做的红烧肉。", "Mum loves gardenias, her "
+                                  "balcony is full of them.", "妈妈的生日是11月8号。",
+                                  "I can't stand coriander, it tastes like soap to me."]):
+            manager.add(text, namespace="m", event_time=said + timedelta(days=n))
+        hits = manager.search("妈妈喜欢什么花？", namespace="m", top_k=4)
+        assert "gardenias" in hits[0].item.content, [h.item.content for h in hits]
+        assert [h.breakdown.subject for h in hits if "红烧肉" in h.item.content] == [0.5]
+    finally:
+        manager.close()
