@@ -435,7 +435,7 @@ class HybridRetriever:
                        **weights}
         fused = self._fuse(state, weights)
         if "multilingual" in state.results:
-            self._add_votes(self._language_votes(query, state, weights), state, fused)
+            self._add_votes(self._language_votes(query, state, weights), fused)
         reflection = self.settings.enable_reflection if enable_reflection is None \
             else enable_reflection
         if reflection and self.llm is not None and stored and "semantic" in active:
@@ -902,7 +902,7 @@ class HybridRetriever:
         - a Chinese question over a Chinese memory keeps the view's whole vote (it is
           the only reader of meaning the question has, ``_dense_blind``).
 
-        Returns memory id -> the weight to add to its multilingual vote (issue 26)."""
+        Returns memory id -> (the weight to add, the rank it counts at) (issue 26)."""
         if not self._english_only():
             return {}
         asked_cjk = _cjk_heavy(query)
@@ -911,27 +911,35 @@ class HybridRetriever:
         same = max((cosine for _, cosine, cross in ranked if not cross), default=0.0)
         # or one the rules read as stating what the question asks of its subject ("我
         # 现在住在哪里？": "We got the keys to the house in Amersfoort today!")
-        stating = self._stating(state, {m: 0.0 for m, _, cross in ranked if cross})
+        stating = self._stating(state, {m: 0.0 for m, _, cross in ranked if cross}
+                                | {m: 0.0 for m in state.unread})
+        # such a memory's best language-free reading is its rank among the symbolic
+        # view's constraint matches, where that is better than its multilingual rank
+        symbolic = {m: n for n, (m, _) in enumerate(state.results.get("symbolic", []), 1)}
         blind = sum(weights.get(v, 1.0) for v in ("semantic", "lexical") if v in state.results)
         own = weights.get("multilingual", MULTILINGUAL_WEIGHT)
-        out: dict[str, float] = {}
-        for m, cosine, cross in ranked:
+        out: dict[str, tuple[float, int]] = {}
+        for rank, (m, cosine, cross) in enumerate(ranked, start=1):
             if cross and (cosine >= same or m in stating) and (
                     not state.in_time or m in state.in_time):
-                out[m] = CROSS_LANGUAGE_STAND_IN * blind
+                best = min(rank, symbolic.get(m, rank)) if m in stating else rank
+                out[m] = (CROSS_LANGUAGE_STAND_IN * blind, best)
             elif not cross and not asked_cjk:
-                out[m] = (ENGLISH_PAIR_WEIGHT - 1.0) * own
+                out[m] = ((ENGLISH_PAIR_WEIGHT - 1.0) * own, rank)
+        for m in stating.intersection(state.unread) - set(out):
+            if m in symbolic and (not state.in_time or m in state.in_time):
+                out[m] = (CROSS_LANGUAGE_STAND_IN * blind, symbolic[m])
         return out
 
-    def _add_votes(self, extra: Mapping[str, float], state: _Round,
+    def _add_votes(self, extra: Mapping[str, tuple[float, int]],
                    fused: dict[str, tuple[float, dict[str, Any]]]) -> None:
-        """Adds ``extra`` (memory id -> weight) times the memory's reciprocal
-        multilingual rank to its fused score (``_language_votes``)."""
+        """Adds each memory's extra weight over ``k`` + its rank to its fused score
+        (``_language_votes``: memory id -> (weight, rank))."""
         k = self.settings.rrf_k
-        for rank, (m, _) in enumerate(state.results.get("multilingual", []), start=1):
-            if m in fused and extra.get(m):
+        for m, (weight, rank) in extra.items():
+            if m in fused and weight:
                 total, views = fused[m]
-                fused[m] = (total + extra[m] / (k + rank), views)
+                fused[m] = (total + weight / (k + rank), views)
 
     @staticmethod
     def _stating(state: _Round, totals: Mapping[str, float]) -> set[str]:
