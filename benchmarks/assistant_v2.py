@@ -53,6 +53,7 @@ from typing import Any
 
 from benchmarks.assistant import _mean, _p, load, score
 from benchmarks.report import write_section
+from hello_memory.memory.manager import HANDLE_CHARS
 
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "assistant_v2.json"
 DEFAULT_JSON = Path("benchmarks/results/assistant_v2.json")
@@ -282,7 +283,9 @@ def context_row(q: dict[str, Any], block: str, text_of: dict[str, str],
     flat = fold(block)
     return {
         "in_context": float(all(fold(text_of[a]) in flat for a in q["answers"])),
-        "id_in_context": float(all(id_of[a] in block for a in q["answers"])),
+        # the block shows each memory's short handle (MemoryManager.short_id)
+        "id_in_context": float(all(f"[{id_of[a][:HANDLE_CHARS]}" in block
+                                   for a in q["answers"])),
         "stale_in_context": float(any(fold(text_of[s]) in flat for s in q.get("stale", ()))),
         "tokens": float(tokens),
         "empty": float(not block.strip()),

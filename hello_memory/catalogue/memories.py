@@ -97,7 +97,8 @@ class SearchRequest(Request):
 
 
 class MemoryId(Request):
-    memory_id: str = Field(description="The full id returned by add or search.")
+    memory_id: str = Field(description="The id returned by add or search, or its short "
+                           "handle (its first 8 characters, as the context block shows it).")
 
 
 class UpdateMemory(MemoryId):

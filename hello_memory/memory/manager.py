@@ -78,6 +78,13 @@ log = logging.getLogger(__name__)
 __all__ = ["MemoryManager", "added_to_json", "date_in_text", "hit_to_json", "item_from_json",
            "item_to_json"]
 
+# A memory's short handle (MemoryManager.short_id / resolve_id): the first HANDLE_CHARS
+# characters of its id, about 6 tokens where the whole uuid costs about 25; the
+# context block shows it, and every call that takes an id takes it too.
+HANDLE_CHARS = 8
+ID_CHARS = 36
+_HANDLE = re.compile(r"[0-9a-f-]+")
+
 TimeRange = tuple[datetime | None, datetime | None]
 STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
 
@@ -469,6 +476,7 @@ class MemoryManager:
         when it was written (``memory.times_from_text``; the symbolic view filters on
         them, see hello_memory/retrieval/views.py)."""
         ns = self.resolve_namespace(namespace)
+        memory_id = self.resolve_id(memory_id, namespace=ns)
         self.stores.records.memories.get_item(ns, memory_id)  # NotFoundError for an unknown id
         return self.stores.records.memories.mentioned_times(ns, memory_id)
 
@@ -562,8 +570,38 @@ class MemoryManager:
                                                  min_importance=min_importance, user_id=user_id)
         return hits
 
+    def resolve_id(self, memory_id: str, *, namespace: str | None = None) -> str:
+        """The full id of ``memory_id``, which may be a short handle: the first
+        HANDLE_CHARS or more characters of an id, as the context block shows them
+        (docs/TOOLS.md, "The context block"). A full id, or a handle no memory of the
+        namespace starts with, is returned as it is (the caller then finds it or
+        not); a handle more than one memory starts with is an InvalidInputError."""
+        ns = self.resolve_namespace(namespace)
+        if not (isinstance(memory_id, str) and HANDLE_CHARS <= len(memory_id) < ID_CHARS
+                and _HANDLE.fullmatch(memory_id)):
+            return memory_id
+        found = [*self.working.ids_starting(ns, memory_id),
+                 *self.stores.records.memories.ids_starting(ns, memory_id, limit=2)]
+        found = list(dict.fromkeys(found))
+        if len(found) > 1:
+            raise InvalidInputError(f"{memory_id!r} starts more than one memory id in "
+                                    f"namespace {ns!r}: give more of the id")
+        return found[0] if found else memory_id
+
+    def short_id(self, memory_id: str, *, namespace: str | None = None) -> str:
+        """The shortest handle of ``memory_id`` of at least HANDLE_CHARS characters that
+        no other memory of the namespace starts with (the full id if none is)."""
+        ns = self.resolve_namespace(namespace)
+        handle = memory_id[:HANDLE_CHARS]
+        if len(memory_id) != ID_CHARS or not _HANDLE.fullmatch(handle):
+            return memory_id
+        taken = [*self.working.ids_starting(ns, handle),
+                 *self.stores.records.memories.ids_starting(ns, handle, limit=2)]
+        return handle if len(set(taken)) <= 1 else memory_id
+
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryItem:
         ns = self.resolve_namespace(namespace)
+        memory_id = self.resolve_id(memory_id, namespace=ns)
         item = self.working.get(ns, memory_id)
         return item if item is not None else self.stores.records.memories.get_item(ns, memory_id)
 
@@ -584,6 +622,7 @@ class MemoryManager:
             changes["metadata"] = dict(metadata)
         if not changes:
             raise InvalidInputError("nothing to update: give content, importance or metadata")
+        memory_id = self.resolve_id(memory_id, namespace=ns)
         if self.working.get(ns, memory_id) is not None:
             return self.working.update(ns, memory_id, **changes)
         return self.stores.update(ns, memory_id, **changes)
@@ -591,6 +630,7 @@ class MemoryManager:
     def remove(self, memory_id: str, *, namespace: str | None = None) -> bool:
         """Delete one memory from every store; False if it does not exist."""
         ns = self.resolve_namespace(namespace)
+        memory_id = self.resolve_id(memory_id, namespace=ns)
         if self.working.remove(ns, memory_id):
             return True
         return self.stores.delete(ns, [memory_id]) == 1
@@ -733,10 +773,12 @@ class MemoryManager:
         """Soft-forget these memories (``restore`` undoes it; working memories are
         dropped). An unknown id changes nothing and raises NotFoundError; ids already
         forgotten are skipped. Returns the ids forgotten (or, dry run, that would be)."""
+        ids = [self.resolve_id(i, namespace=namespace) for i in ids]
         return self.lifecycle_service.forget_ids(ids, namespace=namespace, dry_run=dry_run)
 
     def restore(self, ids: Sequence[str], *, namespace: str | None = None) -> int:
         """Bring soft-forgotten memories back into search; returns how many."""
+        ids = [self.resolve_id(i, namespace=namespace) for i in ids]
         return self.lifecycle_service.restore(ids, namespace=namespace)
 
     @telemetry.traced("update_memory", name="consolidate hello-memory")

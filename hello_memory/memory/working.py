@@ -326,6 +326,13 @@ class WorkingMemory:
             entry = cache.get(memory_id) if cache is not None else None
             return entry.item if entry is not None else None
 
+    def ids_starting(self, namespace: str, prefix: str) -> list[str]:
+        """Ids of live items that start with ``prefix`` (a short handle)."""
+        require_namespace(namespace)
+        with self._op():
+            cache = self._cache(namespace)
+            return sorted(k for k in (cache or {}) if k.startswith(prefix))
+
     def list(self, namespace: str) -> list[MemoryItem]:
         """Live items, oldest first."""
         require_namespace(namespace)

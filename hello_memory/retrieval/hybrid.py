@@ -72,7 +72,7 @@ from hello_memory.retrieval.views import (
 )
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
-from hello_memory.text import contains_cjk, tokenize
+from hello_memory.text import tokenize
 from hello_memory.text.attributes import (
     asked_attributes,
     asks_advice,
@@ -828,8 +828,7 @@ class HybridRetriever:
             known = self._cjk_namespaces.get(ns)
         if known is not None and known[0] == totals:
             return known[1]
-        holds = any(contains_cjk(i.content[:2000]) for i in self.stores.records.memories
-                    .list_items(ns, ItemFilter(), limit=MULTILINGUAL_SCAN))
+        holds = self.stores.records.memories.holds_cjk(ns)
         with self._cjk_lock:
             self._cjk_namespaces[ns] = (totals, holds)
         return holds

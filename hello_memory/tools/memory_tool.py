@@ -312,7 +312,9 @@ class MemoryTool:
         ``MemoryManager.search`` with the same ``reference_time`` and ``recipe``, its
         hits in its order when the question's evidence is at least
         ``retrieval.min_score`` (none otherwise), one line per memory
-        (``- [id] date type: content``). Memories are whole: one that does not fit the
+        (``- [handle] date type: content``; the handle is the id's first 8 characters,
+        about 6 tokens where the uuid costs 25, and every call that takes an id takes
+        it: ``MemoryManager.resolve_id``). Memories are whole: one that does not fit the
         budget left is skipped for the next that does, never cut mid-text. The turn
         being answered (a working-memory turn with the query's text, as
         :meth:`record_turn` keeps it) is left out, and stored memories come before the
@@ -340,12 +342,21 @@ class MemoryTool:
         found = [h.item for h in hits if h.id not in turn] if answered else []
         # the conversation itself never outranks what was remembered (a stable sort)
         found.sort(key=lambda i: i.memory_type is MemoryType.WORKING)
-        standing = [i for i in self.loader.standing_facts(self.namespace, turn)
-                    if i.id not in {f.id for f in found}]
+        every_standing = self.loader.standing_facts(self.namespace, turn)
+        standing = [i for i in every_standing if i.id not in {f.id for f in found}]
         standing_head = self.counter.count(STANDING_HEADER) + 1
-        standing_lines, used = self._pack(
-            standing, min(int(budget * STANDING_SHARE), room - standing_head))
-        relevant, _ = self._pack(found, room - (used + standing_head if standing_lines else 0))
+        share = min(int(budget * STANDING_SHARE), room - standing_head)
+        standing_lines, used = self._pack(standing, share)
+        relevant, relevant_used = self._pack(
+            found, room - (used + standing_head if standing_lines else 0))
+        if relevant:
+            # a standing fact the search found but the relevant lines had no room for
+            # is still a standing fact: packed again, leaving out only what is shown
+            shown = {line[3:line.index("]")] for line in relevant}
+            again = [i for i in every_standing
+                     if self.manager.short_id(i.id, namespace=self.namespace) not in shown]
+            standing_lines, _ = self._pack(again, min(share, room - relevant_used
+                                                      - standing_head))
         if not relevant:
             # without the first header, the standing facts may use its room too
             only = budget - self.counter.count(STANDING_ONLY_HEADER) - 1
@@ -360,7 +371,9 @@ class MemoryTool:
         lines: list[str] = []
         used = 0
         for item in items:
-            line = self._context_line({"id": item.id, "type": item.memory_type.value,
+            line = self._context_line({"id": self.manager.short_id(item.id,
+                                                                   namespace=self.namespace),
+                                       "type": item.memory_type.value,
                                        "layer": "full", "content": item.content,
                                        "event_time": item.event_time})
             cost = self.counter.count(line) + 1  # and its newline

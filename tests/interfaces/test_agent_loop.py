@@ -56,9 +56,9 @@ def test_agent_stores_and_recalls_across_two_runs(tmp_path: Path) -> None:
         second = run_agent(code, server, "Which snacks are safe for my allergy?", tmp_path)
         assert second == "Try apple slices."
         system = server.requests[-1].body["messages"][0]["content"]
-        # recalled from the first process's long-term memory, with its full id
+        # recalled from the first process's long-term memory, with its short handle
         assert "The user is allergic to peanuts." in system
-        assert re.search(r"\[[0-9a-f-]{36}\] \d{4}-\d{2}-\d{2} semantic: ", system)
+        assert re.search(r"\[[0-9a-f-]{8}\] \d{4}-\d{2}-\d{2} semantic: ", system)
         assert server.unscripted == 0 and len(server.requests) == 2
 
 

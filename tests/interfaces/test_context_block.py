@@ -50,7 +50,8 @@ def test_the_memory_just_stored_is_in_the_block(api: tuple[AsgiApi, MemoryManage
     hits = call("POST", "/v1/search", params=NS, headers=A,
                 json={"query": "Can you suggest a snack for me?"}).json()["hits"]
     assert hits and hits[0]["id"] == allergy
-    assert allergy in ctx["context"] and "allergic to peanuts" in ctx["context"]
+    # the block shows the id's short handle (MemoryManager.short_id)
+    assert f"[{allergy[:8]}]" in ctx["context"] and "allergic to peanuts" in ctx["context"]
 
 
 def test_the_block_follows_the_search_order_and_its_reference_time(
@@ -68,10 +69,10 @@ def test_the_block_follows_the_search_order_and_its_reference_time(
     ctx = call("POST", "/v1/context", params=NS, headers=A,
                json={**body, "max_tokens": 300}).json()
     lines = ctx["context"].splitlines()[1:]
-    shown = [h["id"] for h in hits if any(h["id"] in line for line in lines)]
+    shown = [h["id"] for h in hits if any(f"[{h['id'][:8]}]" in line for line in lines)]
     assert shown and shown[0] == dentist
     # the block's lines keep the search's order
-    order = [next(i for i, line in enumerate(lines) if h in line) for h in shown]
+    order = [next(i for i, line in enumerate(lines) if h[:8] in line) for h in shown]
     assert order == sorted(order)
 
 
@@ -83,7 +84,7 @@ def test_whole_memories_only_a_long_one_is_skipped_for_the_next_that_fits(
     short = tool.add("Anna is vegetarian and loves spicy food.", "semantic")["id"]
     block = tool.get_context_for_query("What should I cook for Anna?", max_tokens=120)
     assert default_token_counter().count(block) <= 120
-    assert short in block and long not in block
+    assert f"[{short[:8]}]" in block and f"[{long[:8]}]" not in block
     # every line shown is a whole memory
     for line in block.splitlines()[1:]:
         if line.startswith("- ["):
@@ -117,4 +118,4 @@ def test_a_memory_that_fits_beside_the_header_is_always_shown(manager: MemoryMan
                         "semantic")["id"]
         block = tool.get_context_for_query("when does the staging database password rotate?",
                                            max_tokens=80)
-        assert fact in block and counter.count(block) <= 80
+        assert f"[{fact[:8]}]" in block and counter.count(block) <= 80

@@ -146,7 +146,7 @@ def test_context_block_and_turn_capture(manager: MemoryManager) -> None:
     assert item.memory_type is MemoryType.WORKING and item.metadata["role"] == "user"
     block = tool.get_context_for_query("when does the staging database password rotate?",
                                        max_tokens=80)
-    assert fact in block and "rotates every Monday" in block
+    assert f"[{fact[:8]}]" in block and "rotates every Monday" in block
     assert default_token_counter().count(block) <= 80
     assert tool.get_context_for_query("staging database password", max_tokens=5) == ""
 
@@ -162,8 +162,8 @@ def test_context_lines_print_date_and_type_once(manager: MemoryManager) -> None:
     tool.record_turn("user", "The staging database is slow today.")
     block = tool.get_context_for_query("when does the staging database password rotate?")
     header, *lines = block.splitlines()
-    [line] = [x for x in lines if fact in x]
-    assert re.fullmatch(rf"- \[{fact}\] \d{{4}}-\d{{2}}-\d{{2}} semantic: The staging database "
+    [line] = [x for x in lines if fact[:8] in x]
+    assert re.fullmatch(rf"- \[{fact[:8]}\] \d{{4}}-\d{{2}}-\d{{2}} semantic: The staging database "
                         r"password rotates every Monday\.", line), line
     assert len(lines) >= 2
     for line in lines:
@@ -180,12 +180,12 @@ def test_context_leaves_out_the_turn_being_answered(manager: MemoryManager) -> N
     query = "When does the staging database password rotate?"
     turn = tool.record_turn("user", query)["id"]
     block = tool.get_context_for_query(query)
-    assert turn not in block and query not in block
+    assert turn[:8] not in block and query not in block
     lines = block.splitlines()[1:]
-    assert fact in lines[0]  # a stored memory first, never the conversation itself
-    assert all(fact in x or earlier in x for x in lines)
+    assert fact[:8] in lines[0]  # a stored memory first, never the conversation itself
+    assert all(fact[:8] in x or earlier[:8] in x for x in lines)
     # The same text typed with other case and spacing is the same turn.
-    assert turn not in tool.get_context_for_query("  when does the STAGING database "
+    assert turn[:8] not in tool.get_context_for_query("  when does the STAGING database "
                                                   "password rotate? ")
 
 
@@ -200,7 +200,7 @@ def test_context_keeps_standing_facts_in_view(manager: MemoryManager, query: str
         tool.add(note, "episodic")
     tool.add("The deploy pipeline runs on Fridays.", "semantic")
     block = tool.get_context_for_query(query)
-    assert allergy in block and "allergic to peanuts" in block
+    assert f"[{allergy[:8]}]" in block and "allergic to peanuts" in block
     counter = default_token_counter()
     assert counter.count(block) <= tool.context_tokens
     # Under a tight budget the standing share stays small and the block within budget.

@@ -63,7 +63,7 @@ def test_the_readme_curl_lines_answer_from_what_they_stored(tmp_path: Path) -> N
             out.append(json.loads(done.stdout))
         stored, found, context = out
         assert found["hits"][0]["id"] == stored["id"]
-        assert stored["id"] in context["context"] and "green tea" in context["context"]
+        assert f"[{stored['id'][:8]}]" in context["context"] and "green tea" in context["context"]
     finally:
         server.terminate()
         server.wait(timeout=60)

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import TextClause, and_, delete, func, insert, or_, select, text, update
+from sqlalchemy import TextClause, and_, delete, exists, func, insert, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -173,6 +173,9 @@ SHORT_MENTION_DAYS = 14
 # than a day, so the next day stays out, and more than any two UTC offsets of one place
 # differ ("26 November" said in October, UTC+2, asked about in November, UTC+1).
 MENTION_OFFSET_SLACK = timedelta(hours=12)
+# A Han character, as a regular expression both SQLite (through SQLAlchemy) and
+# PostgreSQL read (the two main Han blocks of text/tokenize.py).
+_HAN_CLASS = "[\u3400-\u9fff]"
 
 
 def mentioned_times(content: str, event_time: datetime) -> list[TimeRange]:
@@ -317,6 +320,25 @@ class MemoryRepository:
             rows = s.scalars(select(MemoryRow).where(MemoryRow.id.in_(ids))).all()
         by_id = {r.id: _to_item(r) for r in rows if r.namespace == namespace}
         return [by_id[i] for i in ids if i in by_id]
+
+    def holds_cjk(self, namespace: str) -> bool:
+        """Whether any memory of the namespace holds a Han character: one EXISTS query,
+        which stops at the first (the multilingual view's switch, retrieval/hybrid.py).
+        SQLAlchemy gives SQLite a REGEXP function; PostgreSQL has its own."""
+        q = select(exists().where(MemoryRow.namespace == require_namespace(namespace),
+                                  MemoryRow.content.regexp_match(_HAN_CLASS)))
+        with self._records.transaction() as s:
+            return bool(s.scalar(q))
+
+    def ids_starting(self, namespace: str, prefix: str, *, limit: int = 2) -> list[str]:
+        """Ids of this namespace's memories that start with ``prefix`` (a short handle,
+        docs/TOOLS.md), at most ``limit``, in id order."""
+        q = (select(MemoryRow.id)
+             .where(MemoryRow.namespace == require_namespace(namespace),
+                    MemoryRow.id >= prefix, MemoryRow.id.startswith(prefix, autoescape=True))
+             .order_by(MemoryRow.id).limit(limit))
+        with self._records.transaction() as s:
+            return list(s.scalars(q))
 
     def get_item(self, namespace: str, memory_id: str) -> MemoryItem:
         found = self.get_items(namespace, [memory_id])

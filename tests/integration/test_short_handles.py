@@ -1,0 +1,106 @@
+"""Short handles (issue 26, the context block holds the answer): the block shows each
+memory by the first 8 characters of its id, about 6 tokens where the uuid costs 25, so
+a 300-token block holds more memories; every call that takes an id takes a handle
+(``MemoryManager.resolve_id``), and a handle two memories share is a clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hello_memory.config import load_settings
+from hello_memory.errors import InvalidInputError
+from hello_memory.memory.manager import HANDLE_CHARS, MemoryManager
+from hello_memory.tools.memory_tool import MemoryTool
+from hello_memory.types import MemoryItem, MemoryType
+
+
+def _open(data_dir: Path, **extra: Any) -> MemoryManager:
+    return MemoryManager.open(load_settings(environ={}, data_dir=data_dir, **extra))
+
+
+def test_the_block_shows_handles_and_every_call_takes_them(tmp_path: Path) -> None:
+    mm = _open(tmp_path / "d")
+    try:
+        tool = MemoryTool(mm, namespace="n")
+        full = tool.add("The user is allergic to peanuts.", "semantic")["id"]
+        block = tool.get_context_for_query("Which snacks are safe for my allergy?")
+        handle = full[:HANDLE_CHARS]
+        assert f"[{handle}]" in block and full not in block
+        assert mm.get(handle, namespace="n").id == full
+        assert mm.update(handle, namespace="n", importance=0.9).importance == 0.9
+        assert mm.forget_ids([handle], namespace="n") == [full]
+        assert mm.restore([handle], namespace="n") == 1
+        assert mm.remove(handle, namespace="n")
+    finally:
+        mm.close()
+
+
+def _records_only(mm: MemoryManager, ids: list[str]) -> None:
+    mm.stores.records.memories.add_items([
+        MemoryItem(content=f"note {n}", namespace="n", memory_type=MemoryType.SEMANTIC,
+                   id=i) for n, i in enumerate(ids)])
+
+
+def test_a_handle_two_memories_share_is_a_clear_error(tmp_path: Path) -> None:
+    mm = _open(tmp_path / "d")
+    try:
+        twins = ["0123abcd-0000-4000-8000-000000000001", "0123abcd-0000-4000-8000-000000000002"]
+        _records_only(mm, twins)
+        with pytest.raises(InvalidInputError, match="more than one memory"):
+            mm.get("0123abcd", namespace="n")
+        # the whole id is always itself; the block shows such twins whole
+        assert mm.get(twins[1], namespace="n").id == twins[1]
+        assert mm.short_id(twins[0], namespace="n") == twins[0]
+        # a too-short or non-hex reference is taken as it is (and then not found)
+        assert mm.resolve_id("0123", namespace="n") == "0123"
+        # another namespace's memory is never reached by a handle
+        assert mm.resolve_id("0123abcd", namespace="other") == "0123abcd"
+    finally:
+        mm.close()
+
+
+@pytest.mark.parametrize("records", ["sqlite", pytest.param("postgresql",
+                                                            marks=pytest.mark.postgres)])
+def test_holds_cjk_is_one_query_on_both_databases(tmp_path: Path, records: str,
+                                                  request: pytest.FixtureRequest) -> None:
+    """The multilingual view's switch (retrieval/hybrid.py ``_holds_cjk``): SQLite
+    through SQLAlchemy's REGEXP, PostgreSQL with its own."""
+    extra: dict[str, Any] = {}
+    if records == "postgresql":
+        extra = {"records": {"url": request.getfixturevalue("postgres_url")}}
+    mm = _open(tmp_path / "d", **extra)
+    try:
+        memories = mm.stores.records.memories
+        mm.add("Pizza night on Friday.", namespace="en", memory_type="semantic")
+        mm.add("I cycle to work.", namespace="zh", memory_type="semantic")
+        assert not memories.holds_cjk("en") and not memories.holds_cjk("zh")
+        mm.add("妈妈喜欢百合花。", namespace="zh", memory_type="semantic")
+        assert memories.holds_cjk("zh") and not memories.holds_cjk("en")
+    finally:
+        mm.close()
+
+
+def test_rest_takes_a_handle_and_answers_a_shared_one_with_a_400(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from hello_memory.api import create_app
+
+    settings = load_settings(environ={}, data_dir=tmp_path / "d",
+                             api={"api_keys": {"k": ["n"]}})
+    app = create_app(settings)
+    auth = {"Authorization": "Bearer k"}
+    with TestClient(app) as client:
+        r = client.post("/v1/memories", params={"namespace": "n"}, headers=auth,
+                        json={"content": "Alice prefers green tea.", "memory_type": "semantic"})
+        assert r.status_code == 201, r.text
+        full = r.json()["id"]
+        got = client.get(f"/v1/memories/{full[:8]}", params={"namespace": "n"}, headers=auth)
+        assert got.status_code == 200 and got.json()["id"] == full
+        _records_only(app.state.manager, ["0123abcd-0000-4000-8000-000000000001",
+                                          "0123abcd-0000-4000-8000-000000000002"])
+        shared = client.get("/v1/memories/0123abcd", params={"namespace": "n"}, headers=auth)
+        assert shared.status_code == 400
+        assert "more than one memory" in shared.json()["detail"]
