@@ -113,3 +113,21 @@ def test_a_role_with_no_name_known_is_still_the_subject(tmp_path: Any) -> None:
         assert [h.breakdown.subject for h in hits if "红烧肉" in h.item.content] == [0.5]
     finally:
         manager.close()
+
+
+def test_roles_resolve_whatever_type_the_fact_was_stored_as(tmp_path: Any) -> None:
+    """Issue 26, failure class 4: only semantic memories fed the entity graph, so "my
+    sister" stopped resolving for the same fact stored as episodic."""
+    from hello_memory.retrieval.hybrid import HybridRetriever
+
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager(open_stores(settings), extractor=RuleExtractor())
+    try:
+        manager.add("My sister is Anna Berg.", namespace="e", memory_type="episodic")
+        manager.add("Anna Berg moved to Bergen last spring.", namespace="e",
+                    memory_type="episodic")
+        retriever = HybridRetriever(manager)
+        plan = retriever.about_whom("e", retriever.plan("Where does my sister live?"))
+        assert plan.analysis.resolved == ["Anna Berg"]
+    finally:
+        manager.close()

@@ -169,6 +169,13 @@ def test_importance_is_always_finite_in_unit_interval(
         ("用户喜欢喝绿茶", MemoryType.SEMANTIC),
         ("机器学习是一种人工智能方法", MemoryType.SEMANTIC),
         ("公司规则：报销总是需要发票", MemoryType.SEMANTIC),
+        # durable facts about the user and their people, added without a type (issue
+        # 26, failure class 4: they were stored as episodic)
+        ("I live in Leith with my partner.", MemoryType.SEMANTIC),
+        ("I work at Philips as a data engineer.", MemoryType.SEMANTIC),
+        ("My sister is Anna Berg.", MemoryType.SEMANTIC),
+        ("我住在杭州滨江区。", MemoryType.SEMANTIC),
+        ("姐姐在上海一家律师事务所当律师。", MemoryType.SEMANTIC),
         # episodic: events with time or action cues
         ("Yesterday I met Alice at the station.", MemoryType.EPISODIC),
         ("We went to the concert on Friday.", MemoryType.EPISODIC),
