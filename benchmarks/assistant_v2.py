@@ -539,9 +539,10 @@ def section(result: dict[str, Any], command: str, label: str = "") -> str:
             "cross-language; each question asked at its own reference time). top-1: the "
             "first hit answers; top-3: every answer memory within the first 3; in ctx: "
             "every answer's whole text is in the 300-token `/v1/context` block (id in ctx: "
-            "its id is, whole or cut); stale>cur: "
-            "questions where a replaced fact ranks above the current one. Numbers move "
-            "by a few points between processes (see the note on the v1 set).\n\n"
+            "its short handle, the id's first 8 characters, is); stale>cur: "
+            "questions where a replaced fact ranks above the current one. Two identical "
+            "runs can differ by a question or two (recency is measured from the clock, "
+            "and near-ties flip; see the note on the v1 set).\n\n"
             + table(result))
 
 
