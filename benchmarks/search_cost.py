@@ -1,21 +1,31 @@
 """What the one search costs against the per-type search it replaced, where users meet it.
 
-    python -m benchmarks.search_cost [--n 10000] [--queries 100] [--no-write]
+    python -m benchmarks.search_cost [--n 10000] [--queries 100] [--no-write] [--out FILE]
 
 One embedded store of N synthetic memories (the corpus of ``benchmarks.run``, 20 %
-Chinese), one namespace. The same questions are asked, interleaved, through
+Chinese), one namespace, ingested through ``add_many`` in calls of at most
+``limits.max_batch`` memories. The same questions are asked, interleaved, through
 ``MemoryManager.search`` with the ``per-type`` recipe (what every interface ran before
 issue 13: each type's own dense ranking) and with the default ``hybrid`` recipe (the
 one search), and through ``POST /v1/search`` (in-process FastAPI app, real routing and
 serialisation) with the default recipe. Query embedding is included everywhere (the
-same model call on both sides). Target: hybrid p50 <= 1.3 x per-type p50 at 10k,
-measured in the same run (the ratio, not the absolute numbers, is what a noisy machine
-can compare).
+same model call on both sides).
+
+The floor (``benchmarks.run.Floor``: one query embedding plus a brute-force numpy top-5
+over the very vectors the store was given) is sampled just before each query's modes,
+so every row is also a ratio to it (issue 27: the one search p50 <= 1.5 x the floor
+in-process, <= 2 x over REST; hybrid <= 1.3 x per-type). Before the measured loop every
+question is asked once through the one search, timed as its own row: the first time a
+Chinese memory reaches the multilingual view its text is read by the multilingual model
+(retrieval/multilingual.py caches the vector), so a first asking costs more than the
+steady state the other rows measure. Ratios, not absolute numbers, are what a noisy
+machine can compare.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -26,7 +36,7 @@ from typing import Any
 
 from benchmarks.corpus import corpus, queries
 from benchmarks.report import write_section
-from benchmarks.run import entries, open_manager, pct
+from benchmarks.run import CapturingEmbedder, Floor, add_in_batches, open_manager, pct
 
 API_KEY = "search-cost"
 
@@ -46,15 +56,16 @@ def run(n: int, n_queries: int) -> dict[str, Any]:
 
     embedder = SentenceTransformerEmbedder()
     embedder.embed(["warm up"])
+    capture = CapturingEmbedder(embedder)
     texts, qs = corpus(n), queries(n_queries)
     now = datetime.now(timezone.utc)
     res: dict[str, Any] = {"n": n, "queries": n_queries}
     with tempfile.TemporaryDirectory() as tmp:
-        mm = open_manager(Path(tmp), embedder)
+        mm = open_manager(Path(tmp), capture)
         t0 = time.perf_counter()
-        for i in range(0, n, 10_000):
-            mm.add_many(entries(texts[i:i + 10_000], "b", now))
+        add_in_batches(mm, texts, "b", now)
         res["ingest_s"] = round(time.perf_counter() - t0, 1)
+        floor = Floor(embedder, capture.take(), qs)
         settings = load_settings(environ={}, data_dir=Path(tmp),
                                  api={"api_keys": {API_KEY: ["b"]}})
         with TestClient(create_app(settings, manager=mm)) as client:
@@ -72,32 +83,52 @@ def run(n: int, n_queries: int) -> dict[str, Any]:
             }
             for fn in modes.values():  # warm every path once
                 fn(qs[0])
+            first: list[float] = []
+            for q in qs:  # the first asking of each question, the floor beside it
+                floor.full(q)
+                _timed(modes["hybrid"], q, first)
             times: dict[str, list[float]] = {m: [] for m in modes}
             for q in qs:  # interleaved: load changes hit every mode alike
+                floor.full(q)
                 for mode, fn in modes.items():
                     _timed(fn, q, times[mode])
         mm.close()
+    times["hybrid-first"] = first
     for mode, ms in times.items():
         res[f"{mode}_p50_ms"] = round(statistics.median(ms), 1)
         res[f"{mode}_p95_ms"] = round(pct(ms, 0.95), 1)
-    res["ratio_p50"] = round(res["hybrid_p50_ms"] / res["per-type_p50_ms"], 2)
-    res["ratio_rest_p50"] = round(res["hybrid-rest_p50_ms"] / res["per-type_p50_ms"], 2)
+    fl = floor.result()
+    res["floor_p50_ms"], res["floor_p95_ms"] = round(fl["p50_ms"], 1), round(fl["p95_ms"], 1)
+    for mode in times:
+        res[f"{mode}_per_type"] = round(res[f"{mode}_p50_ms"] / res["per-type_p50_ms"], 2)
+        res[f"{mode}_floor"] = round(res[f"{mode}_p50_ms"] / fl["p50_ms"], 2)
     return res
 
 
+ROWS = [
+    ("floor", "floor: one query embedding + brute-force numpy top-5 over the same vectors"),
+    ("per-type", "`MemoryManager.search(recipe=\"per-type\")` (before)"),
+    ("hybrid", "`MemoryManager.search()` (the one search; target <= 1.5 x floor)"),
+    ("hybrid-rest", "`POST /v1/search` (the one search over REST; target <= 2 x floor)"),
+    ("hybrid-first", "`MemoryManager.search()`, each question's first asking"),
+]
+
+
 def table(r: dict[str, Any]) -> str:
-    return "\n".join([
+    lines = [
         f"N = {r['n']} memories, {r['queries']} queries, top 5, query embedding included; "
-        f"ingest {r['ingest_s']} s.", "",
-        "| search | p50 ms | p95 ms | p50 / per-type p50 (target <= 1.3) |",
-        "|---|---|---|---|",
-        f"| `MemoryManager.search(recipe=\"per-type\")` (before) | {r['per-type_p50_ms']} | "
-        f"{r['per-type_p95_ms']} | 1.00 |",
-        f"| `MemoryManager.search()` (the one search) | {r['hybrid_p50_ms']} | "
-        f"{r['hybrid_p95_ms']} | {r['ratio_p50']:.2f} |",
-        f"| `POST /v1/search` (the one search over REST) | {r['hybrid-rest_p50_ms']} | "
-        f"{r['hybrid-rest_p95_ms']} | {r['ratio_rest_p50']:.2f} |",
-    ])
+        f"ingest {r['ingest_s']} s. Ratios are of p50s, measured in the same run.", "",
+        "| search | p50 ms | p95 ms | p50 / floor p50 | p50 / per-type p50 (target <= 1.3) |",
+        "|---|---|---|---|---|",
+    ]
+    for key, label in ROWS:
+        if key == "floor":
+            lines.append(f"| {label} | {r['floor_p50_ms']} | {r['floor_p95_ms']} | 1.00 | "
+                         f"{r['floor_p50_ms'] / r['per-type_p50_ms']:.2f} |")
+            continue
+        lines.append(f"| {label} | {r[f'{key}_p50_ms']} | {r[f'{key}_p95_ms']} | "
+                     f"{r[f'{key}_floor']:.2f} | {r[f'{key}_per_type']:.2f} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -105,16 +136,23 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"),
+                    help="the file whose search-cost section is rewritten")
     args = ap.parse_args()
+    from benchmarks.run import engine, load
+
+    started = load()
     r = run(args.n, args.queries)
     body = table(r)
     print(body)
     if not args.no_write:
-        write_section(Path("BENCHMARKS.md"), "search-cost",
-                      "## The one search against the per-type search\n\nProduced by "
-                      f"`python -m benchmarks.search_cost --n {args.n}` on "
-                      f"{time.strftime('%Y-%m-%d')}, 2-core machine, all-MiniLM-L6-v2 on "
-                      "the CPU, modes interleaved per query.\n\n" + body)
+        write_section(args.out, "search-cost",
+                      "## The one search against the per-type search and the floor\n\n"
+                      f"Produced by `python -m benchmarks.search_cost --n {args.n} --queries "
+                      f"{args.queries}` on {time.strftime('%Y-%m-%d')}, {os.cpu_count()} "
+                      f"cores, all-MiniLM-L6-v2 on {engine()}, modes interleaved per query, "
+                      f"the floor sampled before each query. Machine {started} at start, "
+                      f"{load()} at the end.\n\n" + body)
 
 
 if __name__ == "__main__":

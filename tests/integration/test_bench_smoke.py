@@ -102,3 +102,15 @@ def test_serve_load_smoke_drives_both_servers_and_writes_its_section(tmp_path: P
     assert {(r["mode"], r["op"], r["clients"]) for r in saved["rows"]} == {
         (m, op, c) for m in ("batching", "plain") for op in ("add", "search") for c in (1, 2)}
     assert all(r["errors"] == 0 and r["requests"] == 4 for r in saved["rows"]), saved["rows"]
+
+
+@pytest.mark.slow
+def test_search_cost_smoke_writes_every_row_with_its_floor(tmp_path: Path) -> None:
+    out = tmp_path / "BENCHMARKS.md"
+    _run(["benchmarks.search_cost", "--n", "40", "--queries", "3", "--out", str(out)],
+         timeout=600)
+    section = _section(out.read_text(encoding="utf-8"), "search-cost")
+    assert "| p50 / floor p50 |" in section
+    rows = _rows_after(section, "| search |")
+    assert [r[0].split(":")[0] for r in rows][:1] == ["floor"] and len(rows) == 5
+    assert all(len(r) == 5 and all(cell for cell in r) for r in rows), rows
