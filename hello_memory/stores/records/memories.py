@@ -15,27 +15,43 @@ decision 1), so a rollback or crash can never leave them out of step;
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import TextClause, and_, delete, exists, func, insert, or_, select, text, update
+from sqlalchemy import (
+    TextClause,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from hello_memory.errors import InvalidInputError, NotFoundError, RecordStoreError
+from hello_memory.stores.records.access import AccessLog, Pending
 from hello_memory.stores.records.models import (
     EXPRESSION_CHARS,
     TOPIC_CHARS,
     MemoryRow,
     MemoryTimeRow,
     NamespaceTotalsRow,
+    UTCDateTime,
 )
 from hello_memory.stores.records.outbox import OutboxEntry, kind_of
 from hello_memory.text.facts import fact_key
@@ -140,6 +156,70 @@ def _to_item(row: MemoryRow) -> MemoryItem:
         valid_from=row.valid_from or row.event_time, valid_to=row.valid_to,
         superseded_by=row.superseded_by, version=row.version or 1,
     )
+
+
+# The columns an item is built from, read as plain rows (no ORM objects): building
+# ~100 ORM rows per search cost a third more than the rows themselves (issue 27).
+_ITEM_COLUMNS = (MemoryRow.id, MemoryRow.namespace, MemoryRow.content, MemoryRow.memory_type,
+                 MemoryRow.modality, MemoryRow.user_id, MemoryRow.agent_id,
+                 MemoryRow.session_id, MemoryRow.event_time, MemoryRow.recorded_time,
+                 MemoryRow.importance, MemoryRow.access_count, MemoryRow.last_access,
+                 MemoryRow.status, MemoryRow.metadata_, MemoryRow.content_hash,
+                 MemoryRow.valid_from, MemoryRow.valid_to, MemoryRow.superseded_by,
+                 MemoryRow.version)
+
+
+def _row_item(row: Any) -> MemoryItem:
+    """:func:`_to_item` of a row of :data:`_ITEM_COLUMNS`."""
+    (memory_id, namespace, content, memory_type, modality, user_id, agent_id, session_id,
+     event_time, recorded_time, importance, access_count, last_access, status, metadata,
+     content_hash, valid_from, valid_to, superseded_by, version) = row
+    return MemoryItem(
+        id=memory_id, namespace=namespace, content=content,
+        memory_type=MemoryType(memory_type), modality=Modality(modality),
+        user_id=user_id, agent_id=agent_id, session_id=session_id,
+        event_time=event_time, recorded_time=recorded_time,
+        importance=importance, access_count=access_count,
+        last_access=last_access, status=MemoryStatus(status),
+        metadata=dict(metadata or {}), content_hash=content_hash,
+        valid_from=valid_from or event_time, valid_to=valid_to,
+        superseded_by=superseded_by, version=version or 1,
+    )
+
+
+def _with_access(items: list[MemoryItem], pending: Pending, *, shared: bool = False
+                 ) -> list[MemoryItem]:
+    """``items`` with the accesses still waiting in the log (access.py) counted: a
+    fresh item is changed in place (once, however often a list holds it), a shared one
+    (item_cache.py) copied first."""
+    out: list[MemoryItem] = []
+    done: set[int] = set()
+    for item in items:
+        entry = pending.get((item.namespace, item.id))
+        if entry is not None:
+            if shared:
+                item = copy.copy(item)
+            if id(item) not in done:
+                done.add(id(item))
+                item.access_count += entry[0]
+                item.last_access = entry[1]
+        out.append(item)
+    return out
+
+
+def _order_by(order: str) -> tuple[Any, ...]:
+    orders: dict[str, tuple[Any, ...]] = {
+        "event_time": (MemoryRow.event_time, MemoryRow.id),
+        "-event_time": (MemoryRow.event_time.desc(), MemoryRow.id.desc()),
+        "-importance": (MemoryRow.importance.desc(), MemoryRow.event_time.desc()),
+    }
+    if order not in orders:
+        raise InvalidInputError(f"order must be one of {sorted(orders)}, got {order!r}")
+    return orders[order]
+
+
+# The fields a write may set that the access log also writes.
+_ACCESS_FIELDS = frozenset({"access_count", "last_access"})
 
 
 
@@ -263,6 +343,36 @@ class MemoryRepository:
 
     def __init__(self, records: RecordStore) -> None:
         self._records = records
+        # Search hits' accesses, written off the request path (access.py).
+        self.access_log = AccessLog(self._write_access)
+
+    # the in-process record cache (item_cache.py): on where this process holds the records
+    def _invalidate(self, namespace: str, ids: Sequence[str] | None = None) -> None:
+        cache = self._records.item_cache
+        if cache is not None:
+            cache.invalidate(namespace, ids)
+
+    def forget_namespace(self, namespace: str, *, deleted: bool) -> None:
+        """After a transaction that deleted (``deleted``), or may have deleted, every
+        record of ``namespace`` (``RecordStore.purge_namespace``)."""
+        self._invalidate(namespace)
+        if deleted:
+            self.access_log.discard(namespace)
+
+    def generation(self, namespace: str) -> tuple[int, int] | None:
+        """A value that changes with every write this process commits to
+        ``namespace`` (adds, updates, deletes; not the access bookkeeping), for caching
+        what is derived from its records; None where other processes may write the
+        records too (nothing derived may be cached then)."""
+        cache = self._records.item_cache
+        return None if cache is None else cache.namespace_generation(namespace)
+
+    def _items_read(self, fetch: Callable[[], list[MemoryItem]], *, shared: bool = False
+                    ) -> list[MemoryItem]:
+        """``fetch()`` with the accesses still waiting counted (access.py)."""
+        return self.access_log.read(
+            fetch, lambda items, pending: _with_access(items, pending, shared=shared)
+            if pending else items)
 
     def add_items(self, items: Sequence[MemoryItem], *, keyed: bool = False
                   ) -> list[OutboxEntry]:
@@ -278,6 +388,14 @@ class MemoryRepository:
         ids = [i.id for i in items]
         if len(set(ids)) != len(ids):
             raise InvalidInputError("duplicate ids in one batch")
+        try:
+            return self._add_items(items, ids, keyed)
+        finally:  # after the commit (or the rollback): the namespaces' listings changed
+            for namespace in dict.fromkeys(i.namespace for i in items):
+                self._invalidate(namespace, [i.id for i in items if i.namespace == namespace])
+
+    def _add_items(self, items: Sequence[MemoryItem], ids: list[str], keyed: bool
+                   ) -> list[OutboxEntry]:
         with self._records.transaction() as s:
             taken = s.scalars(select(MemoryRow.id).where(MemoryRow.id.in_(ids))).all()
             if taken:
@@ -310,15 +428,52 @@ class MemoryRepository:
             # one "add" row per item, of its kind (ARCHITECTURE decision 1)
             return self._records.outbox.queue_items(s, "add", items)
 
-    def get_items(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
-        """Items by id within ``namespace`` (missing ids are left out), in ``ids`` order."""
+    def get_items(self, namespace: str, ids: Sequence[str], *, shared: bool = False
+                  ) -> list[MemoryItem]:
+        """Items by id within ``namespace`` (missing ids are left out), in ``ids`` order.
+
+        ``shared``: the caller only reads the items and never changes them (the
+        search): they may come from the record cache (item_cache.py) where the store
+        keeps one, and be the same objects other callers get."""
         require_namespace(namespace)
+        cache = self._records.item_cache if shared else None
+        if cache is None:
+            return self._items_read(lambda: self._fetch_items(namespace, ids))
+
+        def fetch() -> tuple[dict[str, MemoryItem], list[MemoryItem], int]:
+            found, generation = cache.lookup(ids)
+            missing = [i for i in dict.fromkeys(ids) if i not in found]
+            fresh = self._fetch_rows(missing) if missing else []
+            found.update((i.id, i) for i in fresh)
+            return found, fresh, generation
+
+        def apply(got: tuple[dict[str, MemoryItem], list[MemoryItem], int],
+                  pending: Pending) -> list[MemoryItem]:
+            found, fresh, generation = got
+            # Filled only here: no flush committed since the rows were read, so they
+            # hold the stored counts the cache must hold (see _write_access).
+            if fresh:
+                cache.fill(fresh, generation)
+            items = [found[i] for i in ids if i in found and found[i].namespace == namespace]
+            return _with_access(items, pending, shared=True) if pending else items
+
+        return self.access_log.read(fetch, apply)
+
+    def _fetch_rows(self, ids: Sequence[str]) -> list[MemoryItem]:
+        """The records of ``ids``, whatever their namespace (the caller checks it)."""
         # Looked up by primary key alone, the namespace checked on the rows: with
         # ``namespace = ? AND id IN (...)`` SQLite picks a namespace index and scans the
         # whole namespace (50 ms per search at 100k memories instead of 0.2 ms).
+        out: list[MemoryItem] = []
         with self._records.transaction() as s:
-            rows = s.scalars(select(MemoryRow).where(MemoryRow.id.in_(ids))).all()
-        by_id = {r.id: _to_item(r) for r in rows if r.namespace == namespace}
+            for start in range(0, len(ids), 500):  # SQLite binds at most 999
+                out += map(_row_item, s.execute(select(*_ITEM_COLUMNS).where(
+                    MemoryRow.id.in_(ids[start:start + 500]))))
+        return out
+
+    def _fetch_items(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+        by_id = {i.id: i for i in self._fetch_rows(list(dict.fromkeys(ids)))
+                 if i.namespace == namespace}
         return [by_id[i] for i in ids if i in by_id]
 
     def holds_cjk(self, namespace: str) -> bool:
@@ -377,17 +532,23 @@ class MemoryRepository:
         """Items matching ``flt``, oldest event first; ``order="-event_time"``: newest
         first; ``"-importance"``: most important first, newer first among equals (with
         one memory type and a ``limit``, read off an index: bounded by the limit)."""
-        orders: dict[str, tuple[Any, ...]] = {
-            "event_time": (MemoryRow.event_time, MemoryRow.id),
-            "-event_time": (MemoryRow.event_time.desc(), MemoryRow.id.desc()),
-            "-importance": (MemoryRow.importance.desc(), MemoryRow.event_time.desc()),
-        }
-        if order not in orders:
-            raise InvalidInputError(f"order must be one of {sorted(orders)}, got {order!r}")
-        q = (select(MemoryRow).where(*self._where(namespace, flt))
-             .order_by(*orders[order]).offset(offset).limit(limit))
+        q = (select(*_ITEM_COLUMNS).where(*self._where(namespace, flt))
+             .order_by(*_order_by(order)).offset(offset).limit(limit))
+
+        def fetch() -> list[MemoryItem]:
+            with self._records.transaction() as s:
+                return [_row_item(r) for r in s.execute(q)]
+
+        return self._items_read(fetch)
+
+    def list_ids(self, namespace: str, flt: ItemFilter = ItemFilter(), *,
+                 limit: int | None = None, order: ItemOrder = "event_time") -> list[str]:
+        """The ids :meth:`list_items` would return, in its order (ids only: the
+        records can then come from the record cache, ``get_items(..., shared=True)``)."""
+        q = (select(MemoryRow.id).where(*self._where(namespace, flt))
+             .order_by(*_order_by(order)).limit(limit))
         with self._records.transaction() as s:
-            return [_to_item(r) for r in s.scalars(q).all()]
+            return list(s.scalars(q))
 
     def recent_by_topic(self, namespace: str, topics: Sequence[str], limit: int
                         ) -> dict[str, list[MemoryItem]]:
@@ -400,15 +561,21 @@ class MemoryRepository:
         out: dict[str, list[MemoryItem]] = {t: [] for t in keys}
         if limit <= 0 or not keys:
             return out
-        with self._records.transaction() as s:
-            ids: list[str] = []
-            for start in range(0, len(keys), 100):  # SQLite allows 500 compound terms
-                chunk = keys[start:start + 100]
-                params: dict[str, Any] = {f"t{n}": key[:TOPIC_CHARS] for n, key in enumerate(chunk)}
-                params.update(ns=namespace, active=MemoryStatus.ACTIVE.value, k=limit)
-                ids += s.scalars(_topics_sql(len(chunk)), params).all()
-            rows = s.scalars(select(MemoryRow).where(MemoryRow.id.in_(ids))).all() if ids else []
-        for item in sorted(map(_to_item, rows), key=lambda i: (-i.event_time.timestamp(), i.id)):
+        def fetch() -> list[MemoryItem]:
+            with self._records.transaction() as s:
+                ids: list[str] = []
+                for start in range(0, len(keys), 100):  # SQLite allows 500 compound terms
+                    chunk = keys[start:start + 100]
+                    params: dict[str, Any] = {f"t{n}": key[:TOPIC_CHARS]
+                                              for n, key in enumerate(chunk)}
+                    params.update(ns=namespace, active=MemoryStatus.ACTIVE.value, k=limit)
+                    ids += s.scalars(_topics_sql(len(chunk)), params).all()
+                rows = (s.scalars(select(MemoryRow).where(MemoryRow.id.in_(ids))).all()
+                        if ids else [])
+                return [_to_item(r) for r in rows]
+
+        for item in sorted(self._items_read(fetch),
+                           key=lambda i: (-i.event_time.timestamp(), i.id)):
             key = item_topic(item)  # keys longer than the column share a prefix: exact
             if key in out and len(out[key]) < limit:
                 out[key].append(item)
@@ -467,8 +634,12 @@ class MemoryRepository:
                                      MemoryRow.fact_key == key,
                                      MemoryRow.status == MemoryStatus.ACTIVE.value)
              .order_by(MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id))
-        with self._records.transaction() as s:
-            return [_to_item(r) for r in s.scalars(q).all()]
+
+        def fetch() -> list[MemoryItem]:
+            with self._records.transaction() as s:
+                return [_to_item(r) for r in s.scalars(q).all()]
+
+        return self._items_read(fetch)
 
     # duplicates and mentioned times (issue 15) ----------------------------------------
     def find_by_hash(self, namespace: str, hashes: Sequence[str]) -> list[MemoryItem]:
@@ -478,18 +649,22 @@ class MemoryRepository:
         add_many of N memories costs one lookup, not N."""
         require_namespace(namespace)
         wanted = list(dict.fromkeys(h for h in hashes if h))
-        rows: list[MemoryRow] = []
-        with self._records.transaction() as s:
-            for start in range(0, len(wanted), 500):
-                # namespace and hash only, so the planner takes ix_items_ns_hash (with
-                # the status / validity conditions it picks ix_items_ns_valid_to and
-                # reads the whole namespace); the few rows found are checked here.
-                rows += s.scalars(select(MemoryRow).where(
-                    MemoryRow.namespace == namespace,
-                    MemoryRow.content_hash.in_(wanted[start:start + 500]))).all()
-        kept = [r for r in rows if _active(r.status)]
-        kept.sort(key=lambda r: (r.recorded_time, r.id))
-        return [_to_item(r) for r in kept]
+        def fetch() -> list[MemoryItem]:
+            rows: list[MemoryRow] = []
+            with self._records.transaction() as s:
+                for start in range(0, len(wanted), 500):
+                    # namespace and hash only, so the planner takes ix_items_ns_hash
+                    # (with the status / validity conditions it picks
+                    # ix_items_ns_valid_to and reads the whole namespace); the few rows
+                    # found are checked here.
+                    rows += s.scalars(select(MemoryRow).where(
+                        MemoryRow.namespace == namespace,
+                        MemoryRow.content_hash.in_(wanted[start:start + 500]))).all()
+            kept = [r for r in rows if _active(r.status)]
+            kept.sort(key=lambda r: (r.recorded_time, r.id))
+            return [_to_item(r) for r in kept]
+
+        return self._items_read(fetch)
 
     def mentioning(self, namespace: str, start: datetime, end: datetime,
                    flt: ItemFilter = ItemFilter(), *, limit: int = 1000) -> list[str]:
@@ -575,6 +750,44 @@ class MemoryRepository:
         unknown = set(changes) - _UPDATABLE
         if unknown:
             raise InvalidInputError(f"cannot update field(s) {sorted(unknown)}")
+        with self._access_settled(changes):
+            start = self.access_log.stable()
+            try:
+                item, rows = self._update_retried(namespace, memory_id, changes,
+                                                  expect_version)
+            finally:  # after the commit (or the rollback)
+                self._invalidate(namespace, [memory_id])
+        return self._returned(namespace, [item], start)[0], rows
+
+    @contextmanager
+    def _access_settled(self, changes: Mapping[str, Any]) -> Iterator[None]:
+        """Around a write that sets an access field itself: the accesses recorded
+        before it are written first, and no flush commits until it has (else they
+        would land on top of the value it sets)."""
+        if not _ACCESS_FIELDS & set(changes):
+            yield
+            return
+        with self.access_log.holding():
+            self.access_log.flush()
+            yield
+
+    def _returned(self, namespace: str, items: list[MemoryItem], start: int
+                  ) -> list[MemoryItem]:
+        """Items a write built from the rows it read, their access fields made exact:
+        read again (with the waiting accesses counted) when some of theirs wait or a
+        flush committed since ``start`` (``AccessLog.stable``)."""
+        if self.access_log.unchanged_since(start, [(namespace, i.id) for i in items]):
+            return items
+        fresh = {i.id: i for i in self._items_read(
+            lambda: self._fetch_items(namespace, [i.id for i in items]))}
+        for item in items:
+            if item.id in fresh:
+                item.access_count = fresh[item.id].access_count
+                item.last_access = fresh[item.id].last_access
+        return items
+
+    def _update_retried(self, namespace: str, memory_id: str, changes: Mapping[str, Any],
+                        expect_version: int | None) -> tuple[MemoryItem, list[OutboxEntry]]:
         raced = False
         while True:
             try:
@@ -657,8 +870,14 @@ class MemoryRepository:
         version are deleted (a compare-and-swap: one updated since is kept, and is not
         among the returned rows' ``item_id``)."""
         require_namespace(namespace)
-        with self._records.transaction() as s:
-            return self._delete(s, namespace, ids, expect, strict=False)
+        try:
+            with self._records.transaction() as s:
+                done = self._delete(s, namespace, ids, expect, strict=False)
+        finally:  # after the commit (or the rollback)
+            self._invalidate(namespace, ids)
+        gone = {e.item_id for e in done[1]} if expect is not None else None
+        self.access_log.discard(namespace, [i for i in ids if gone is None or i in gone])
+        return done
 
     def _delete(self, s: Session, namespace: str, ids: Sequence[str],
                 expect: Mapping[str, int] | None, *, strict: bool
@@ -713,6 +932,21 @@ class MemoryRepository:
         never overwrites or deletes an update acknowledged after that read.
         Returns the new or updated memory and the outbox rows written."""
         require_namespace(namespace)
+        touched = [*remove, *([target[0]] if target is not None else []),
+                   *([add.id] if add is not None else [])]
+        start = self.access_log.stable()
+        try:
+            made, queued = self._merge(namespace, add, target, remove)
+        finally:  # after the commit (or the rollback)
+            self._invalidate(namespace, touched)
+        self.access_log.discard(namespace, list(remove))
+        if made is not None and target is not None:
+            made = self._returned(namespace, [made], start)[0]
+        return made, queued
+
+    def _merge(self, namespace: str, add: MemoryItem | None,
+               target: tuple[str, int, Mapping[str, Any]] | None,
+               remove: Mapping[str, int]) -> tuple[MemoryItem | None, list[OutboxEntry]]:
         with self._records.transaction() as s:
             # The deletes first: on SQLite the first write takes the database's write
             # lock, so what is read after it (the target) cannot change before commit.
@@ -745,15 +979,44 @@ class MemoryRepository:
         return made, queued
 
     def record_access(self, namespace: str, ids: Sequence[str]) -> None:
-        """Bump access counts (search hits); does not touch the indexes."""
+        """Bump access counts (search hits) of the memories of ``namespace`` among
+        ``ids``; does not touch the indexes. Off the request path: the access log
+        (access.py) writes them within ``access.FLUSH_INTERVAL`` seconds, or at
+        :meth:`flush_access` / closing the store; every read of this repository counts
+        them meanwhile."""
         require_namespace(namespace)
-        with self._records.transaction() as s:  # primary-key lookups only (see get_items)
-            mine = [i for i, ns in s.execute(select(MemoryRow.id, MemoryRow.namespace)
-                                             .where(MemoryRow.id.in_(ids))) if ns == namespace]
-            if mine:
-                s.execute(update(MemoryRow).where(MemoryRow.id.in_(mine))
-                          .values(access_count=MemoryRow.access_count + 1,
-                                  last_access=utcnow()))
+        if ids:
+            self.access_log.record(namespace, list(ids), utcnow())
+
+    def flush_access(self) -> int:
+        """Write the waiting accesses now (tests; the store flushes on close); returns
+        how many memories were written."""
+        return self.access_log.flush()
+
+    def _write_access(self, pending: Pending, committing: Callable[[], None]) -> None:
+        """One transaction for every waiting access: the count added and the last
+        access set per memory, by primary key and namespace (a memory of another
+        namespace, or one gone since, is left alone)."""
+        table = MemoryRow.__table__
+        stmt = (update(table)
+                .where(table.c.id == bindparam("b_id"), table.c.namespace == bindparam("b_ns"))
+                .values(access_count=table.c.access_count + bindparam("b_n"),
+                        last_access=bindparam("b_at", type_=UTCDateTime())))
+        params = [{"b_id": memory_id, "b_ns": namespace, "b_n": n, "b_at": at}
+                  for (namespace, memory_id), (n, at) in sorted(pending.items())]
+        cache = self._records.item_cache
+        with self._records.transaction() as s:
+            s.execute(stmt, params)
+            committing()
+        if cache is not None:
+            # The cached records hold the counts as stored: add what was just written.
+            # Still inside the flush's commit window (AccessLog.flush): a reader fills
+            # the cache only when no flush committed since it read (get_items), so
+            # every cached record read before this commit is here, none read after it.
+            cache.replace([replace(i, access_count=i.access_count + pending[key][0],
+                                   last_access=pending[key][1])
+                           for key in pending
+                           if (i := cache.cached(key[1])) is not None and i.namespace == key[0]])
 
     def count_of_type(self, namespace: str, memory_type: MemoryType, *,
                       modality: Modality | None = None,

@@ -14,6 +14,7 @@ write the rows of several (a memory, its outbox rows and the totals).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from hello_memory.errors import BackendUnavailableError, InvalidInputError, RecordStoreError
 from hello_memory.stores.records.audit import AuditRepository
 from hello_memory.stores.records.documents import DocumentRepository
+from hello_memory.stores.records.item_cache import ItemCache
 from hello_memory.stores.records.memories import MemoryRepository
 from hello_memory.stores.records.migrations import migrate
 from hello_memory.stores.records.models import ChunkRow, DocumentRow, MemoryRow
@@ -34,6 +36,8 @@ from hello_memory.stores.records.outbox import OutboxRepository
 from hello_memory.validation import require_namespace
 
 __all__ = ["RecordStore"]
+
+log = logging.getLogger(__name__)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -60,12 +64,17 @@ def _postgresql_session(dbapi_conn: Any, _record: Any) -> None:
 class RecordStore:
     """Typed records in a relational database. ``open()`` creates or upgrades the schema."""
 
-    def __init__(self, url: str, *, echo: bool = False, mention_times: bool = True) -> None:
+    def __init__(self, url: str, *, echo: bool = False, mention_times: bool = True,
+                 item_cache: bool | None = None) -> None:
         self.url = url
         self._echo = echo
         # Whether writes store the time ranges a memory's text mentions (hm_memory_times,
         # the ``memory.times_from_text`` setting); reads work either way.
         self.mention_times = mention_times
+        # The search's record cache (item_cache.py): None = where this process holds
+        # the records (SQLite); it is only correct while every write goes through it.
+        self._item_cache_wanted = item_cache
+        self.item_cache: ItemCache | None = None
         self._engine: Engine | None = None
         self._sessions: sessionmaker[Session] | None = None
         self._lock = threading.Lock()
@@ -110,12 +119,22 @@ class RecordStore:
             raise
         self._engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        wanted = self._item_cache_wanted
+        if wanted if wanted is not None else engine.url.get_backend_name() == "sqlite":
+            self.item_cache = ItemCache()
 
     def close(self) -> None:
         if self._engine is not None:
+            try:
+                self.memories.access_log.close()  # the waiting accesses, while it can
+            except RecordStoreError as exc:
+                log.warning("search access counts not written at close: %s", exc)
             self._engine.dispose()
         self._engine = None
         self._sessions = None
+        if self.item_cache is not None:
+            self.item_cache.clear()
+        self.item_cache = None
 
     @property
     def engine(self) -> Engine:
@@ -157,6 +176,15 @@ class RecordStore:
         except SQLAlchemyError as exc:
             raise RecordStoreError(f"cannot read the record store's tables: {exc}") from exc
         counts: dict[str, int] = {}
+        try:
+            self._purge(ns, meta, counts)
+        except BaseException:
+            self.memories.forget_namespace(ns, deleted=False)  # rolled back, or not
+            raise
+        self.memories.forget_namespace(ns, deleted=True)
+        return counts
+
+    def _purge(self, ns: str, meta: MetaData, counts: dict[str, int]) -> None:
         with self.transaction() as s:
             keys: dict[str, list[str]] = {
                 "memory_id": list(s.scalars(select(MemoryRow.id)
@@ -179,7 +207,6 @@ class RecordStore:
                                 table.c[column].in_(part))))
                 if n:
                     counts[table.name] = n
-        return counts
 
 
 def _rowcount(result: Any) -> int:

@@ -1,0 +1,173 @@
+"""The search's record cache (issue 27, item 2; stores/records/item_cache.py): on where
+this process holds the records (SQLite), off where others may write (PostgreSQL);
+every add, update, delete, merge and namespace purge is seen by the next read, also
+when it commits on another thread while reads run (the stress test below), and a read
+never leaves an older record cached than a write that came before it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from hello_memory.stores.records import RecordStore, WriteConflictError
+from hello_memory.stores.records.item_cache import ItemCache
+from hello_memory.types import MemoryItem
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = RecordStore(f"sqlite:///{tmp_path / 'records.db'}")
+    s.open()
+    s.memories.access_log.interval = 3600
+    yield s
+    s.close()
+
+
+def _item(content: str, ns: str = "ns1") -> MemoryItem:
+    return MemoryItem(content=content, namespace=ns)
+
+
+def test_on_for_sqlite_off_where_other_processes_write(records_url: str) -> None:
+    s = RecordStore(records_url)
+    s.open()
+    try:
+        sqlite = records_url.startswith("sqlite")
+        assert (s.item_cache is not None) is sqlite
+        assert (s.memories.generation("ns1") is not None) is sqlite
+        a = _item("a")
+        s.memories.add_items([a])
+        assert s.memories.get_items("ns1", [a.id], shared=True)[0].content == "a"
+    finally:
+        s.close()
+    assert s.item_cache is None
+    forced = RecordStore(records_url, item_cache=False)
+    forced.open()
+    try:
+        assert forced.item_cache is None
+    finally:
+        forced.close()
+
+
+def test_a_shared_read_comes_from_the_cache_and_every_write_is_seen(store: RecordStore
+                                                                    ) -> None:
+    a, b, other = _item("a"), _item("b"), _item("o", ns="ns2")
+    store.memories.add_items([a, b])
+    store.memories.add_items([other])
+    generation = store.memories.generation("ns1")
+    first = store.memories.get_items("ns1", [a.id, b.id, other.id], shared=True)
+    assert [i.content for i in first] == ["a", "b"]  # another namespace's id: left out
+    again = store.memories.get_items("ns1", [b.id, a.id], shared=True)
+    assert again[1] is first[0]  # the same record object: no query
+    assert store.memories.get_items("ns1", [a.id])[0] is not first[0]  # unshared: fresh
+    store.memories.update_item("ns1", a.id, content="a2")
+    assert store.memories.get_items("ns1", [a.id], shared=True)[0].content == "a2"
+    assert store.memories.generation("ns1") != generation
+    store.memories.delete_items("ns1", [b.id])
+    assert store.memories.get_items("ns1", [a.id, b.id], shared=True)[0].id == a.id
+    assert len(store.memories.get_items("ns1", [a.id, b.id], shared=True)) == 1
+    c = _item("c")
+    before = store.memories.generation("ns1")
+    store.memories.add_items([c])  # an add moves the namespace's generation (listings)
+    assert store.memories.generation("ns1") != before
+    store.purge_namespace("ns1")
+    assert store.memories.get_items("ns1", [a.id, c.id], shared=True) == []
+    assert store.memories.get_items("ns2", [other.id], shared=True)[0].content == "o"
+
+
+def test_a_merge_and_a_lost_compare_and_swap_are_seen(store: RecordStore) -> None:
+    a, b = _item("alpha"), _item("beta")
+    store.memories.add_items([a, b])
+    read = {i.id: i for i in store.memories.get_items("ns1", [a.id, b.id], shared=True)}
+    store.memories.merge_queued("ns1", target=(a.id, read[a.id].version,
+                                               {"content": "alpha and beta"}),
+                                remove={b.id: read[b.id].version})
+    got = store.memories.get_items("ns1", [a.id, b.id], shared=True)
+    assert [i.content for i in got] == ["alpha and beta"]
+    with pytest.raises(WriteConflictError):  # an old version: nothing written, still seen
+        store.memories.update_queued("ns1", a.id, expect_version=read[a.id].version,
+                                     content="stale")
+    assert store.memories.get_items("ns1", [a.id], shared=True)[0].content == "alpha and beta"
+
+
+def test_flushed_accesses_are_in_the_cached_records(store: RecordStore) -> None:
+    a = _item("a")
+    store.memories.add_items([a])
+    cached = store.memories.get_items("ns1", [a.id], shared=True)[0]
+    store.memories.record_access("ns1", [a.id])
+    assert store.memories.get_items("ns1", [a.id], shared=True)[0].access_count == 1
+    assert cached.access_count == 0  # a shared record is never changed in place
+    store.memories.flush_access()
+    assert store.memories.get_items("ns1", [a.id], shared=True)[0].access_count == 1
+    assert store.memories.get_items("ns1", [a.id])[0].access_count == 1
+
+
+def test_a_fill_read_before_a_write_is_refused() -> None:
+    cache = ItemCache(capacity=2)
+    old = _item("old")
+    found, generation = cache.lookup([old.id])
+    assert found == {}
+    cache.invalidate("ns1", [old.id])  # a write committed after the read, before the fill
+    assert cache.fill([old], generation) is False and cache.cached(old.id) is None
+    found, generation = cache.lookup([old.id])
+    assert cache.fill([old], generation) is True and cache.cached(old.id) is old
+    cache.fill([_item("x"), _item("y")], cache.lookup([])[1])
+    assert len(cache) == 2 and cache.cached(old.id) is None  # bounded: oldest out
+    epoch = cache.namespace_generation("ns1")
+    cache.clear()
+    assert cache.namespace_generation("ns1") != epoch
+
+
+def test_shared_reads_never_go_back_past_an_acknowledged_write(store: RecordStore) -> None:
+    """Stress: writers rewrite records (and add and delete others) on threads while
+    readers read them shared. A read begun after an update returned sees that update
+    or a later one; a record deleted before a read began is never returned; and once
+    the writers stop, every record reads as last written."""
+    items = [_item("v0") for _ in range(4)]
+    store.memories.add_items(items)
+    ids = [i.id for i in items]
+    acked = dict.fromkeys(ids, 0)  # id -> the last version whose update returned
+    gone: set[str] = set()
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[str] = []
+
+    def writer(mine: list[str]) -> None:
+        for version in range(1, 60):
+            for memory_id in mine:
+                store.memories.update_item("ns1", memory_id, content=f"v{version}")
+                with lock:
+                    acked[memory_id] = version
+            extra = _item("short-lived")
+            store.memories.add_items([extra])
+            store.memories.get_items("ns1", [extra.id], shared=True)  # cached, then gone
+            store.memories.delete_items("ns1", [extra.id])
+            with lock:
+                gone.add(extra.id)
+
+    def reader() -> None:
+        while not stop.is_set():
+            with lock:
+                floor = dict(acked)
+                dead = set(gone)
+            got = store.memories.get_items("ns1", ids + sorted(dead), shared=True)
+            for item in got:
+                if item.id in dead:
+                    errors.append(f"deleted {item.id} returned")
+                elif int(item.content[1:]) < floor[item.id]:
+                    errors.append(f"{item.content} after v{floor[item.id]} was acknowledged")
+
+    writers = [threading.Thread(target=writer, args=(ids[:2],)),
+               threading.Thread(target=writer, args=(ids[2:],))]
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for t in readers + writers:
+        t.start()
+    for t in writers:
+        t.join()
+    stop.set()
+    for t in readers:
+        t.join()
+    assert not errors, errors[:5]
+    assert [i.content for i in store.memories.get_items("ns1", ids, shared=True)] == [
+        "v59"] * 4
