@@ -29,15 +29,17 @@ is the project's default LLM-free search (docs/RETRIEVAL.md).
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hello_memory import telemetry
 from hello_memory.config import RetrievalSettings
@@ -196,6 +198,8 @@ class _Round:
     time_hits: list[tuple[str, float]] = field(default_factory=list)
     # memories no view of the question's language could read (HybridRetriever._unread)
     unread: list[str] = field(default_factory=list)
+    # ids of the items read from the record cache: shared, copied before they leave
+    shared: set[str] = field(default_factory=set)
 
 
 # "my old team lead", "my former boss", "my manager's predecessor", "我以前的老板": a
@@ -219,6 +223,18 @@ def _memory_terms(lexical: Any, text: str) -> frozenset[str]:
     memories come back search after search, and tokenising them again was a share of
     every search's cost (issue 27, docs/PERFORMANCE.md "Other fast paths")."""
     return frozenset(lexical.terms(text))
+
+
+# What a retriever keeps of a namespace's records for the multilingual view (its
+# totals, the ids of its listings), each while the namespace's write generation is the
+# one it was read at (MemoryRepository.generation): at most this many entries.
+DERIVED = 64
+T = TypeVar("T")
+
+
+def _own(item: MemoryItem) -> MemoryItem:
+    """A copy of a shared record (the record cache's) the caller may change."""
+    return replace(item, metadata=copy.deepcopy(item.metadata))
 
 
 # Words that ask for a person without asking anything about them.
@@ -277,8 +293,9 @@ class HybridRetriever:
         self.use_embeddings = use_embeddings and getattr(self.stores, "embedder", None) is not None
         self.profiles = dict(profiles or PROFILES)
         self.multilingual = MultilingualReader()
-        # namespace -> (its totals when read, whether it holds CJK text): _holds_cjk
-        self._cjk_namespaces: dict[str, tuple[tuple[int, int], bool]] = {}
+        # namespace -> (its totals (and write generation) when read, whether it holds
+        # CJK text): _holds_cjk
+        self._cjk_namespaces: dict[str, tuple[Any, bool]] = {}
         self._cjk_lock = threading.Lock()
         # namespace -> (its totals when read, name -> the user's roles for that person)
         self._role_maps: dict[str, tuple[tuple[int, int], dict[str, set[str]]]] = {}
@@ -287,6 +304,10 @@ class HybridRetriever:
         # manager's (a configured LLM plans; docs/RETRIEVAL.md).
         self.planner = QueryPlanner(self.llm, max_queries=self.settings.max_sub_queries)
         self._pool: ThreadPoolExecutor | None = None
+        # what is derived from a namespace's records (_kept): (namespace, what) ->
+        # (the namespace's write generation when read, the value)
+        self._derived_lock = threading.Lock()
+        self._derived: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -440,7 +461,9 @@ class HybridRetriever:
             else enable_reflection
         if reflection and self.llm is not None and stored and "semantic" in active:
             fused = self._reflect(ns, query, plan, filters, state, weights, fused, top_k)
-        return self._final(ns, state, fused, context_weight, flt)[:top_k]
+        hits = self._final(ns, state, fused, context_weight, flt)[:top_k]
+        # the hits leave the search: their records become the caller's own
+        return [replace(h, item=_own(h.item)) if h.id in state.shared else h for h in hits]
 
     def _linked_people(self, ns: str, node_names: Sequence[str], *,
                        current: bool = True) -> list[str]:
@@ -714,7 +737,8 @@ class HybridRetriever:
         missing = [m for r in state.results.values() for m, _ in r if m not in state.items]
         missing = list(dict.fromkeys(missing))
         if missing:
-            for item in self.stores.records.memories.get_items(ns, missing):
+            # read only here: from the record cache where the store keeps one
+            for item in self._records_of(ns, missing, state):
                 # The caller's filters (status, types, user, time...) checked on the
                 # record: the graph view reads links that know no status, and a payload
                 # may lag behind its record.
@@ -723,6 +747,46 @@ class HybridRetriever:
         # A vector whose record is gone (or lags behind a filter) is never returned.
         for view, ranked in state.results.items():
             state.results[view] = [(m, s) for m, s in ranked if m in state.items]
+
+    def _records_of(self, ns: str, ids: Sequence[str], state: _Round) -> list[MemoryItem]:
+        """The records of ``ids`` in ``ns``, shared (the record cache's, read only:
+        ``_hybrid`` copies the hits it returns)."""
+        items = self.stores.records.memories.get_items(ns, ids, shared=True)
+        state.shared.update(i.id for i in items)
+        return items
+
+    def _kept(self, ns: str, key: tuple[Any, ...], read: Callable[[], T]) -> T:
+        """``read()``, kept per retriever while the write generation of ``ns`` is the
+        one it was read at (MemoryRepository.generation: only where the process holds
+        the records; elsewhere it reads every time). The generation is taken before
+        reading, so a write committed during the read makes the next call read again."""
+        generation = self.stores.records.memories.generation(ns)
+        if generation is None:
+            return read()
+        with self._derived_lock:
+            kept = self._derived.get((ns, *key))
+            if kept is not None:
+                self._derived.move_to_end((ns, *key))
+        if kept is not None and kept[0] == generation:
+            return kept[1]  # type: ignore[no-any-return]
+        value = read()
+        with self._derived_lock:
+            self._derived[(ns, *key)] = (generation, value)
+            self._derived.move_to_end((ns, *key))
+            while len(self._derived) > DERIVED:
+                self._derived.popitem(last=False)
+        return value
+
+    def _listing(self, ns: str, flt: ItemFilter) -> list[MemoryItem]:
+        """The newest MULTILINGUAL_SCAN memories of ``ns`` matching ``flt`` (the
+        multilingual view's small namespace): the ids kept while no write changes the
+        namespace, the records from the record cache; read whole where neither is kept."""
+        records = self.stores.records.memories
+        if records.generation(ns) is None:
+            return records.list_items(ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time")
+        ids = self._kept(ns, ("ids", flt), lambda: records.list_ids(
+            ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time"))
+        return records.get_items(ns, ids, shared=True)
 
     def _symbolic(self, state: _Round, analysis: QueryAnalysis) -> list[tuple[str, float]]:
         """Time-constrained hits and soft-constraint matches in one ranking: by the
@@ -803,7 +867,7 @@ class HybridRetriever:
         pool = {m: state.items[m] for r in state.results.values() for m, _ in r
                 if m in state.items and state.items[m].memory_type in TEXT_COLLECTION_TYPES}
         records = self.stores.records.memories
-        totals = records.namespace_totals(ns)
+        totals = self._kept(ns, ("totals",), lambda: records.namespace_totals(ns))
         small = totals[0] <= MULTILINGUAL_SCAN
         # an English question over a small namespace that holds Chinese memories: the
         # pool of the English views may hold none of them
@@ -811,26 +875,30 @@ class HybridRetriever:
                             or (small and self._holds_cjk(ns, totals))):
             return
         if small:
-            for item in records.list_items(ns, state.flt, limit=MULTILINGUAL_SCAN,
-                                           order="-event_time"):
+            for item in self._listing(ns, state.flt):
                 if item.memory_type in TEXT_COLLECTION_TYPES and item.id not in pool:
                     pool[item.id] = item
-                    state.items.setdefault(item.id, item)
+                    if item.id not in state.items:
+                        state.items[item.id] = item
+                        state.shared.add(item.id)
         ranked = self.multilingual.rank(query, pool)[: self.settings.candidates]
         if ranked:
             state.results["multilingual"] = ranked
 
     def _holds_cjk(self, ns: str, totals: tuple[int, int]) -> bool:
         """Whether the (small) namespace holds CJK text, read once per namespace and
-        count of memories (a write changes the count; an edit that adds the first
-        Chinese text without one is seen at the next write)."""
+        write generation where the store gives one (any write, an edit too, reads it
+        again), else per namespace and totals (a write changes them; an edit that adds
+        the first Chinese text without changing them is seen at the next write)."""
+        generation = self.stores.records.memories.generation(ns)
+        mark = totals if generation is None else (generation, totals)
         with self._cjk_lock:
             known = self._cjk_namespaces.get(ns)
-        if known is not None and known[0] == totals:
+        if known is not None and known[0] == mark:
             return known[1]
         holds = self.stores.records.memories.holds_cjk(ns)
         with self._cjk_lock:
-            self._cjk_namespaces[ns] = (totals, holds)
+            self._cjk_namespaces[ns] = (mark, holds)
         return holds
 
     def _fuse(self, state: _Round, weights: Mapping[str, float]
@@ -1017,7 +1085,7 @@ class HybridRetriever:
                     context[other] = context.get(other, 0.0) + weight * fused[m][0]
         missing = [m for m in context if m not in state.items]
         if missing:
-            for found in self.stores.records.memories.get_items(ns, missing):
+            for found in self._records_of(ns, missing, state):
                 state.items[found.id] = found
         return {m: c for m, c in context.items() if m in state.items
                 and (m in fused or matches(state.items[m], flt))}

@@ -1,0 +1,232 @@
+"""What the search keeps between calls (issue 27, item 2) changes no result: the record
+cache (stores/records/item_cache.py), the multilingual view's namespace listing and
+the access bookkeeping off the request path (stores/records/access.py). Results are
+the same with the caches on and off; every add, update and delete is seen by the next
+search, also from another thread while searches run; consolidate counts the accesses
+of searches not yet written; the hits a search returns are the caller's to change.
+Real stores and models; nothing here asserts a timing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hello_memory.config import load_settings
+from hello_memory.factory import open_stores
+from hello_memory.memory.manager import MemoryManager
+from hello_memory.memory.working import WorkingMemory
+from hello_memory.retrieval import hybrid
+from hello_memory.retrieval.hybrid import MULTILINGUAL_SCAN, HybridRetriever
+from hello_memory.stores.records import ItemFilter
+from hello_memory.text.entities import RuleExtractor
+
+pytestmark = pytest.mark.slow
+
+NOW = datetime(2026, 6, 20, 10, 0, tzinfo=timezone.utc)
+NS = "u"
+MEMORIES = [
+    ("I cycle to work along the canal every morning.", "semantic"),
+    ("My sister Anna works at a law firm in Utrecht.", "semantic"),
+    ("Went bouldering with Priya last Thursday.", "episodic"),
+    ("The dentist appointment is on 9 July at 14:00.", "episodic"),
+    ("妈妈最喜欢百合花，每年生日都要买一束。", "semantic"),
+    ("姐姐在一家儿童教育基金会当法务顾问。", "semantic"),
+    ("Lotte is vegetarian and allergic to peanuts.", "semantic"),
+    ("We had pizza with Lotte on Friday.", "episodic"),
+]
+QUESTIONS = ["How do I get to work?", "Where does Anna work?", "妈妈喜欢什么花？",
+             "What did I do last Thursday?", "When is the dentist?",
+             "What should I cook for Lotte?", "Which flowers does mum like?", "姐姐做什么工作？"]
+
+
+def _clock() -> datetime:
+    return NOW
+
+
+@pytest.fixture(scope="module")
+def mm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryManager]:
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    data: Path = tmp_path_factory.mktemp("caches")
+    settings = load_settings(environ={}, data_dir=data)
+    manager = MemoryManager(open_stores(settings, embedder=SentenceTransformerEmbedder()),
+                            working=WorkingMemory(clock=_clock), extractor=RuleExtractor(),
+                            clock=_clock)
+    manager.stores.records.memories.access_log.interval = 3600  # flushed by the tests
+    for n, (text, kind) in enumerate(MEMORIES):
+        manager.add(text, namespace=NS, memory_type=kind,
+                    event_time=NOW - timedelta(days=10 - n), importance=0.8)
+    yield manager
+    manager.close()
+
+
+def _key(hits: list[Any]) -> list[tuple[Any, ...]]:
+    return [(h.id, h.score, h.fused, h.context, tuple(sorted(
+        (v, h.views[v].rank, h.views[v].score) for v in h.views)), h.item.content,
+        h.item.access_count, h.item.version) for h in hits]
+
+
+def test_results_are_the_same_with_the_caches_on_and_off(mm: MemoryManager) -> None:
+    records = mm.stores.records
+    assert records.item_cache is not None  # SQLite: this process holds the records
+    on = {q: _key(mm.search(q, top_k=5, namespace=NS, touch=False)) for q in QUESTIONS}
+    warm = {q: _key(mm.search(q, top_k=5, namespace=NS, touch=False)) for q in QUESTIONS}
+    assert any(h[0] for h in on.values()) and warm == on
+    assert len(records.item_cache) > 0
+    multilingual = {v for q in QUESTIONS for h in mm.search(q, namespace=NS, touch=False)
+                    for v in h.views}
+    assert "multilingual" in multilingual  # the listing (a namespace under 2,000) ran
+    cache, records.item_cache = records.item_cache, None  # read-only while it is off
+    try:
+        off = {q: _key(mm.search(q, top_k=5, namespace=NS, touch=False)) for q in QUESTIONS}
+    finally:
+        records.item_cache = cache
+    assert off == on
+
+
+def test_searches_record_accesses_that_reads_and_consolidate_count(mm: MemoryManager
+                                                                   ) -> None:
+    records = mm.stores.records.memories
+    hits = mm.search("How do I get to work?", top_k=1, namespace=NS)
+    before = hits[0].item.access_count  # a hit holds the record as read, before this access
+    assert records.access_log.pending() > 0
+    again = mm.search("How do I get to work?", top_k=1, namespace=NS, touch=False)
+    assert again[0].id == hits[0].id and again[0].item.access_count == before + 1
+    assert mm.get(hits[0].id, namespace=NS).access_count == before + 1
+    records.flush_access()
+    assert mm.get(hits[0].id, namespace=NS).access_count == before + 1
+
+
+def test_consolidate_counts_accesses_not_yet_written(tmp_path: Path) -> None:
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager.open(settings)
+    try:
+        manager.stores.records.memories.access_log.interval = 3600
+        asked = manager.add("The spare key is under the blue flower pot.", namespace="c",
+                            memory_type="episodic", importance=0.9)
+        manager.add("The bins go out on Tuesday evenings.", namespace="c",
+                    memory_type="episodic", importance=0.9)
+        for _ in range(2):
+            assert manager.search("where is the spare key?", top_k=1,
+                                  namespace="c")[0].id == asked.id
+        assert manager.stores.records.memories.access_log.pending() > 0
+        report = manager.consolidate("episodic", "semantic", namespace="c",
+                                     importance_threshold=0.5, min_access_count=2)
+        assert len(report.promoted) == 1  # the memory searched twice, not the other
+        assert list(report.merged.values()) == [(asked.id,)]
+    finally:
+        manager.close()
+
+
+def test_hits_are_the_callers_own(mm: MemoryManager) -> None:
+    first = mm.search("Where does Anna work?", top_k=1, namespace=NS, touch=False)[0]
+    said = first.item.content
+    first.item.metadata["scribbled"] = True
+    first.item.content = "changed by the caller"
+    again = mm.search("Where does Anna work?", top_k=1, namespace=NS, touch=False)[0]
+    assert again.id == first.id and again.item is not first.item
+    assert again.item.content == said and "scribbled" not in again.item.metadata
+
+
+def test_the_multilingual_listing_follows_every_write(mm: MemoryManager) -> None:
+    retriever: HybridRetriever = mm.retriever
+    records = mm.stores.records.memories
+    flt = ItemFilter(memory_types=hybrid.TEXT_COLLECTION_TYPES)
+
+    def listing() -> list[tuple[str, str]]:
+        return [(i.id, i.content) for i in retriever._listing(NS, flt)]
+
+    def truth() -> list[tuple[str, str]]:
+        return [(i.id, i.content) for i in records.list_items(
+            NS, flt, limit=MULTILINGUAL_SCAN, order="-event_time")]
+
+    assert listing() == truth()
+    added = mm.add("爸爸下个月退休。", namespace=NS, memory_type="semantic", event_time=NOW)
+    assert listing() == truth() and listing()[0][0] == added.id
+    mm.update(added.id, namespace=NS, content="爸爸下个月正式退休。")
+    assert listing() == truth() and listing()[0][1] == "爸爸下个月正式退休。"
+    mm.remove(added.id, namespace=NS)
+    assert listing() == truth() and added.id not in {m for m, _ in listing()}
+    mm.search("妈妈喜欢什么花？", namespace=NS, touch=False)  # the view reads the totals
+    assert retriever._kept(NS, ("totals",), lambda: (-1, -1)) == records.namespace_totals(NS)
+
+
+def test_an_edit_that_brings_chinese_text_is_seen_without_a_new_memory(tmp_path: Path
+                                                                       ) -> None:
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager.open(settings)
+    try:
+        note = manager.add("Mum likes lilies.", namespace="e", memory_type="semantic")
+        manager.add("I cycle to work.", namespace="e", memory_type="semantic")
+        retriever: HybridRetriever = manager.retriever
+        totals = manager.stores.records.memories.namespace_totals("e")
+        assert not retriever._holds_cjk("e", totals)
+        manager.update(note.id, namespace="e", content="妈妈最喜欢百合花。")
+        totals = manager.stores.records.memories.namespace_totals("e")
+        assert retriever._holds_cjk("e", totals)
+        hits = manager.search("Which flowers does mum like?", namespace="e", touch=False)
+        assert "multilingual" in {v for h in hits for v in h.views}
+    finally:
+        manager.close()
+
+
+def test_searches_see_every_write_made_on_another_thread(tmp_path: Path) -> None:
+    """Stress: one thread rewrites a memory, adds and deletes others, while two threads
+    search. A search begun after a write returned never shows what the write replaced
+    or removed; once the writer stops, the search shows the last write."""
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager.open(settings)
+    errors: list[str] = []
+    try:
+        code = manager.add("The parcel locker code is 1000.", namespace="s",
+                           memory_type="semantic")
+        manager.add("The parcel locker is next to the bakery.", namespace="s",
+                    memory_type="semantic")
+        lock = threading.Lock()
+        acked = {"code": 1000}
+        gone: set[str] = set()
+        stop = threading.Event()
+
+        def writer() -> None:
+            for n in range(1001, 1016):
+                manager.update(code.id, namespace="s",
+                               content=f"The parcel locker code is {n}.")
+                with lock:
+                    acked["code"] = n
+                extra = manager.add(f"The parcel locker note {n}.", namespace="s",
+                                    memory_type="semantic")
+                manager.search("parcel locker note", namespace="s")  # cached, then gone
+                manager.remove(extra.id, namespace="s")
+                with lock:
+                    gone.add(extra.id)
+
+        def searcher() -> None:
+            while not stop.is_set():
+                with lock:
+                    floor, dead = acked["code"], set(gone)
+                for hit in manager.search("what is the parcel locker code?", top_k=10,
+                                          namespace="s"):
+                    if hit.id in dead:
+                        errors.append(f"deleted {hit.item.content!r} found")
+                    elif hit.id == code.id and int(hit.item.content.split()[-1][:-1]) < floor:
+                        errors.append(f"{hit.item.content!r} after {floor} was written")
+
+        threads = [threading.Thread(target=searcher) for _ in range(2)]
+        write = threading.Thread(target=writer)
+        for t in [*threads, write]:
+            t.start()
+        write.join()
+        stop.set()
+        for t in threads:
+            t.join()
+        assert not errors, errors[:5]
+        last = manager.search("what is the parcel locker code?", top_k=10, namespace="s")
+        assert "The parcel locker code is 1015." in [h.item.content for h in last]
+        assert not gone & {h.id for h in last}
+    finally:
+        manager.close()
