@@ -33,6 +33,7 @@ import copy
 import logging
 import re
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -217,12 +218,31 @@ def _cjk_heavy(text: str) -> bool:
     return bool(letters) and cjk / len(letters) >= CJK_SHARE
 
 
-@lru_cache(maxsize=8192)
+# One cache of memory texts' terms per lexical encoder, held weakly: a closed store's
+# encoder (and its cache) can go (issue 27: an lru_cache keyed on the encoder kept
+# every encoder a process ever searched with).
+_TERM_CACHES: weakref.WeakKeyDictionary[Any, Callable[[str], frozenset[str]]] = (
+    weakref.WeakKeyDictionary())
+_TERM_CACHES_LOCK = threading.Lock()
+
+
 def _memory_terms(lexical: Any, text: str) -> frozenset[str]:
     """The BM25 terms of a memory's text (``lexical.terms``), cached per text: the same
     memories come back search after search, and tokenising them again was a share of
     every search's cost (issue 27, docs/PERFORMANCE.md "Other fast paths")."""
-    return frozenset(lexical.terms(text))
+    with _TERM_CACHES_LOCK:
+        terms = _TERM_CACHES.get(lexical)
+        if terms is None:
+            encoder = weakref.ref(lexical)  # the cache must not keep its encoder alive
+
+            @lru_cache(maxsize=8192)
+            def terms(text: str) -> frozenset[str]:
+                live = encoder()
+                assert live is not None  # called through _TERM_CACHES[live] only
+                return frozenset(live.terms(text))
+
+            _TERM_CACHES[lexical] = terms
+    return terms(text)
 
 
 # What a retriever keeps of a namespace's records for the multilingual view (its

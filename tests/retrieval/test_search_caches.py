@@ -1,14 +1,17 @@
 """What the search keeps between calls (issue 27, item 2) changes no result: the record
-cache (stores/records/item_cache.py), the multilingual view's namespace listing and
-the access bookkeeping off the request path (stores/records/access.py). Results are
-the same with the caches on and off; every add, update and delete is seen by the next
-search, also from another thread while searches run; consolidate counts the accesses
-of searches not yet written; the hits a search returns are the caller's to change.
-Real stores and models; nothing here asserts a timing."""
+cache (stores/records/item_cache.py), the multilingual view's namespace listing, the
+access bookkeeping off the request path (stores/records/access.py) and the terms
+cache of the evidence (held per lexical encoder, weakly). Results are the same with
+the caches on and off; every add, update and delete is seen by the next search, also
+from another thread while searches run; consolidate counts the accesses of searches
+not yet written; the hits a search returns are the caller's to change. Real stores and
+models; nothing here asserts a timing."""
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -23,6 +26,7 @@ from hello_memory.memory.working import WorkingMemory
 from hello_memory.retrieval import hybrid
 from hello_memory.retrieval.hybrid import MULTILINGUAL_SCAN, HybridRetriever
 from hello_memory.stores.records import ItemFilter
+from hello_memory.text.bm25 import LexicalEncoder
 from hello_memory.text.entities import RuleExtractor
 
 pytestmark = pytest.mark.slow
@@ -230,3 +234,14 @@ def test_searches_see_every_write_made_on_another_thread(tmp_path: Path) -> None
         assert not gone & {h.id for h in last}
     finally:
         manager.close()
+
+
+def test_the_terms_cache_keeps_no_encoder_alive() -> None:
+    encoder = LexicalEncoder()
+    assert hybrid._memory_terms(encoder, "Anna plays chess") == frozenset(
+        encoder.terms("Anna plays chess"))
+    assert encoder in hybrid._TERM_CACHES
+    ref = weakref.ref(encoder)
+    del encoder
+    gc.collect()
+    assert ref() is None
