@@ -111,6 +111,26 @@ def test_dense_search_ranks_nearest_first(h: Harness) -> None:
     assert [x.id for x in high] == [pts[1].id]
 
 
+def test_search_without_payload_finds_the_same_points(h: Harness) -> None:
+    """``with_payload=False`` (the search's views read ids and scores only, issue 27):
+    the same hits in the same order with the same scores, dense and sparse, filtered
+    and restricted to ids, each with an empty payload."""
+    pts = [point(e, n=i, status="active") for i, e in enumerate(E)]
+    pts[0].sparse["bm25"] = SparseVector((3, 7), (1.0, 0.5))
+    pts[2].sparse["bm25"] = SparseVector((7,), (2.0,))
+    h.store.upsert(COL, pts + [point(E[1], ns="b")])
+    store = h.read()
+    for query, using, extra in [([0.1, 0.9, 0.2, 0.0], "dense", {}),
+                                ([0.6, 0.5, 0.4, 0.0], "dense", {"filters": {"status": "active"}}),
+                                ([0.3, 0.1, 0.7, 0.0], "dense", {"ids": [pts[0].id, pts[2].id]}),
+                                (SparseVector((7,), (1.0,)), "bm25", {})]:
+        full = store.nearest(COL, query, namespace="a", using=using, limit=3, **extra)
+        bare = store.nearest(COL, query, namespace="a", using=using, limit=3,
+                             with_payload=False, **extra)
+        assert [(x.id, x.score) for x in bare] == [(x.id, x.score) for x in full] and full
+        assert all(x.payload == {} for x in bare) and all(x.payload for x in full)
+
+
 def test_search_restricted_to_ids(h: Harness) -> None:
     pts = [point(e, n=i) for i, e in enumerate(E)]
     h.store.upsert(COL, pts + [point(E[1], ns="b")])

@@ -87,9 +87,12 @@ class VectorStore(Protocol):
         filters: Mapping[str, FieldCondition] | None = None,
         score_threshold: float | None = None,
         ids: Sequence[str] | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         """Nearest points in ``namespace`` by the named dense or sparse vector;
-        ``ids`` (when given) restricts the candidates to those point ids."""
+        ``ids`` (when given) restricts the candidates to those point ids. With
+        ``with_payload=False`` the hits carry an empty payload (ids and scores are all
+        the search's views read: the payload's transfer was a share of each query)."""
 
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
         """Points by id (score 0.0), only those in ``namespace``."""

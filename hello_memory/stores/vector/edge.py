@@ -342,9 +342,11 @@ class QdrantEdgeVectorStore:
         filters: Mapping[str, FieldCondition] | None = None,
         score_threshold: float | None = None,
         ids: Sequence[str] | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         """Nearest points in ``namespace`` by the named dense or sparse vector;
-        ``ids`` restricts the search to those points (an empty list finds nothing)."""
+        ``ids`` restricts the search to those points (an empty list finds nothing);
+        ``with_payload=False``: hits with an empty payload."""
         wanted = _search_ids(namespace, limit, ids)
         if wanted == []:
             return []
@@ -360,8 +362,10 @@ class QdrantEdgeVectorStore:
                 q = _dense(query, collection, using, shape.dense[using])
             res = self._shard(collection).query(e.QueryRequest(
                 limit=limit, query=e.Query.Nearest(q, using=using), filter=flt,
-                with_payload=True, score_threshold=score_threshold,
+                with_payload=bool(with_payload), score_threshold=score_threshold,
                 params=e.SearchParams(hnsw_ef=self._hnsw.ef)))
+        if not with_payload:
+            return [VectorHit(str(p.id), float(p.score), {}) for p in res]
         return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res]
 
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:

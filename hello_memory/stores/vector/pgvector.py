@@ -517,9 +517,11 @@ class PgVectorStore:
         filters: Mapping[str, FieldCondition] | None = None,
         score_threshold: float | None = None,
         ids: Sequence[str] | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         """Nearest points in ``namespace`` by the named dense or sparse vector;
-        ``ids`` restricts the search to those points (an empty list finds nothing)."""
+        ``ids`` restricts the search to those points (an empty list finds nothing);
+        ``with_payload=False``: hits with an empty payload."""
         wanted = _search_ids(namespace, limit, ids)
         where, args = _where(namespace, filters)
         if wanted == []:
@@ -545,7 +547,8 @@ class PgVectorStore:
                 q = _vec_text(_dense(query, collection, using, shape.dense[using]))
                 rows = self._dense_search(conn, table, shape.distance, using, q, where, args,
                                           limit, score_threshold, exact=wanted is not None)
-        return [VectorHit(str(pid), _finite(score), dict(payload)) for pid, score, payload in rows]
+        return [VectorHit(str(pid), _finite(score), dict(payload) if with_payload else {})
+                for pid, score, payload in rows]
 
     def _dense_search(self, conn: Any, table: str, distance: str, using: str, q: str,
                       where: str, args: list[Any], limit: int, threshold: float | None,

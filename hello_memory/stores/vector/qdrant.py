@@ -310,9 +310,11 @@ class QdrantVectorStore:
         filters: Mapping[str, FieldCondition] | None = None,
         score_threshold: float | None = None,
         ids: Sequence[str] | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         """Nearest points in ``namespace`` by the named dense or sparse vector;
-        ``ids`` restricts the search to those points (an empty list finds nothing)."""
+        ``ids`` restricts the search to those points (an empty list finds nothing);
+        ``with_payload=False``: hits with an empty payload."""
         wanted = _search_ids(namespace, limit, ids)
         if wanted == []:
             return []
@@ -328,9 +330,10 @@ class QdrantVectorStore:
         with self._translate(collection):
             res = self._c().query_points(
                 self._qname(collection), q, using=using, query_filter=flt, limit=limit,
-                with_payload=True, score_threshold=score_threshold,
+                with_payload=bool(with_payload), score_threshold=score_threshold,
             )  # fmt: skip
-        return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res.points]
+        return [VectorHit(str(p.id), float(p.score),
+                          dict(p.payload or {}) if with_payload else {}) for p in res.points]
 
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
         """Points by id (score 0.0) in request order, only those in ``namespace``."""
