@@ -75,6 +75,7 @@ from hello_memory.retrieval.views import (
 )
 from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
+from hello_memory.stores.vector.base import calls_in_turn
 from hello_memory.text import tokenize
 from hello_memory.text.attributes import (
     asked_attributes,
@@ -731,7 +732,11 @@ class HybridRetriever:
                     or analysis.entities or analysis.locations)
         helpers = [v for v in ("semantic", "lexical") if "symbolic" in active and soft
                    and not {"semantic", "lexical"} & set(active) and (v != "semantic" or vectors)]
-        parallel = self.settings.parallel and len(runnable) + len(helpers) > 1
+        # On a store whose calls run in turn and hold the GIL (the embedded Qdrant
+        # Edge) threads only add hand-offs and contention: the views run here, one
+        # after the other (issue 27, docs/PERFORMANCE.md); on a server they overlap.
+        parallel = (self.settings.parallel and len(runnable) + len(helpers) > 1
+                    and not calls_in_turn(self.stores.vectors))
         for view in [*runnable, *helpers]:
             # one span per view when tracing is on (docs/OBSERVABILITY.md)
             call = telemetry.wrap_for_thread(calls[view], f"hello_memory.view {view}",

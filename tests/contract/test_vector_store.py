@@ -34,6 +34,7 @@ from hello_memory.stores.vector import (
     Range,
     VectorStore,
 )
+from hello_memory.stores.vector.base import calls_in_turn
 from hello_memory.types import SparseVector, VectorPoint
 
 COL = "memories"
@@ -97,6 +98,13 @@ def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
 
 def test_implements_protocol(h: Harness) -> None:
     assert isinstance(h.store, VectorStore)
+
+
+def test_says_whether_its_calls_run_in_turn(h: Harness) -> None:
+    """The embedded engines run one call at a time holding the GIL (the search then
+    runs its views in one thread, issue 27); a server backend's calls overlap."""
+    assert calls_in_turn(h.store) is (h.kind != "pgvector")
+    assert calls_in_turn(QdrantVectorStore(url="http://127.0.0.1:1")) is False
 
 
 # --- search -------------------------------------------------------------------------

@@ -127,6 +127,22 @@ def test_consolidate_counts_accesses_not_yet_written(tmp_path: Path) -> None:
         manager.close()
 
 
+def test_views_run_in_the_calling_thread_on_the_embedded_store(mm: MemoryManager) -> None:
+    """Qdrant Edge runs one call at a time holding the GIL: the views run one after the
+    other in the searching thread (no view pool), with the same results as on threads."""
+    retriever: HybridRetriever = mm.retriever
+    inline = {q: _key(mm.search(q, top_k=5, namespace=NS, touch=False)) for q in QUESTIONS}
+    assert retriever._pool is None
+    mm.stores.vectors.serial_calls = False  # as on a server backend: views on threads
+    try:
+        threaded = {q: _key(mm.search(q, top_k=5, namespace=NS, touch=False))
+                    for q in QUESTIONS}
+        assert retriever._pool is not None
+    finally:
+        del mm.stores.vectors.serial_calls
+    assert threaded == inline
+
+
 def test_hits_are_the_callers_own(mm: MemoryManager) -> None:
     first = mm.search("Where does Anna work?", top_k=1, namespace=NS, touch=False)[0]
     said = first.item.content

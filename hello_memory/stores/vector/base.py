@@ -62,6 +62,15 @@ class Range:
 FieldCondition = Any
 
 
+def calls_in_turn(store: object) -> bool:
+    """Whether ``store`` runs one call at a time and holds the GIL while it does (an
+    optional ``serial_calls`` attribute: Qdrant Edge, qdrant-client's local mode).
+    Such calls gain nothing from threads: two searches on two threads take as long as
+    one after the other, and a Python thread beside a search slows it down (issue 27:
+    measured on Qdrant Edge). Server backends (network I/O) overlap."""
+    return bool(getattr(store, "serial_calls", False))
+
+
 @runtime_checkable
 class VectorStore(Protocol):
     def open(self) -> None: ...

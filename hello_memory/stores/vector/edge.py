@@ -87,6 +87,10 @@ class QdrantEdgeVectorStore:
     ``hnsw`` configures the graph that :meth:`optimize` builds and the search beam.
     """
 
+    # Calls run one at a time (the mutex below) and Edge holds the GIL while a query
+    # runs: base.calls_in_turn.
+    serial_calls = True
+
     def __init__(self, *, path: str, collection_prefix: str = "",
                  hnsw: HnswParams | None = None) -> None:
         if not isinstance(path, str) or not path:

@@ -88,6 +88,8 @@ class QdrantVectorStore:
         # locking of its own: concurrent upsert + search can index past an array's end.
         # Every client call runs inside _translate, which holds this lock in local mode.
         self._local_lock: threading.RLock | None = None if url else threading.RLock()
+        # local mode: one call at a time, in this process's numpy (base.calls_in_turn)
+        self.serial_calls = url is None
 
     # --- lifecycle ------------------------------------------------------------------
     def open(self) -> None:
