@@ -248,8 +248,9 @@ def _memory_terms(lexical: Any, text: str) -> frozenset[str]:
 
 # What a retriever keeps of a namespace's records for the multilingual view (its
 # totals, the ids of its listings), each while the namespace's write generation is the
-# one it was read at (MemoryRepository.generation): at most this many entries.
-DERIVED = 64
+# one it was read at (MemoryRepository.generation), and the people the graph links to
+# a name (_linked_people): at most this many entries.
+DERIVED = 256
 T = TypeVar("T")
 
 
@@ -488,7 +489,15 @@ class HybridRetriever:
 
     def _linked_people(self, ns: str, node_names: Sequence[str], *,
                        current: bool = True) -> list[str]:
-        """The people one hop from the graph nodes named ``node_names``."""
+        """The people one hop from the graph nodes named ``node_names``: read once per
+        namespace while neither its records nor its graph change (``_kept``); every
+        search asks for the user's names, whatever the question (issue 27, item 2)."""
+        return list(self._kept(
+            ns, ("linked", tuple(node_names), current),
+            lambda: self._people_one_hop(ns, node_names, current=current), graph=True))
+
+    def _people_one_hop(self, ns: str, node_names: Sequence[str], *,
+                        current: bool = True) -> list[str]:
         start = self.stores.graph.find_entities(ns, list(node_names))
         if not start:
             return []
@@ -780,12 +789,18 @@ class HybridRetriever:
         state.shared.update(i.id for i in items)
         return items
 
-    def _kept(self, ns: str, key: tuple[Any, ...], read: Callable[[], T]) -> T:
+    def _kept(self, ns: str, key: tuple[Any, ...], read: Callable[[], T], *,
+              graph: bool = False) -> T:
         """``read()``, kept per retriever while the write generation of ``ns`` is the
-        one it was read at (MemoryRepository.generation: only where the process holds
-        the records; elsewhere it reads every time). The generation is taken before
-        reading, so a write committed during the read makes the next call read again."""
-        generation = self.stores.records.memories.generation(ns)
+        one it was read at (MemoryRepository.generation, and with ``graph`` the graph
+        store's too: only where the process holds them; elsewhere it reads every time).
+        The generation is taken before reading, so a write committed during the read
+        makes the next call read again."""
+        generation: Any = self.stores.records.memories.generation(ns)
+        if generation is not None and graph:
+            of_graph = getattr(self.stores.graph, "generation", None)
+            linked = of_graph(ns) if of_graph is not None else None
+            generation = None if linked is None else (generation, linked)
         if generation is None:
             return read()
         with self._derived_lock:

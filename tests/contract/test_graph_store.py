@@ -419,3 +419,25 @@ def test_unreachable_bolt_server_fails_fast() -> None:
         store.open()
     assert time.monotonic() - started < 10
     store.close()
+
+
+def test_the_sql_graph_counts_its_writes_where_one_process_holds_it(
+        backend: Backend, graph_store: GraphStore, ns: str, ns2: str) -> None:
+    """``generation(namespace)`` (what the search keeps of the graph follows it, issue
+    27) moves after every write to that namespace and no other; None where other
+    processes may write the tables (PostgreSQL) or for a graph server."""
+    of = getattr(graph_store, "generation", None)
+    if backend.name != "sqlite":
+        assert of is None or of(ns) is None
+        return
+    assert of is not None
+    start, other = of(ns), of(ns2)
+    e = _chain(graph_store, ns)
+    after_adds = of(ns)
+    assert after_adds != start and of(ns2) == other
+    graph_store.remove_memory(ns, "m3")
+    assert of(ns) != after_adds
+    before_clear = of(ns)
+    graph_store.clear(ns)
+    assert of(ns) != before_clear and of(ns2) == other
+    assert e and backend.open_store().generation(ns) != of(ns)  # type: ignore[attr-defined]

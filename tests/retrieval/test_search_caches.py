@@ -28,6 +28,7 @@ from hello_memory.retrieval.hybrid import MULTILINGUAL_SCAN, HybridRetriever
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.bm25 import LexicalEncoder
 from hello_memory.text.entities import RuleExtractor
+from hello_memory.text.people import SELF_ENTITY, role_key
 
 pytestmark = pytest.mark.slow
 
@@ -191,6 +192,32 @@ def test_an_edit_that_brings_chinese_text_is_seen_without_a_new_memory(tmp_path:
         assert retriever._holds_cjk("e", totals)
         hits = manager.search("Which flowers does mum like?", namespace="e", touch=False)
         assert "multilingual" in {v for h in hits for v in h.views}
+    finally:
+        manager.close()
+
+
+def test_the_people_a_role_links_to_follow_every_write(tmp_path: Path) -> None:
+    """Who "my husband" is (the graph's link, read on every search for the user's
+    names and roles) is kept until the namespace's records or graph change."""
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager.open(settings)
+    try:
+        retriever: HybridRetriever = manager.retriever
+        husband = [role_key(SELF_ENTITY, "husband")]
+
+        def linked() -> list[str]:
+            kept = retriever._linked_people("p", husband)
+            assert kept == retriever._people_one_hop("p", husband)  # as read afresh
+            return kept
+
+        assert linked() == []
+        fact = manager.add("The user's husband is Lars Eide.", namespace="p",
+                           memory_type="semantic")
+        assert linked() == ["Lars Eide"] and linked() == ["Lars Eide"]
+        manager.update(fact.id, namespace="p", content="The user's husband is Tom Berg.")
+        assert linked() == ["Tom Berg"]
+        manager.remove(fact.id, namespace="p")
+        assert linked() == []
     finally:
         manager.close()
 

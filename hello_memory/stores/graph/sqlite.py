@@ -9,8 +9,10 @@ The input checks shared by every graph backend live here too (``validate_*``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -33,6 +35,7 @@ from hello_memory.types import Entity, GraphHit, GraphStats, Relation, normalize
 __all__ = ["MAX_HOPS", "SQLiteGraphStore"]
 
 MAX_HOPS = 5  # deeper walks return most of a dense graph and cost more than they help
+_EPOCHS = itertools.count(1)  # each store of the process numbers its generations apart
 HOP_RANGE = range(1, MAX_HOPS + 1)
 
 _E: Table = Base.metadata.tables["hm_entities"]
@@ -154,6 +157,24 @@ class SQLiteGraphStore:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine  # no I/O here: open() creates the tables
+        # Writes committed per namespace (generation()); guarded by _written_lock.
+        self._written_lock = threading.Lock()
+        self._written: dict[str, int] = {}
+        self._epoch = next(_EPOCHS)
+
+    def generation(self, namespace: str) -> tuple[int, int] | None:
+        """A value that changes with every write this store commits to ``namespace``
+        (after its commit), for caching what is read from its graph; None where other
+        processes may write the tables (any database but SQLite, which one process
+        holds: ARCHITECTURE.md)."""
+        if self._engine.dialect.name != "sqlite":
+            return None
+        with self._written_lock:
+            return self._epoch, self._written.get(namespace, 0)
+
+    def _wrote(self, namespace: str) -> None:
+        with self._written_lock:
+            self._written[namespace] = self._written.get(namespace, 0) + 1
 
     # --- lifecycle -------------------------------------------------------------------
     def open(self) -> None:
@@ -192,6 +213,13 @@ class SQLiteGraphStore:
         if not ents and not rels:
             return
         try:
+            self._add_mentions(namespace, memory_id, ents, rels)
+        finally:  # after the commit (or the rollback)
+            self._wrote(namespace)
+
+    def _add_mentions(self, namespace: str, memory_id: str, ents: dict[str, Entity],
+                      rels: dict[str, Relation]) -> None:
+        try:
             with self._engine.begin() as conn:
                 self._check_endpoints(conn, namespace, ents, rels)
                 self._upsert_rows(conn, _E, [_entity_row(e) for e in ents.values()])
@@ -209,6 +237,12 @@ class SQLiteGraphStore:
         mentions any more (and the relations of those entities), in one transaction."""
         validate_namespace(namespace)
         validate_id(memory_id, "memory_id")
+        try:
+            self._remove_memory(namespace, memory_id)
+        finally:  # after the commit (or the rollback)
+            self._wrote(namespace)
+
+    def _remove_memory(self, namespace: str, memory_id: str) -> None:
         try:
             with self._engine.begin() as conn:
                 mine_em = and_(_EM.c.namespace == namespace, _EM.c.memory_id == memory_id)
@@ -245,6 +279,8 @@ class SQLiteGraphStore:
                     conn.execute(delete(table).where(table.c.namespace == namespace))
         except SQLAlchemyError as exc:
             raise GraphStoreError(f"clear failed for namespace {namespace!r}: {exc}") from exc
+        finally:  # after the commit (or the rollback)
+            self._wrote(namespace)
 
     # --- reads -----------------------------------------------------------------------
     def find_entities(self, namespace: str, names: Sequence[str], *,
