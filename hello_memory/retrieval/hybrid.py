@@ -531,26 +531,38 @@ class HybridRetriever:
     def _roles_of(self, ns: str, persons: Sequence[str]) -> list[str]:
         """The user's roles for ``persons`` ("Qing" -> sister: "Lin Qing" is linked as
         the user's sister), from the role links the memories made
-        (``MemoryManager.extract_links``); read once per namespace and memory count."""
+        (``MemoryManager.extract_links``); read once per namespace while neither its
+        records nor its graph change (``_kept``, where the process holds them), else
+        once per namespace and memory count."""
+        people = (self._kept(ns, ("roles",), lambda: self._role_map(ns), graph=True)
+                  if self._generation(ns, graph=True) is not None
+                  else self._role_map_by_totals(ns))
+        return list(dict.fromkeys(r for p in persons for part in {p, *p.split()}
+                                  for r in sorted(people.get(part.casefold(), ()))))
+
+    def _role_map_by_totals(self, ns: str) -> dict[str, set[str]]:
         totals = self.stores.records.memories.namespace_totals(ns)
         with self._cjk_lock:
             known = self._role_maps.get(ns)
         if known is None or known[0] != totals:
-            found = self.stores.graph.find_entities(
-                ns, sorted({role_key(SELF_ENTITY, r) for r in set(ROLE_WORDS.values())}))
-            people: dict[str, set[str]] = {}
-            prefix = role_key(SELF_ENTITY, "")
-            for node in found:
-                role = node.name.casefold()[len(prefix):]
-                for h in self.stores.graph.neighbors(ns, [node.id], max_hops=1, limit=20):
-                    if h.hops == 1 and h.type in ("person", "name"):
-                        for part in {h.name, *h.name.split()}:
-                            people.setdefault(part.casefold(), set()).add(role)
-            known = (totals, people)
+            known = (totals, self._role_map(ns))
             with self._cjk_lock:
                 self._role_maps[ns] = known
-        return list(dict.fromkeys(r for p in persons for part in {p, *p.split()}
-                                  for r in sorted(known[1].get(part.casefold(), ()))))
+        return known[1]
+
+    def _role_map(self, ns: str) -> dict[str, set[str]]:
+        """Each name part of a person the user's role links reach -> those roles."""
+        found = self.stores.graph.find_entities(
+            ns, sorted({role_key(SELF_ENTITY, r) for r in set(ROLE_WORDS.values())}))
+        people: dict[str, set[str]] = {}
+        prefix = role_key(SELF_ENTITY, "")
+        for node in found:
+            role = node.name.casefold()[len(prefix):]
+            for h in self.stores.graph.neighbors(ns, [node.id], max_hops=1, limit=20):
+                if h.hops == 1 and h.type in ("person", "name"):
+                    for part in {h.name, *h.name.split()}:
+                        people.setdefault(part.casefold(), set()).add(role)
+        return people
 
     def about_whom(self, ns: str, plan: RetrievalPlan) -> RetrievalPlan:
         """Who the question is about (text/people.py): the user's names for a
@@ -789,6 +801,16 @@ class HybridRetriever:
         state.shared.update(i.id for i in items)
         return items
 
+    def _generation(self, ns: str, *, graph: bool = False) -> Any:
+        """The namespace's record write generation (with ``graph``, paired with its
+        graph's), or None where either store gives none (other processes may write)."""
+        generation: Any = self.stores.records.memories.generation(ns)
+        if generation is not None and graph:
+            of_graph = getattr(self.stores.graph, "generation", None)
+            linked = of_graph(ns) if of_graph is not None else None
+            generation = None if linked is None else (generation, linked)
+        return generation
+
     def _kept(self, ns: str, key: tuple[Any, ...], read: Callable[[], T], *,
               graph: bool = False) -> T:
         """``read()``, kept per retriever while the write generation of ``ns`` is the
@@ -796,11 +818,7 @@ class HybridRetriever:
         store's too: only where the process holds them; elsewhere it reads every time).
         The generation is taken before reading, so a write committed during the read
         makes the next call read again."""
-        generation: Any = self.stores.records.memories.generation(ns)
-        if generation is not None and graph:
-            of_graph = getattr(self.stores.graph, "generation", None)
-            linked = of_graph(ns) if of_graph is not None else None
-            generation = None if linked is None else (generation, linked)
+        generation = self._generation(ns, graph=graph)
         if generation is None:
             return read()
         with self._derived_lock:

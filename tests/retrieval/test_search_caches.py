@@ -214,10 +214,12 @@ def test_the_people_a_role_links_to_follow_every_write(tmp_path: Path) -> None:
         fact = manager.add("The user's husband is Lars Eide.", namespace="p",
                            memory_type="semantic")
         assert linked() == ["Lars Eide"] and linked() == ["Lars Eide"]
+        assert retriever._roles_of("p", ["Lars"]) == ["husband"]
         manager.update(fact.id, namespace="p", content="The user's husband is Tom Berg.")
         assert linked() == ["Tom Berg"]
+        assert retriever._roles_of("p", ["Tom"]) == ["husband"]  # and the other way
         manager.remove(fact.id, namespace="p")
-        assert linked() == []
+        assert linked() == [] and retriever._roles_of("p", ["Tom"]) == []
     finally:
         manager.close()
 
