@@ -232,18 +232,23 @@ def _memory_terms(lexical: Any, text: str) -> frozenset[str]:
     memories come back search after search, and tokenising them again was a share of
     every search's cost (issue 27, docs/PERFORMANCE.md "Other fast paths")."""
     with _TERM_CACHES_LOCK:
-        terms = _TERM_CACHES.get(lexical)
-        if terms is None:
-            encoder = weakref.ref(lexical)  # the cache must not keep its encoder alive
+        cached = _TERM_CACHES.get(lexical)
+        if cached is None:
+            cached = _TERM_CACHES[lexical] = _terms_of(weakref.ref(lexical))
+    return cached(text)
 
-            @lru_cache(maxsize=8192)
-            def terms(text: str) -> frozenset[str]:
-                live = encoder()
-                assert live is not None  # called through _TERM_CACHES[live] only
-                return frozenset(live.terms(text))
 
-            _TERM_CACHES[lexical] = terms
-    return terms(text)
+def _terms_of(encoder: weakref.ref[Any]) -> Callable[[str], frozenset[str]]:
+    """A cache of the terms of texts for one encoder, held weakly: the cache must not
+    keep its encoder alive (it is reached through _TERM_CACHES[encoder] only)."""
+
+    @lru_cache(maxsize=8192)
+    def terms(text: str) -> frozenset[str]:
+        live = encoder()
+        assert live is not None
+        return frozenset(live.terms(text))
+
+    return terms
 
 
 # What a retriever keeps of a namespace's records for the multilingual view (its
@@ -821,16 +826,18 @@ class HybridRetriever:
         generation = self._generation(ns, graph=graph)
         if generation is None:
             return read()
+        full = (ns, *key)
         with self._derived_lock:
-            kept = self._derived.get((ns, *key))
+            kept = self._derived.get(full)
             if kept is not None:
-                self._derived.move_to_end((ns, *key))
+                self._derived.move_to_end(full)
         if kept is not None and kept[0] == generation:
-            return kept[1]  # type: ignore[no-any-return]
+            value: T = kept[1]
+            return value
         value = read()
         with self._derived_lock:
-            self._derived[(ns, *key)] = (generation, value)
-            self._derived.move_to_end((ns, *key))
+            self._derived[full] = (generation, value)
+            self._derived.move_to_end(full)
             while len(self._derived) > DERIVED:
                 self._derived.popitem(last=False)
         return value

@@ -23,9 +23,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from sqlalchemy import (
+    Table,
     TextClause,
     and_,
     bindparam,
@@ -997,7 +998,7 @@ class MemoryRepository:
         """One transaction for every waiting access: the count added and the last
         access set per memory, by primary key and namespace (a memory of another
         namespace, or one gone since, is left alone)."""
-        table = MemoryRow.__table__
+        table = cast(Table, MemoryRow.__table__)
         stmt = (update(table)
                 .where(table.c.id == bindparam("b_id"), table.c.namespace == bindparam("b_ns"))
                 .values(access_count=table.c.access_count + bindparam("b_n"),
