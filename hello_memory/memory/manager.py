@@ -580,9 +580,7 @@ class MemoryManager:
         if not (isinstance(memory_id, str) and HANDLE_CHARS <= len(memory_id) < ID_CHARS
                 and _HANDLE.fullmatch(memory_id)):
             return memory_id
-        found = [*self.working.ids_starting(ns, memory_id),
-                 *self.stores.records.memories.ids_starting(ns, memory_id, limit=2)]
-        found = list(dict.fromkeys(found))
+        found = self._ids_starting(ns, memory_id)
         if len(found) > 1:
             raise InvalidInputError(f"{memory_id!r} starts more than one memory id in "
                                     f"namespace {ns!r}: give more of the id")
@@ -595,9 +593,14 @@ class MemoryManager:
         handle = memory_id[:HANDLE_CHARS]
         if len(memory_id) != ID_CHARS or not _HANDLE.fullmatch(handle):
             return memory_id
-        taken = [*self.working.ids_starting(ns, handle),
-                 *self.stores.records.memories.ids_starting(ns, handle, limit=2)]
-        return handle if len(set(taken)) <= 1 else memory_id
+        return handle if len(self._ids_starting(ns, handle)) <= 1 else memory_id
+
+    def _ids_starting(self, ns: str, prefix: str) -> list[str]:
+        """At most two ids of the namespace's memories (working and stored) that start
+        with ``prefix``: enough to tell one from many."""
+        return list(dict.fromkeys([*self.working.ids_starting(ns, prefix),
+                                   *self.stores.records.memories.ids_starting(ns, prefix,
+                                                                              limit=2)]))
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryItem:
         ns = self.resolve_namespace(namespace)

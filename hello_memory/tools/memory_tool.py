@@ -347,14 +347,12 @@ class MemoryTool:
         standing_head = self.counter.count(STANDING_HEADER) + 1
         share = min(int(budget * STANDING_SHARE), room - standing_head)
         standing_lines, used = self._pack(standing, share)
-        relevant, relevant_used = self._pack(
+        relevant, relevant_used, shown = self._pack_ids(
             found, room - (used + standing_head if standing_lines else 0))
         if relevant:
             # a standing fact the search found but the relevant lines had no room for
             # is still a standing fact: packed again, leaving out only what is shown
-            shown = {line[3:line.index("]")] for line in relevant}
-            again = [i for i in every_standing
-                     if self.manager.short_id(i.id, namespace=self.namespace) not in shown]
+            again = [i for i in every_standing if i.id not in shown]
             standing_lines, _ = self._pack(again, min(share, room - relevant_used
                                                       - standing_head))
         if not relevant:
@@ -368,8 +366,15 @@ class MemoryTool:
     def _pack(self, items: Sequence[MemoryItem], room: int) -> tuple[list[str], int]:
         """The lines of ``items``, in order, that fit ``room`` tokens whole (one that does
         not fit is skipped for the next that does), and the tokens they take."""
+        lines, used, _ = self._pack_ids(items, room)
+        return lines, used
+
+    def _pack_ids(self, items: Sequence[MemoryItem], room: int
+                  ) -> tuple[list[str], int, set[str]]:
+        """``_pack``, and the ids of the memories it packed."""
         lines: list[str] = []
         used = 0
+        packed: set[str] = set()
         for item in items:
             line = self._context_line({"id": self.manager.short_id(item.id,
                                                                    namespace=self.namespace),
@@ -380,7 +385,8 @@ class MemoryTool:
             if used + cost <= room:
                 lines.append(line)
                 used += cost
-        return lines, used
+                packed.add(item.id)
+        return lines, used, packed
 
     def _context_line(self, entry: Mapping[str, Any]) -> str:
         content = " ".join(str(entry["content"]).split())
