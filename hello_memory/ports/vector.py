@@ -1,0 +1,161 @@
+"""The vector index port: named dense (and sparse BM25) vectors per collection,
+scoped by namespace, with a typed filter of our own.
+
+Backends: ``QdrantEdgeVectorStore`` (embedded, the default), ``QdrantVectorStore``
+(qdrant-client: its local mode for ``:memory:`` and a Qdrant server) and
+``PgVectorStore`` (PostgreSQL) in ``stores/vector/``.
+
+:class:`VectorFilter` is defined here and not yet used: callers still pass the
+backends a ``Mapping[str, Any]`` (``stores/vector/base.py`` ``FieldCondition``), and
+turning those into a ``VectorFilter`` is a later step of issue 31.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.types import SparseVector, VectorHit, VectorPoint
+
+if TYPE_CHECKING:
+    # a value type that still lives beside the backends (a known debt, pyproject.toml)
+    from hello_memory.stores.vector.base import CollectionSpec
+
+Scalar = str | int | float | bool
+Bound = float | datetime | None
+
+
+@dataclass(frozen=True)
+class Between:
+    """A payload value within ``[gte, lte]`` (both inclusive; None leaves that side
+    open). Bounds are numbers or datetimes, never one of each."""
+
+    gte: Bound = None
+    lte: Bound = None
+
+    def __post_init__(self) -> None:
+        if self.gte is None and self.lte is None:
+            raise InvalidInputError("Between: give gte, lte or both")
+        for bound in (self.gte, self.lte):
+            if isinstance(bound, bool) or (
+                    bound is not None and not isinstance(bound, (int, float, datetime))):
+                raise InvalidInputError(f"Between: a bound is a number or a datetime, "
+                                        f"not {type(bound).__name__}")
+            if isinstance(bound, float) and not math.isfinite(bound):
+                raise InvalidInputError("Between: a bound must be finite")
+        if self.gte is not None and self.lte is not None:
+            if isinstance(self.gte, datetime) != isinstance(self.lte, datetime):
+                raise InvalidInputError("Between: both bounds are numbers or both datetimes")
+            if self.gte > self.lte:  # type: ignore[operator]  # same kind, checked above
+                raise InvalidInputError("Between: gte is above lte")
+
+
+# scalar: exact match; tuple: any of the values; Between: a range
+Condition = Scalar | tuple[Scalar, ...] | Between
+
+
+@dataclass(frozen=True)
+class VectorFilter:
+    """Payload conditions that must all hold (AND), by payload field name.
+
+    The namespace is never a condition here: every port call takes it separately and
+    the backend always filters on it (decision 6).
+    """
+
+    conditions: Mapping[str, Condition] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, condition in self.conditions.items():
+            if not name or name == "namespace":
+                raise InvalidInputError(f"VectorFilter: bad field name {name!r}")
+            if isinstance(condition, tuple) and not condition:
+                raise InvalidInputError(f"VectorFilter: {name} matches none of no values")
+        object.__setattr__(self, "conditions", dict(self.conditions))
+
+    @classmethod
+    def where(cls, **conditions: Condition) -> VectorFilter:
+        """``VectorFilter.where(memory_type=("episodic", "semantic"), status="active")``."""
+        return cls(conditions)
+
+    def and_(self, other: VectorFilter) -> VectorFilter:
+        """Both filters' conditions; a field both name must carry the same condition."""
+        merged = dict(self.conditions)
+        for name, condition in other.conditions.items():
+            if name in merged and merged[name] != condition:
+                raise InvalidInputError(f"VectorFilter: two conditions on {name}")
+            merged[name] = condition
+        return VectorFilter(merged)
+
+    def __bool__(self) -> bool:
+        return bool(self.conditions)
+
+
+@runtime_checkable
+class VectorIndexPort(Protocol):
+    """What the index engine, the views, perceptual memory, dedup, supersede, the
+    lifecycle, maintenance, the RAG chunk index and the facade call on a vector store.
+    Every read and delete takes the namespace; an empty one is an error."""
+
+    def open(self) -> None:
+        """Connect or open the files; idempotent."""
+        ...
+
+    def close(self) -> None:
+        """Release the backend; the store may be opened again."""
+        ...
+
+    def ensure_collection(self, spec: CollectionSpec) -> None:
+        """Create the collection if missing; a different vector size is an error."""
+        ...
+
+    def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points by id; checks every point before writing any."""
+        ...
+
+    def nearest(self, collection: str, query: Sequence[float] | SparseVector, *,
+                namespace: str, using: str = "dense", limit: int = 10,
+                filters: VectorFilter | None = None, score_threshold: float | None = None,
+                ids: Sequence[str] | None = None, with_payload: bool = True
+                ) -> list[VectorHit]:
+        """The nearest points of ``namespace`` by the named vector, best first."""
+        ...
+
+    def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str
+                 ) -> list[VectorHit]:
+        """Points by id (score 0.0), only those of ``namespace``."""
+        ...
+
+    def delete(self, collection: str, ids: Sequence[str], *, namespace: str) -> None:
+        """Delete points by id; unknown ids are a no-op."""
+        ...
+
+    def set_payload(self, collection: str, ids: Sequence[str], payload: Mapping[str, Any], *,
+                    namespace: str) -> None:
+        """Merge ``payload`` into existing points (vectors untouched)."""
+        ...
+
+    def count(self, collection: str, *, namespace: str,
+              filters: VectorFilter | None = None) -> int:
+        """How many points of ``namespace`` match ``filters``."""
+        ...
+
+    def ids(self, collection: str, *, namespace: str) -> set[str]:
+        """Every point id of ``namespace`` (reconcile)."""
+        ...
+
+    def clear(self, collection: str, *, namespace: str) -> None:
+        """Delete every point of ``namespace`` in the collection, nothing else."""
+        ...
+
+    def collections(self) -> list[str]:
+        """Every collection's name, sorted."""
+        ...
+
+    def optimize(self, collection: str) -> bool:
+        """Build the search index where the backend builds it only on request; True if
+        anything changed."""
+        ...
