@@ -83,8 +83,10 @@ system-deps:
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# ruff, then the import contracts of pyproject.toml ([tool.importlinter]: the layers)
 lint: install
 	$(BIN)/ruff check hello_memory tests benchmarks examples
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy
