@@ -29,6 +29,7 @@ is the project's default LLM-free search (docs/RETRIEVAL.md).
 
 from __future__ import annotations
 
+import bisect
 import copy
 import logging
 import re
@@ -488,7 +489,7 @@ class HybridRetriever:
             else enable_reflection
         if reflection and self.llm is not None and stored and "semantic" in active:
             fused = self._reflect(ns, query, plan, filters, state, weights, fused, top_k)
-        hits = self._final(ns, state, fused, context_weight, flt)[:top_k]
+        hits = self._final(ns, state, fused, context_weight, flt, top_k)[:top_k]
         # the hits leave the search: their records become the caller's own
         return [replace(h, item=_own(h.item)) if h.id in state.shared else h for h in hits]
 
@@ -867,8 +868,10 @@ class HybridRetriever:
                                                                     [i.id for i in pool])
                  if analysis.asks_time and pool else set())
         soft = dict(symbolic_pool_view(pool, order, analysis, timed))
+        # in a fixed order (never a set's, which follows the process's hash seed): the
+        # sort below keeps it among equals, and RRF ties often (ranks 1 + 2 = 2 + 1)
         met = {m: soft.get(m, 0.0) + (1.0 if m in in_time else 0.0)
-               for m in set(soft) | set(in_time)}
+               for m in dict.fromkeys([*soft, *in_time])}
         # The time a question names is a hard constraint: every memory inside it ranks
         # before the soft matches outside it ("what did I do last Saturday?" is
         # answered by Saturday's "Late Tram played their first gig tonight", whose
@@ -1156,7 +1159,8 @@ class HybridRetriever:
                 and (m in fused or matches(state.items[m], flt))}
 
     def _final(self, ns: str, state: _Round, fused: dict[str, tuple[float, dict[str, Any]]],
-               context_weight: float, flt: ItemFilter) -> list[SearchHit]:
+               context_weight: float, flt: ItemFilter, limit: int) -> list[SearchHit]:
+        """The ``limit`` best hits, best first (fewer when fewer candidates)."""
         context = self._neighbours(ns, state, fused, context_weight, flt)
         totals = {m: fused.get(m, (0.0, {}))[0] + context.get(m, 0.0)
                   for m in set(fused) | set(context) if m in state.items}
@@ -1207,34 +1211,53 @@ class HybridRetriever:
             evidence.update({m: max(TIME_EVIDENCE, evidence.get(m, 0.0)) for m in timed
                              if m in evidence})
         plainest = max(evidence.values(), default=0.0)
-        hits = []
+        # Every part but the subject's is cheap; the subject part (reading who a memory
+        # is about) is at most 1. So candidates are taken by the product of the other
+        # parts, best first, and the subject is read only while that bound can still
+        # reach the ``limit`` best finished scores: the hits returned are exactly those
+        # of scoring every candidate (issue 27).
+        bounded = []
         for m, total in totals.items():
             item = state.items[m]
             profile = self.profiles.get(item.memory_type, self.profiles[MemoryType.EPISODIC])
             # The profile's similarity slot takes the normalised fused relevance.
             scored = score(profile, item, now, similarity=total / top,
                            graph=graph[m] / gmax if m in graph else None)
+            factors = (
+                plainest,
+                ((STANDING_TIME_MISS_FACTOR if item.memory_type == MemoryType.SEMANTIC
+                  else TIME_MISS_FACTOR) if timed and m not in timed else 1.0),
+                WHEN_MISS_FACTOR if says_when and m not in says_when else 1.0,
+                ATTRIBUTE_MISS_FACTOR if stating and m not in stating else 1.0)
+            bound = scored.breakdown.profile * factors[0] * factors[1] * factors[2] * factors[3]
+            bounded.append((bound, m, scored, factors))
+        bounded.sort(key=lambda b: -b[0])
+        hits: list[SearchHit] = []
+        kept: list[float] = []  # the ``limit`` best finished scores, ascending
+        for bound, m, scored, (evidence_part, time_part, when_part, attribute_part) in bounded:
+            if len(kept) >= limit and bound < kept[0]:
+                break  # no later candidate can reach the hits returned
+            item = state.items[m]
             views = fused.get(m, (0.0, {}))[1]
             # Every factor that moves a rank is in the breakdown (docs/RETRIEVAL.md,
             # "Reading a score"); the product of the parts is the score, in [0, 1].
             parts = replace(
-                scored.breakdown,
-                evidence=plainest,
-                time=((STANDING_TIME_MISS_FACTOR if item.memory_type == MemoryType.SEMANTIC
-                       else TIME_MISS_FACTOR) if timed and m not in timed else 1.0),
-                when=WHEN_MISS_FACTOR if says_when and m not in says_when else 1.0,
+                scored.breakdown, evidence=evidence_part, time=time_part, when=when_part,
                 # an event inside the time the question names is the user's own day,
                 # whoever it names ("Moving day. Lotte carried boxes all afternoon")
                 subject=(SUBJECT_MISS_FACTOR if state.analysis is not None
                          and m not in timed and not (advice and m in stating)
                          and about_someone_else(item, state.analysis) else 1.0),
-                attribute=ATTRIBUTE_MISS_FACTOR if stating and m not in stating else 1.0)
+                attribute=attribute_part)
             final = (parts.profile * parts.evidence * parts.time * parts.when * parts.subject
                      * parts.attribute)
             hits.append(SearchHit(item=item, score=final, fused=fused.get(m, (0.0, {}))[0],
                                  views=dict(views), context=context.get(m, 0.0),
                                  breakdown=parts,
                                  queries=tuple(state.found_by.get(m, ()))))
+            bisect.insort(kept, final)
+            if len(kept) > limit:
+                del kept[0]
         # Ties (reciprocal ranks tie often: ranks 1 + 2 = 2 + 1): the stronger fused
         # evidence, then the raw evidence of the views (cosine, then BM25), the older
         # event, the text itself: never an order that changes between processes.
