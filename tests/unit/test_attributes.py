@@ -187,3 +187,46 @@ def test_a_chinese_note_led_by_a_name_is_about_that_person() -> None:
     assert subjects_of("嘉怡最喜欢喝普洱茶，尤其是熟普。") == frozenset({"嘉怡"})
     assert subjects_of("王芳喜欢打麻将。") == frozenset({"王芳"})
     assert subjects_of("用户最喜欢的火锅店是蜀香园。") == frozenset({SELF_ENTITY})
+
+
+def _texts_of_the_benchmark_sets() -> list[str]:
+    import json
+    import re
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+    texts: list[str] = []
+    for path in sorted(data.glob("*.json")):
+        raw = path.read_text(encoding="utf-8")
+        texts += [json.loads(f'"{t}"') for t in re.findall(
+            r'"(?:content|question|text|query|old|new)"\s*:\s*"((?:[^"\\]|\\.)*)"', raw)]
+    return texts
+
+
+def test_one_alternation_per_kind_matches_where_one_of_its_cues_does() -> None:
+    """The cues of an attribute are searched as one alternation per kind (Chinese,
+    other words; issue 27): on every text of the benchmark sets, an attribute is found
+    exactly where one of its cues, searched alone, is."""
+    import re
+
+    from hello_memory.text.attributes import ATTRIBUTES, _compiled
+
+    def alone(pattern: str) -> re.Pattern[str]:
+        if re.search(r"[\u4e00-\u9fff]", pattern):
+            return re.compile(pattern)
+        return re.compile(rf"(?<![\w']){pattern}(?![\w])", re.I)
+
+    texts = _texts_of_the_benchmark_sets()
+    assert len(texts) > 1000
+    compiled = {name: (strong, weak, asked) for name, strong, weak, asked in _compiled()}
+    checked = 0
+    for name, attribute in ATTRIBUTES.items():
+        for cues, together in zip((attribute.strong, attribute.weak, attribute.asked),
+                                  compiled[name], strict=True):
+            assert len(together) <= 2
+            singles = [alone(c) for c in cues]
+            for text in texts:
+                expected = any(p.search(text) for p in singles)
+                assert any(p.search(text) for p in together) == expected, (name, text)
+                checked += expected
+    assert checked > 500  # the sets do state attributes
