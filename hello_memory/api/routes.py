@@ -18,6 +18,7 @@ thumbnail's PNG) answers it.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -148,6 +149,24 @@ def _parsed(op: Operation, arguments: dict[str, Any]) -> BaseModel:
         raise RequestValidationError(exc.errors()) from None
 
 
+class _Answer(JSONResponse):
+    """An operation's JSON answer, written in one pass: what the catalogue's serialisers
+    give is already JSON (dicts, lists, strings, numbers), so only what ``json`` cannot
+    write itself (a date, a set, an enum of no JSON type) goes through FastAPI's
+    ``jsonable_encoder``, which used to walk every answer, value by value: about half a
+    millisecond of a search's five hits (issue 27). The bytes are Starlette's
+    ``JSONResponse``'s."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            text = json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None,
+                              separators=(",", ":"), default=jsonable_encoder)
+        except TypeError:  # a key json cannot write (an enum, a tuple): the long way
+            text = json.dumps(jsonable_encoder(content), ensure_ascii=False,
+                              allow_nan=False, indent=None, separators=(",", ":"))
+        return text.encode("utf-8")
+
+
 def _answer(op: Operation, call: Call, result: Any) -> Any:
     assert op.rest is not None
     rest = op.rest
@@ -156,7 +175,7 @@ def _answer(op: Operation, call: Call, result: Any) -> Any:
     status = rest.status_of(result) if rest.status_of is not None else rest.status
     if status == 204:
         return Response(status_code=204)
-    return JSONResponse(jsonable_encoder(op.serialise(result)), status_code=status)
+    return _Answer(op.serialise(result), status_code=status)
 
 
 def _endpoint(op: Operation) -> Any:
