@@ -752,7 +752,8 @@ class HybridRetriever:
             "symbolic": lambda: symbolic_constraint_view(self.stores, req),
             "graph": lambda: graph_view(self.stores, req),
         }
-        runnable = [v for v in active if v != "semantic" or vectors]
+        runnable = [v for v in active if (v != "semantic" or vectors)
+                    and (v != "graph" or not self._graph_empty(ns))]
         # The symbolic soft constraints are checked on a candidate pool; run alone, the
         # symbolic view still needs one, from views that then get no vote.
         soft = bool(analysis.persons or analysis.first_person or analysis.resolved
@@ -784,6 +785,16 @@ class HybridRetriever:
             state.results["symbolic"] = self._symbolic(state, analysis)
         for view in helpers:
             del state.results[view]
+
+    def _graph_empty(self, ns: str) -> bool:
+        """Whether the graph of ``ns`` links no memory, so the graph view can find
+        nothing (a store of conversation turns, which are episodic, feeds it none):
+        read once per write generation of the records and the graph, where the process
+        holds both (_kept); elsewhere the view runs and finds out itself (issue 27)."""
+        if self._generation(ns, graph=True) is None:
+            return False
+        return self._kept(ns, ("graph-empty",),
+                          lambda: self.stores.graph.stats(ns).mentions == 0, graph=True)
 
     def _load_items(self, ns: str, state: _Round) -> None:
         missing = [m for r in state.results.values() for m, _ in r if m not in state.items]
