@@ -13,13 +13,14 @@ import os
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from hello_memory.catalogue import Call, NoArguments, Operation, Request, Rest, plain_json
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import added_to_json, hit_to_json, item_to_json
+from hello_memory.retrieval.recipes import recipe_names
 from hello_memory.types import MemoryItem, MemoryType
 
 if TYPE_CHECKING:
@@ -31,9 +32,22 @@ __all__ = ["MEMORY_OPERATIONS", "AddMany", "AddMemory", "ConsolidateRequest",
 
 TypeName = Literal["working", "episodic", "semantic", "perceptual"]
 StoredType = Literal["working", "episodic", "semantic"]
-# The recipe names of hello_memory.retrieval.recipes.RECIPES (a test keeps them equal).
-RecipeName = Literal["hybrid", "per-type", "bm25-only", "dense-only", "fused",
-                     "fused+symbolic", "fused+graph", "fused+context"]
+def _known_recipe(name: str) -> str:
+    if name not in recipe_names():
+        raise ValueError(f"unknown search recipe {name!r}; use one of "
+                         f"{', '.join(recipe_names())}")
+    return name
+
+
+def _recipe_enum(schema: dict[str, Any]) -> None:
+    schema["enum"] = list(recipe_names())  # read when a schema is written, not at import
+
+
+# A recipe's name: those of hello_memory.retrieval.recipes.RECIPES, built-in or added
+# with register_recipe (issue 31), checked when a request is read and listed in the
+# REST and MCP schemas as they are when the schema is written.
+RecipeName = Annotated[str, AfterValidator(_known_recipe),
+                       Field(json_schema_extra=_recipe_enum)]
 # What a repeated add does (issue 15); None: the memory.on_duplicate setting.
 OnDuplicate = Literal["return", "update", "store"]
 

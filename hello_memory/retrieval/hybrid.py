@@ -62,15 +62,11 @@ from hello_memory.retrieval.planning import (
     first_person_words,
 )
 from hello_memory.retrieval.recipes import SearchRecipe, recipe_named
+from hello_memory.retrieval.registry import RESERVED, registered_views, view_names
 from hello_memory.retrieval.views import (
-    VIEW_NAMES,
     ViewRequest,
     about_named,
     about_someone_else,
-    graph_view,
-    lexical_view,
-    semantic_view,
-    symbolic_constraint_view,
     symbolic_pool_view,
     without_times,
 )
@@ -115,15 +111,16 @@ SEARCHED_TYPES = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
 # Types whose vectors live in the text collection the four views search; working and
 # perceptual memory vote through views of their own.
 TEXT_COLLECTION_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
-OWN_VIEWS = ("working", "perceptual", "multilingual")
+OWN_VIEWS = RESERVED  # (retrieval/registry.py: no registered view takes these names)
 # The multilingual view's weight in the fusion unless view_weights names one, and the
 # largest namespace it reads whole (retrieval/multilingual.py).
 MULTILINGUAL_WEIGHT = 1.0
 MULTILINGUAL_SCAN = 2000
-# Views whose scores are graded evidence: equal scores share a rank in the fusion. The
+# The retriever's own voters whose scores are graded evidence: equal scores share a
+# rank in the fusion, as in every registered view that says so (shared_ranks; the
 # symbolic view's score is a count of constraints met, ordered within a count by the
-# pool's relevance, so its order is kept as it is.
-SHARED_RANK_VIEWS = ("semantic", "lexical", "graph", "working", "perceptual")
+# pool's relevance, so its order is kept as it is).
+SHARED_RANK_OWN_VIEWS = ("working", "perceptual")
 # What an event outside the time range a question names keeps of its score (once the
 # range holds anything): "what did Tom do in June?" is answered by June's events.
 TIME_MISS_FACTOR = 0.5
@@ -313,10 +310,11 @@ class HybridRetriever:
         # step (planning, reflection) stays off.
         self.llm = llm if llm is not None else getattr(self.manager, "llm", None)
         self.settings = settings or RetrievalSettings()
-        unknown = set(self.settings.view_weights) - set(VIEW_NAMES) - set(OWN_VIEWS)
+        names = view_names()
+        unknown = set(self.settings.view_weights) - set(names) - set(OWN_VIEWS)
         if unknown:
             raise InvalidInputError(f"unknown view(s) {sorted(unknown)} in view_weights; "
-                                    f"use {list(VIEW_NAMES + OWN_VIEWS)}")
+                                    f"use {list(names + OWN_VIEWS)}")
         self.extractor = extractor or (self.manager.extractor if self.manager else RuleExtractor())
         self.use_embeddings = use_embeddings and getattr(self.stores, "embedder", None) is not None
         self.profiles = dict(profiles or PROFILES)
@@ -422,7 +420,7 @@ class HybridRetriever:
         chosen = recipe_named(recipe)
         types = self._types(memory_types)
         active = self._views(views if views is not None else chosen.views)
-        weights = {**self.settings.view_weights, **(view_weights or {})}
+        weights = {**self._weights(), **(view_weights or {})}
         if neighbor_weight is None:
             neighbor_weight = chosen.neighbor_weight
         context_weight = (self.settings.neighbor_weight if neighbor_weight is None
@@ -704,14 +702,21 @@ class HybridRetriever:
 
     @staticmethod
     def _views(views: Iterable[str] | None) -> tuple[str, ...]:
+        """The views to run: every registered one (retrieval/registry.py) by default."""
+        names = view_names()
         if views is None:
-            return VIEW_NAMES
+            return names
         chosen = tuple(dict.fromkeys(views))
-        unknown = set(chosen) - set(VIEW_NAMES)
+        unknown = set(chosen) - set(names)
         if unknown or not chosen:
-            raise InvalidInputError(f"views must be a non-empty subset of {list(VIEW_NAMES)}, "
+            raise InvalidInputError(f"views must be a non-empty subset of {list(names)}, "
                                     f"got {list(chosen)}")
         return chosen
+
+    def _weights(self) -> dict[str, float]:
+        """Each registered view's own weight, then ``retrieval.view_weights``."""
+        return {**{n: float(v.weight) for n, v in registered_views().items()},
+                **self.settings.view_weights}
 
     @staticmethod
     def _filter(types: Sequence[MemoryType], user_id: str | None, agent_id: str | None,
@@ -739,20 +744,20 @@ class HybridRetriever:
 
     def _run_views(self, ns: str, queries: Sequence[str], analysis: QueryAnalysis,
                    filters: Mapping[str, Any], active: Sequence[str], state: _Round) -> None:
+        registry = registered_views()
         vectors = None
-        if self.use_embeddings and ("semantic" in active or "symbolic" in active):
+        # the symbolic view runs on a pool the semantic view may be asked to fill
+        if self.use_embeddings and ("symbolic" in active or any(
+                registry[v].needs_vectors for v in active if v in registry)):
             vectors = [self.stores.embedder.embed_query(q) for q in queries]
         req = ViewRequest(ns, list(queries), vectors, analysis, filters,
                           self.settings.candidates, self.settings.min_similarity,
                           symbolic="symbolic" in active)
         jobs: dict[str, Callable[[], ViewResult]] = {}
         calls: dict[str, Callable[[], ViewResult]] = {
-            "semantic": lambda: semantic_view(self.stores, req),
-            "lexical": lambda: lexical_view(self.stores, req),
-            "symbolic": lambda: symbolic_constraint_view(self.stores, req),
-            "graph": lambda: graph_view(self.stores, req),
-        }
-        runnable = [v for v in active if (v != "semantic" or vectors)
+            name: (lambda view=view: view.rank(self.stores, req))  # type: ignore[misc]
+            for name, view in registry.items()}
+        runnable = [v for v in active if (vectors or not registry[v].needs_vectors)
                     and (v != "graph" or not self._graph_empty(ns))]
         # The symbolic soft constraints are checked on a candidate pool; run alone, the
         # symbolic view still needs one, from views that then get no vote.
@@ -870,7 +875,7 @@ class HybridRetriever:
         number of constraints met, then by the pool's fused relevance so far."""
         in_time = dict(state.time_hits)
         base = weighted_rrf({v: r for v, r in state.results.items() if v != "symbolic"},
-                            self.settings.view_weights, k=self.settings.rrf_k)
+                            self._weights(), k=self.settings.rrf_k)
         order = {m: f for m, (f, _) in base.items()}
         pool = [state.items[m] for m in dict.fromkeys([*order, *in_time, *state.unread])
                 if m in state.items]
@@ -982,8 +987,10 @@ class HybridRetriever:
 
     def _fuse(self, state: _Round, weights: Mapping[str, float]
               ) -> dict[str, tuple[float, dict[str, Any]]]:
+        shared = (*SHARED_RANK_OWN_VIEWS,
+                  *(n for n, v in registered_views().items() if v.shared_ranks))
         fused = weighted_rrf(state.results, weights, k=self.settings.rrf_k,
-                             shared_ranks=SHARED_RANK_VIEWS)
+                             shared_ranks=shared)
         return {m: v for m, v in fused.items() if m in state.items}
 
     def _reflect(self, ns: str, query: str, plan: RetrievalPlan, filters: Mapping[str, Any],
@@ -1006,7 +1013,7 @@ class HybridRetriever:
             req = ViewRequest(ns, gaps, [self.stores.embedder.embed_query(q) for q in gaps],
                               plan.analysis, filters, self.settings.candidates,
                               self.settings.min_similarity)
-            new = list(semantic_view(self.stores, req))
+            new = list(registered_views()["semantic"].rank(self.stores, req))
             for memory_id, _ in new:
                 state.found_by.setdefault(memory_id, []).extend(
                     g for g in gaps if g not in state.found_by[memory_id])
@@ -1027,7 +1034,7 @@ class HybridRetriever:
         return self._english_only() and _cjk_heavy(query)
 
     def _language_votes(self, query: str, state: _Round, weights: Mapping[str, float]
-                        ) -> dict[str, float]:
+                        ) -> dict[str, tuple[float, int]]:
         """The multilingual view's vote fitted to what each view can read of a pair.
 
         With an English-only embedder (docs/RETRIEVAL.md, "Chinese and mixed text"):

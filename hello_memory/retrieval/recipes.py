@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.errors import InvalidInputError
 
-__all__ = ["DEFAULT_RECIPE", "HYBRID", "PER_TYPE", "RECIPES", "SearchRecipe", "recipe_named"]
+__all__ = ["DEFAULT_RECIPE", "HYBRID", "PER_TYPE", "RECIPES", "SearchRecipe", "recipe_named",
+           "recipe_names", "register_recipe", "unregister_recipe"]
 
 
 class SearchRecipe(BaseModel):
@@ -31,7 +32,8 @@ class SearchRecipe(BaseModel):
         engine: ``hybrid`` (plan, views, fusion, neighbour context, profiles) or
             ``per_type`` (each memory type's own dense ranking, merged by final score:
             the search every interface used before the hybrid engine).
-        views: the hybrid views to run; None runs all four.
+        views: the hybrid views to run (names of retrieval/registry.py); None runs
+            every registered view.
         neighbor_weight: neighbour-context share; None takes ``retrieval.neighbor_weight``.
     """
 
@@ -65,6 +67,38 @@ _ABLATIONS = (
 )
 RECIPES: dict[str, SearchRecipe] = {r.name: r for r in (HYBRID, PER_TYPE, *_ABLATIONS)}
 DEFAULT_RECIPE = HYBRID.name
+
+
+_BUILT_IN_RECIPES = frozenset(RECIPES)
+
+
+def register_recipe(recipe: SearchRecipe, *, replace: bool = False) -> SearchRecipe:
+    """Add a named recipe: every interface takes its name (``recipe``) and the REST and
+    MCP schemas list it (catalogue/memories.py). Its views must be registered
+    (retrieval/registry.py); a name already taken is refused unless ``replace`` (never
+    for a built-in recipe)."""
+    from hello_memory.retrieval.registry import view_names
+
+    unknown = set(recipe.views or ()) - set(view_names())
+    if unknown:
+        raise InvalidInputError(f"recipe {recipe.name!r} names unregistered view(s) "
+                                f"{sorted(unknown)}")
+    if recipe.name in _BUILT_IN_RECIPES or (recipe.name in RECIPES and not replace):
+        raise InvalidInputError(f"a recipe named {recipe.name!r} already exists")
+    RECIPES[recipe.name] = recipe
+    return recipe
+
+
+def unregister_recipe(name: str) -> None:
+    """Remove a recipe :func:`register_recipe` added."""
+    if name in _BUILT_IN_RECIPES or name not in RECIPES:
+        raise InvalidInputError(f"no added recipe named {name!r}")
+    del RECIPES[name]
+
+
+def recipe_names() -> tuple[str, ...]:
+    """Every recipe's name, the built-in ones first."""
+    return tuple(RECIPES)
 
 
 def recipe_named(recipe: str | SearchRecipe | None) -> SearchRecipe:

@@ -11,7 +11,10 @@ import pytest
 
 from hello_memory.config import load_settings
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.retrieval import views
+from hello_memory.retrieval.fusion import ViewResult
+from hello_memory.retrieval.registry import FunctionView, register_view, registered_views
+from hello_memory.retrieval.views import ViewRequest
+from hello_memory.stores.bundle import Stores
 
 pytestmark = pytest.mark.slow
 
@@ -20,15 +23,17 @@ QUESTION = "Where does Anna's husband work?"
 
 
 def test_the_graph_view_runs_once_the_graph_links_a_memory(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
     runs: list[str] = []
-    real = views.graph_view
+    graph = registered_views()["graph"]
 
-    def counted(stores: object, req: views.ViewRequest, **kw: object) -> views.ViewResult:
+    def counted(stores: Stores, req: ViewRequest) -> ViewResult:
         runs.append(req.namespace)
-        return real(stores, req, **kw)  # type: ignore[arg-type]
+        return graph.rank(stores, req)
 
-    monkeypatch.setattr("hello_memory.retrieval.hybrid.graph_view", counted)
+    # the graph view, counted: wrapped in the registry (retrieval/registry.py)
+    register_view(FunctionView("graph", counted, weight=graph.weight), replace=True)
+    request.addfinalizer(lambda: register_view(graph, replace=True))
     mm = MemoryManager.open(load_settings(environ={}, data_dir=tmp_path,
                                           semantic={"extractor": "rules"}))
     try:
