@@ -343,6 +343,10 @@ class ApiSettings(_Section):
     embed_batching: bool = True
     embed_batch_window_ms: float = Field(default=2.0, ge=0, le=100)
     embed_threads: int | None = Field(default=1, ge=1, le=256)
+    # The server's one writer (memory/write_batching.py, issue 27): adds that arrive
+    # while another is being stored are stored together, by one add_many. Off: each
+    # request stores its own.
+    write_batching: bool = True
     # Admission control (issue 28, docs/RELIABILITY.md "Fair service under heavy
     # queries"): at most this many searches of one API key in flight; one more is a 429
     # with Retry-After. 0: no limit (a single-tenant benchmark).

@@ -147,6 +147,7 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     :class:`SearchAdmission`). The lifespan owns
     that facade: it closes its pool at shutdown (and the manager, when it opened it)."""
     from hello_memory.aio import AsyncMemoryManager
+    from hello_memory.memory.write_batching import CoalescingWriter
 
     settings = settings or load_settings()
     owned = manager is None
@@ -159,6 +160,8 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
             app.state.manager = MemoryManager.open(settings)
         if app.state.amm is None:
             app.state.amm = AsyncMemoryManager(app.state.manager, max_workers=max_workers)
+        if app.state.writer is None:
+            app.state.writer = writer_for(app.state.manager)
         try:
             if run_jobs:
                 app.state.jobs.start()
@@ -170,6 +173,9 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
             if app.state.amm is not None:
                 await app.state.amm.close()
                 app.state.amm = None
+            if app.state.writer is not None:  # after the calls in flight: none queue now
+                await run_in_threadpool(app.state.writer.close)
+                app.state.writer = None
             if owned and app.state.manager is not None:
                 app.state.manager.close()
                 app.state.manager = None
@@ -183,6 +189,11 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     # A given manager serves at once, lifespan or not (an ASGI transport without one).
     app.state.amm = (AsyncMemoryManager(manager, max_workers=max_workers)
                      if manager is not None else None)
+    # concurrent adds stored together (api.write_batching; memory/write_batching.py)
+    def writer_for(mm: MemoryManager) -> CoalescingWriter | None:
+        return CoalescingWriter(mm) if settings.api.write_batching else None
+
+    app.state.writer = writer_for(manager) if manager is not None else None
     app.state.settings = settings
     app.state.access = Access(settings.api)
     app.state.rag = None

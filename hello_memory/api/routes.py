@@ -189,7 +189,8 @@ def _endpoint(op: Operation) -> Any:
         body: BaseModel | None = kwargs.pop("body", None)
         amm = async_manager_of(request)
         call = Call(amm.manager, namespace, request.app.state.settings,
-                    documents=pipeline_of(request.app), jobs=request.app.state.jobs)
+                    documents=pipeline_of(request.app), jobs=request.app.state.jobs,
+                    writer=request.app.state.writer)
         arguments = {**(body.model_dump(exclude_unset=True) if body is not None else {}),
                      **kwargs}
         if rest.upload is None:

@@ -31,6 +31,7 @@ from hello_memory.errors import ConfigError, InvalidInputError
 if TYPE_CHECKING:
     from hello_memory.config import Settings
     from hello_memory.memory.manager import MemoryManager
+    from hello_memory.memory.write_batching import CoalescingWriter
     from hello_memory.rag.pipeline import RAGPipeline
     from hello_memory.scheduler import JobScheduler
 
@@ -65,7 +66,8 @@ class Call:
     the document and admin operations: ``documents`` returns its ONE RAG pipeline
     (built on first use, never one per call), ``read_dirs`` are the folders a caller
     may name paths under (None: ``settings.api.read_dirs``), ``jobs`` its job
-    scheduler (None: a one-off, unscheduled one)."""
+    scheduler (None: a one-off, unscheduled one), ``writer`` the server's writer that
+    stores concurrent adds together (None: each add stores itself)."""
 
     memories: MemoryManager | None
     namespace: str
@@ -73,6 +75,12 @@ class Call:
     documents: Callable[[], RAGPipeline] | None = None
     read_dirs: tuple[str, ...] | None = None
     jobs: JobScheduler | None = None
+    # the server's writer: adds of concurrent calls stored together (None: each alone)
+    writer: CoalescingWriter | None = None
+
+    def adder(self) -> CoalescingWriter | MemoryManager:
+        """What an add goes through: the server's writer, else the manager."""
+        return self.writer if self.writer is not None else self.manager
 
     @property
     def manager(self) -> MemoryManager:

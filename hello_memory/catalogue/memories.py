@@ -176,11 +176,11 @@ class ClearRequest(Request):
 def add(call: Call, req: AddMemory) -> MemoryItem:
     entry = _entry(MemoryEntry.model_validate(req.model_dump(exclude={"on_duplicate"})),
                    call.namespace)
-    return call.manager.add_many([entry], on_duplicate=req.on_duplicate)[0]
+    return call.adder().add_many([entry], on_duplicate=req.on_duplicate)[0]
 
 
 def add_many(call: Call, req: AddMany) -> list[MemoryItem]:
-    return call.manager.add_many([_entry(m, call.namespace) for m in req.memories],
+    return call.adder().add_many([_entry(m, call.namespace) for m in req.memories],
                                  on_duplicate=req.on_duplicate)
 
 
