@@ -330,15 +330,17 @@ class HybridRetriever:
         # manager's (a configured LLM plans; docs/RETRIEVAL.md).
         self.planner = QueryPlanner(self.llm, max_queries=self.settings.max_sub_queries)
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()  # one pool, however many searches start it
         # what is derived from a namespace's records (_kept): (namespace, what) ->
         # (the namespace's write generation when read, the value)
         self._derived_lock = threading.Lock()
         self._derived: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def __enter__(self) -> HybridRetriever:
         return self
@@ -733,14 +735,19 @@ class HybridRetriever:
                           since=since, until=until, min_importance=min_importance,
                           as_of=as_of)
 
+    def _executor(self) -> ThreadPoolExecutor:
+        """The views' pool, made by the first search that needs it (under a lock: two
+        searches starting at once made two pools, and one was never shut down)."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hm-view")
+            return self._pool
+
     def _submit(self, fn: Callable[[], ViewResult], parallel: bool) -> Callable[[], ViewResult]:
         if not parallel:
             result = fn()
             return lambda: result
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hm-view")
-        future = self._pool.submit(fn)
-        return future.result
+        return self._executor().submit(fn).result
 
     def _run_views(self, ns: str, queries: Sequence[str], analysis: QueryAnalysis,
                    filters: Mapping[str, Any], active: Sequence[str], state: _Round) -> None:

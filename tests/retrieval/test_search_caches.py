@@ -290,3 +290,41 @@ def test_the_terms_cache_keeps_no_encoder_alive() -> None:
     del encoder
     gc.collect()
     assert ref() is None
+
+
+def test_searches_starting_at_once_share_one_view_pool(
+        mm: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The views' pool is made once however many searches start together (it was
+    checked and set without a lock: two could make two, and one was never closed)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    made: list[ThreadPoolExecutor] = []
+
+    class Counted(ThreadPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            threading.Event().wait(0.01)  # a slow start widens the window a race needs
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(hybrid, "ThreadPoolExecutor", Counted)
+    retriever = HybridRetriever(mm.stores)
+    barrier = threading.Barrier(16)
+    results: list[object] = []
+
+    def search_start() -> None:
+        barrier.wait()
+        results.append(retriever._submit(lambda: [("m", 1.0)], True)())
+
+    threads = [threading.Thread(target=search_start) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    try:
+        assert results == [[("m", 1.0)]] * 16
+        assert len(made) == 1
+    finally:
+        retriever.close()
+        for pool in made:
+            pool.shutdown(wait=True)
+    assert retriever._pool is None
