@@ -41,6 +41,7 @@ from hello_memory.memory.semantic import SemanticMemory
 from hello_memory.memory.supersede import Superseder
 from hello_memory.memory.working import WorkingMemory
 from hello_memory.retrieval.hybrid import HybridRetriever
+from hello_memory.services.browse import BrowseService
 
 if TYPE_CHECKING:
     from hello_memory.config import JobsSettings, RetrievalSettings, Settings
@@ -226,6 +227,7 @@ class MemoryManager:
         event_time_from_text: bool = False,
     ) -> None:
         self.stores = stores
+        self._browse = BrowseService(stores)  # the interfaces' read-only view (browse)
         self.extractor = extractor or default_extractor()
         self.working = working or WorkingMemory(clock=clock)
         self.episodic = EpisodicMemory(stores, profile=episodic_profile, clock=clock)
@@ -305,6 +307,12 @@ class MemoryManager:
         if self._perceptual is None:
             raise perceptual_off_error()
         return self._perceptual
+
+    @property
+    def browse(self) -> BrowseService:
+        """Read-only listing and lookups of the stores (services/browse.py): what the
+        inspector, the adapters, the catalogue, the jobs and /metrics read."""
+        return self._browse
 
     @property
     def lifecycle(self) -> JobsSettings:
