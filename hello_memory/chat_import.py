@@ -362,7 +362,7 @@ def import_chats(manager: MemoryManager, path: str | Path, fmt: str, *,
     counts = {"conversations": len({t.conversation for t in turns}), "turns": len(turns),
               "imported": 0, "skipped": 0, "left_out": len(turns) - len(items)}
     # the disk guard before the first batch (docs/RELIABILITY.md "Disk space")
-    manager.stores.check_disk(sum(8 * len(i.content) + 4096 for i in items))
+    manager.browse.check_disk(sum(8 * len(i.content) + 4096 for i in items))
     with tqdm(total=len(items), desc="import-chats", unit="turn", disable=not progress,
               leave=False, file=progress_file) as bar:
         for batch in _batches(items, batch_size):

@@ -304,7 +304,7 @@ def run_job(
                                 f"it takes {sorted(allowed) or 'none'}")
     cfg = settings or manager.lifecycle
     if not dry_run and job in _WRITING_JOBS:
-        manager.stores.check_disk()  # 507 before the job reads anything
+        manager.browse.check_disk()  # 507 before the job reads anything
     started = clock()
     counts, details = _RUNNERS[job](manager, ns, dry_run, cfg, options)
     run = JobRun(job, ns, dry_run, started, clock(), counts, _plain(details))
@@ -318,7 +318,7 @@ def run_optimize(manager: MemoryManager, *, clock: Callable[[], datetime] = utcn
     """Build the vector index store-wide (:meth:`MemoryManager.optimize`) and audit it
     under :data:`STORE_NAMESPACE`; ``details`` is the ``OptimizeReport``. Refused under
     ``storage.min_free_bytes`` before it starts (building segments writes)."""
-    manager.stores.check_disk()
+    manager.browse.check_disk()
     started = clock()
     report = _plain(manager.optimize())
     report = report if isinstance(report, dict) else {"result": report}
@@ -335,7 +335,7 @@ def namespaces_for(manager: MemoryManager, namespaces: Sequence[str],
     if all_namespaces and namespaces:
         raise InvalidInputError("give --namespace or --all-namespaces, not both")
     if all_namespaces:
-        return sorted(manager.stores.records.memories.namespaces())
+        return sorted(manager.browse.namespaces())
     if not namespaces:
         raise InvalidInputError("a job needs --namespace NAME (repeatable) or --all-namespaces")
     return [require_namespace(n) for n in namespaces]

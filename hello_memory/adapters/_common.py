@@ -66,7 +66,7 @@ def existing(manager: MemoryManager, namespace: str, ids: Sequence[str]
     """The stored records among ``ids`` (forgotten ones too), by id."""
     if not ids:
         return {}
-    return {i.id: i for i in manager.stores.records.memories.get_items(namespace, list(ids))}
+    return {i.id: i for i in manager.browse.get_memories(namespace, ids)}
 
 
 def add_keyed(manager: MemoryManager, items: Sequence[MemoryItem]) -> list[MemoryItem]:

@@ -66,7 +66,7 @@ from hello_memory.adapters._common import (
 )
 from hello_memory.aio import AsyncMemoryManager
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.stores.records import ItemFilter
+from hello_memory.services.browse import ItemFilter
 from hello_memory.types import MemoryItem, MemoryType, utcnow
 
 __all__ = ["HelloMemoryStore"]
@@ -269,9 +269,9 @@ class HelloMemoryStore(BaseStore):
         prefix = tuple(prefix)
         if prefix:
             exact = self._ns(prefix)
-            return [ns for ns in self.manager.stores.records.memories.namespaces()
+            return [ns for ns in self.manager.browse.namespaces()
                     if ns == exact or ns.startswith(exact + "/")]
-        return [ns for ns in self.manager.stores.records.memories.namespaces()
+        return [ns for ns in self.manager.browse.namespaces()
                 if split_namespace(ns, self.root) is not None]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
@@ -289,10 +289,9 @@ class HelloMemoryStore(BaseStore):
                 for item in self._live(ns, stored, op.refresh_ttl):
                     found.append((scores[item.id], ns, item))
             else:
-                records = self.manager.stores.records
                 limit = None if op.filter else want
-                items = records.memories.list_items(ns, ItemFilter(), order="-event_time",
-                                                    limit=limit)
+                items = self.manager.browse.list_memories(ns, ItemFilter(), order="-event_time",
+                                                          limit=limit)
                 found += [(None, ns, i) for i in self._live(ns, items, op.refresh_ttl)]
         if op.filter:
             found = [f for f in found
@@ -306,7 +305,7 @@ class HelloMemoryStore(BaseStore):
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         spaces = [t for t in (split_namespace(ns, self.root)
-                              for ns in self.manager.stores.records.memories.namespaces())
+                              for ns in self.manager.browse.namespaces())
                   if t is not None]
         for cond in op.match_conditions or ():
             spaces = [t for t in spaces if _namespace_matches(t, cond)]
@@ -318,7 +317,7 @@ class HelloMemoryStore(BaseStore):
         """Delete every expired item under ``root``; returns how many."""
         now, removed = utcnow(), 0
         for ns in self._namespaces_under(()):
-            for item in self.manager.stores.records.memories.list_items(ns, ItemFilter()):
+            for item in self.manager.browse.list_memories(ns, ItemFilter()):
                 if self._expired(item, now):
                     removed += int(self.manager.remove(item.id, namespace=ns))
         return removed

@@ -45,7 +45,7 @@ except ModuleNotFoundError as _missing:
 from hello_memory.adapters._common import add_keyed, keyed_item, stable_id
 from hello_memory.aio import AsyncMemoryManager
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.stores.records import ItemFilter
+from hello_memory.services.browse import ItemFilter
 from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace
 
@@ -100,7 +100,7 @@ class HelloMemorySession:
 
     def _stored(self) -> list[MemoryItem]:
         """This session's items, oldest first (forgotten ones too)."""
-        rows = self.manager.stores.records.memories.list_items(
+        rows = self.manager.browse.list_memories(
             self.namespace, ItemFilter(session_id=self.session_id, status=None))
         mine = [r for r in rows if META in r.metadata]
         return sorted(mine, key=lambda r: r.metadata[META]["seq"])

@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request, UploadFile
 from hello_memory.api.app import manager_of_app
 from hello_memory.api.security import safe_upload_name
 from hello_memory.errors import InvalidInputError
-from hello_memory.stores.uploads import upload_folder
+from hello_memory.services.browse import upload_folder
 from hello_memory.tools.rag_access import build_rag
 
 __all__ = ["display_name", "pipeline_of", "save_upload", "temporary_upload"]
@@ -51,7 +51,7 @@ def save_upload(request: Request, namespace: str, upload: UploadFile, kind: str
     """Keep an uploaded file under ``<data_dir>/uploads/<kind>/``, named by content: its
     ``path``, and the ``name`` it is cited by (the file name it was uploaded with)."""
     data, name = _read_upload(upload)
-    request.app.state.manager.stores.check_disk(2 * len(data))  # 507 before writing
+    request.app.state.manager.browse.check_disk(2 * len(data))  # 507 before writing
     folder = upload_folder(request.app.state.settings.data_dir, kind, namespace, data)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name

@@ -106,7 +106,7 @@ class _StoreCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         manager = self.app.state.manager
         if manager is not None:
-            gauges = manager.stores.records.memories.gauges()
+            gauges = manager.browse.gauges()
             memories = GaugeMetricFamily("hello_memory_memories",
                                          "Memories in the record store by type and status",
                                          labels=["memory_type", "status"])

@@ -85,7 +85,7 @@ def list_jobs(call: Call, req: NoArguments) -> dict[str, Any]:
 
 
 def list_namespaces(call: Call, req: NoArguments) -> list[str]:
-    return sorted(call.manager.stores.records.memories.namespaces())
+    return sorted(call.manager.browse.namespaces())
 
 
 _STORE_WIDE = "acts on the whole store: an operator's (REST with an admin key, the CLI)"

@@ -86,7 +86,7 @@ class MediaFound:
 def media_roots(call: Call) -> list[Path]:
     """Where a media memory's stored file may lie: the uploads folder and the folders
     the interface may read."""
-    from hello_memory.stores.uploads import uploads_root
+    from hello_memory.services.browse import uploads_root
 
     roots = [uploads_root(call.settings.data_dir)] if call.settings is not None else []
     return [*roots, *map(Path, call.readable_dirs())]
@@ -96,7 +96,7 @@ def media_roots(call: Call) -> list[Path]:
 def _add(call: Call, req: _MediaFields, source: Path) -> MemoryItem:
     # 507 before the encoder runs (the record store refuses the write anyway; this
     # spares the CLIP / CLAP work: hello_memory/stores/disk.py)
-    call.manager.stores.check_disk(source.stat().st_size if source.is_file() else 0)
+    call.manager.browse.check_disk(source.stat().st_size if source.is_file() else 0)
     return call.manager.perceptual.add(
         call.namespace, modality=req.modality, source=str(source), caption=req.caption,
         importance=req.importance, user_id=req.user_id, session_id=req.session_id)

@@ -210,7 +210,7 @@ def update(call: Call, req: UpdateMemory) -> MemoryItem:
     it is kept when left out."""
     mm, metadata = call.manager, req.metadata
     if metadata is not None:
-        current = mm.stores.records.memories.get_item(call.namespace, req.memory_id)
+        current = mm.browse.get_memory(call.namespace, req.memory_id)
         if current.memory_type is MemoryType.PERCEPTUAL:
             kept = current.metadata.get("source")
             if "source" in metadata and metadata["source"] != kept:
@@ -264,7 +264,7 @@ def clear(call: Call, req: ClearRequest) -> Any:
                                 f"{call.namespace!r}: add confirm=true")
     uploads = None
     if call.settings is not None:
-        from hello_memory.stores.uploads import uploads_root
+        from hello_memory.services.browse import uploads_root
 
         uploads = uploads_root(call.settings.data_dir)
     return call.manager.clear(call.namespace, confirm=True, uploads_dir=uploads)
@@ -287,13 +287,13 @@ class Summary:
 
 
 def summary(call: Call, req: SummaryRequest) -> Summary:
-    from hello_memory.stores.records import ItemFilter
+    from hello_memory.services.browse import ItemFilter
 
     mm, ns = call.manager, call.namespace
     top: dict[str, list[MemoryItem]] = {}
     for mtype in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
         # ORDER BY importance DESC LIMIT n on an index: bounded by ``limit``.
-        top[mtype.value] = mm.stores.records.memories.list_items(
+        top[mtype.value] = mm.browse.list_memories(
             ns, ItemFilter(memory_types=(mtype,)), order="-importance", limit=req.limit)
     top["working"] = sorted(mm.working.list(ns),
                             key=lambda i: -i.event_time.timestamp())[:req.limit]

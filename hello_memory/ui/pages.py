@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import hit_to_json
-from hello_memory.stores.records import ItemFilter
+from hello_memory.services.browse import ItemFilter
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
 from hello_memory.validation import current_limits, validate_importance
 
@@ -89,7 +89,7 @@ def _ids_in(value: Any) -> list[str]:
 def visible_namespaces(mm: MemoryManager, viewer: Viewer) -> list[str]:
     """The stored namespaces the viewer's key grants, and the exact names it grants
     (a namespace may hold only documents, or nothing yet)."""
-    stored = [n for n in mm.stores.records.memories.namespaces() if viewer.may(n)]
+    stored = [n for n in mm.browse.namespaces() if viewer.may(n)]
     exact = [p for p in (viewer.patterns or []) if "*" not in p]
     return sorted(set(stored) | set(exact))
 
@@ -109,8 +109,8 @@ def _job_runs(audit: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def namespace_overview(mm: MemoryManager, viewer: Viewer) -> list[dict[str, Any]]:
     names = visible_namespaces(mm, viewer)[:OVERVIEW_LIMIT]  # the rest: the picker
-    rec = mm.stores.records
-    pending = Counter(e.namespace for e in rec.outbox.pending_outbox(
+    browse = mm.browse
+    pending = Counter(e.namespace for e in browse.pending_index_work(
         limit=100_000, kinds=["memory", "media"]))
     rows = []
     for ns in names:
@@ -118,11 +118,11 @@ def namespace_overview(mm: MemoryManager, viewer: Viewer) -> list[dict[str, Any]
         rows.append({
             "namespace": ns, "by_type": stats["by_type"], "total": stats["total"],
             "forgotten": stats["forgotten"], "graph": stats["graph"],
-            "documents": rec.documents.document_stats(ns),
+            "documents": browse.document_stats(ns),
             "outbox": pending.get(ns, 0),
-            "rag_outbox": len(rec.outbox.pending_outbox(limit=100_000, kinds=["chunk"],
-                                                         namespace=ns)),
-            "jobs": _job_runs(rec.audit.list(ns, limit=200)),
+            "rag_outbox": len(browse.pending_index_work(limit=100_000, kinds=["chunk"],
+                                                        namespace=ns)),
+            "jobs": _job_runs(browse.audit(ns, limit=200)),
         })
     return rows
 
@@ -207,7 +207,7 @@ def memory_page(mm: MemoryManager, ns: str, memory_id: str) -> dict[str, Any]:
                   for ids in [_ids_in(v)] if ids}
     entities, relations = _entities(mm, item)
     newer, older = _versions(mm, ns, item)
-    audit = [row for row in mm.stores.records.audit.list(ns, limit=500)
+    audit = [row for row in mm.browse.audit(ns, limit=500)
              if memory_id in json.dumps(row.get("details"), default=str)]
     return {"item": item, "fields": fields, "links": links, "meta_links": meta_links,
             "metadata": pretty(item.metadata), "entities": entities,
@@ -221,19 +221,19 @@ def _versions(mm: MemoryManager, ns: str, item: MemoryItem
               ) -> tuple[list[MemoryItem], list[MemoryItem]]:
     """The memories that replaced this one (its ``superseded_by`` chain, newest last)
     and those it replaced (among the namespace's latest ``VERSION_SCAN`` memories)."""
-    rec = mm.stores.records
+    browse = mm.browse
     newer: list[MemoryItem] = []
     seen = {item.id}
     current = item
     while current.superseded_by and current.superseded_by not in seen and len(newer) < 20:
         try:
-            current = rec.memories.get_item(ns, current.superseded_by)
+            current = browse.get_memory(ns, current.superseded_by)
         except NotFoundError:
             break
         seen.add(current.id)
         newer.append(current)
-    older = [i for i in rec.memories.list_items(ns, ItemFilter(status=None), order="-event_time",
-                                                limit=VERSION_SCAN) if i.superseded_by == item.id]
+    older = [i for i in browse.list_memories(ns, ItemFilter(status=None), order="-event_time",
+                                             limit=VERSION_SCAN) if i.superseded_by == item.id]
     return newer, older
 
 
@@ -244,7 +244,7 @@ def _entities(mm: MemoryManager, item: MemoryItem
     if item.memory_type != MemoryType.SEMANTIC:
         return [], []
     ents, rels = mm.extract_links(item)
-    stored = {e.id for e in mm.stores.graph.find_entities(
+    stored = {e.id for e in mm.browse.find_entities(
         item.namespace, [e.name for e in ents])} if ents else set()
     names = {e.id: e.name for e in ents}
     return ([{"name": e.name, "type": e.type, "in_graph": e.id in stored} for e in ents],
@@ -309,7 +309,7 @@ def _bucket(moment: datetime, zoom: str) -> tuple[str, str]:
 def timeline(mm: MemoryManager, ns: str, zoom: str, session: str | None) -> dict[str, Any]:
     """Active memories by event time, newest first, grouped by day, week or month."""
     # superseded memories stay on the timeline (marked): they were true then
-    stored = mm.stores.records.memories.list_items(
+    stored = mm.browse.list_memories(
         ns, ItemFilter(session_id=session, current=False), order="-event_time",
         limit=TIMELINE_LIMIT)
     working = [i for i in mm.working.list(ns) if session is None or i.session_id == session]
@@ -332,21 +332,21 @@ def graph(mm: MemoryManager, ns: str, entity: str | None,
     """An entity's neighbourhood (two hops), or without one the entities of the
     namespace's latest semantic memories and their neighbours (one hop); edges join
     entities that the same memory mentions. ``link`` makes an entity's page URL."""
-    store = mm.stores.graph
+    browse = mm.browse
     if entity:
-        start = store.find_entities(ns, [entity], aliases=True)
+        start = browse.find_entities(ns, [entity], aliases=True)
         if not start:
             raise NotFoundError(f"no entity {entity!r} in the graph of namespace {ns!r}")
     else:
-        recent = mm.stores.records.memories.list_items(
+        recent = browse.list_memories(
             ns, ItemFilter(memory_types=(MemoryType.SEMANTIC,)), order="-event_time",
             limit=30)
         names: list[str] = []
         for item in recent:
             names += [e.name for e in mm.extract_links(item)[0]]
-        start = store.find_entities(ns, list(dict.fromkeys(names))[:200])[:12]
-    hits = store.neighbors(ns, [e.id for e in start], max_hops=2 if entity else 1,
-                           limit=GRAPH_NODES) if start else []
+        start = browse.find_entities(ns, list(dict.fromkeys(names))[:200])[:12]
+    hits = browse.neighbours(ns, [e.id for e in start], max_hops=2 if entity else 1,
+                             limit=GRAPH_NODES) if start else []
     start_ids = {e.id for e in start}
     nodes = [{"id": h.entity_id, "name": h.name, "type": h.type, "hops": h.hops,
               "mentions": len(h.memory_ids), "start": h.entity_id in start_ids,
@@ -361,14 +361,14 @@ def graph(mm: MemoryManager, ns: str, entity: str | None,
     memories: list[MemoryItem] = []
     if entity:
         ids = sorted({m for h in hits if h.entity_id in start_ids for m in h.memory_ids})
-        memories = mm.stores.records.memories.get_items(ns, ids[:100])
+        memories = browse.get_memories(ns, ids[:100])
     cy = {"nodes": [{"data": {"id": n["id"], "label": n["name"], "type": n["type"],
                               "hops": n["hops"], "mentions": n["mentions"],
                               "start": n["start"], "href": n["href"]}} for n in nodes],
           "edges": [{"data": {"id": f"e{k}", "source": e["source"], "target": e["target"],
                               "shared": e["shared"]}} for k, e in enumerate(edges)]}
     return {"nodes": nodes, "edges": edges, "memories": memories, "cy": cy,
-            "stats": store.stats(ns)}
+            "stats": browse.graph_stats(ns)}
 
 
 # --- documents -------------------------------------------------------------------------
@@ -377,21 +377,21 @@ def _doc_name(source_path: str) -> str:
 
 
 def documents(mm: MemoryManager, ns: str) -> dict[str, Any]:
-    rec = mm.stores.records
-    docs = rec.documents.list_documents(ns)
+    browse = mm.browse
+    docs = browse.documents(ns)
     return {"documents": [{"id": d.id, "name": d.metadata.get("original_name")
                            or _doc_name(d.source_path), "source": d.source_path,
                            "title": d.title, "ingested": d.ingested_at,
                            "language": d.language} for d in docs],
-            "stats": rec.documents.document_stats(ns)}
+            "stats": browse.document_stats(ns)}
 
 
 def document(mm: MemoryManager, ns: str, document_id: str) -> dict[str, Any]:
-    rec = mm.stores.records
-    doc = rec.documents.find_document(ns, document_id)
+    browse = mm.browse
+    doc = browse.find_document(ns, document_id)
     if doc is None:
         raise NotFoundError(f"no document {document_id!r} in namespace {ns!r}")
-    chunks = rec.documents.document_chunks(ns, doc.id)
+    chunks = browse.document_chunks(ns, doc.id)
     return {"id": doc.id, "name": doc.metadata.get("original_name") or _doc_name(
                 doc.source_path), "source": doc.source_path, "title": doc.title,
             "ingested": doc.ingested_at, "language": doc.language,
