@@ -49,6 +49,7 @@ from benchmarks.serving import free_port, start_serve
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 NAMESPACE = "load"
+# the server settings of each mode: the default server batches embeddings and writes
 MODES = {"batching": "true", "plain": "false"}
 
 
@@ -154,7 +155,8 @@ def run_modes(src: Path, modes: Sequence[str], clients: Sequence[int], requests:
             for mode in modes:
                 env = {**os.environ, "PYTHONPATH": str(src),
                        "HELLO_MEMORY__API__AUTH_DISABLED": "true",
-                       "HELLO_MEMORY__API__EMBED_BATCHING": MODES[mode]}
+                       "HELLO_MEMORY__API__EMBED_BATCHING": MODES[mode],
+                       "HELLO_MEMORY__API__WRITE_BATCHING": MODES[mode]}
                 port = free_port()
                 procs.append(start_serve(src, Path(tmp) / mode, port, env))
                 bases[mode] = f"http://127.0.0.1:{port}"
@@ -205,7 +207,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines = [
         "## The server under concurrent clients (issue 27)", "",
         f"Produced by `{meta['command']}` on {meta['date']} in {meta['minutes']:.1f} min, "
-        f"{meta['cores']} cores, all-MiniLM-L6-v2 on the CPU (benchmarks/serve_load.py), "
+        f"{meta['cores']} cores, all-MiniLM-L6-v2 on {meta.get('engine', 'the CPU')} "
+        "(benchmarks/serve_load.py), "
         f"serving {meta.get('label', 'this checkout')}. A "
         "real `hello-memory serve` on 127.0.0.1 (embedded stores, auth off) per mode, both "
         "running throughout, the modes taking turns phase by phase in alternating order, "
@@ -213,8 +216,10 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         f"{meta['requests']} single-memory adds (`POST /v1/memories`, each text new) and "
         f"{meta['requests']} searches (`POST /v1/search`, top 5), split over the client "
         "threads. `batching` = the default server (one embedding worker coalescing "
-        "concurrent requests, `embedding/batching.py`); `plain` = `api.embed_batching: "
-        "false` (each request embeds alone). Requests/s counts answered requests; refused "
+        "concurrent requests, `embedding/batching.py`, and one writer storing concurrent "
+        "adds together, `memory/write_batching.py`); `plain` = `api.embed_batching: "
+        "false` and `api.write_batching: false` (each request embeds and stores alone). "
+        "Requests/s counts answered requests; refused "
         "ones are listed as errors. Machine load at start: "
         f"{meta['load_start']}; at the end: {meta['load_end']}. The machine is shared and "
         "noisy: compare the ratios of one run, not the absolute numbers.", "",
@@ -286,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.smoke:
         args.clients, args.requests, args.preload = [1, 2], 4, 20
+    from benchmarks.run import engine
     from hello_memory.config import load_settings
 
     max_batch = int(load_settings(environ={}).limits.max_batch)
@@ -297,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     meta: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "load_start": load(),
         "clients": args.clients, "requests": args.requests, "preload": args.preload,
+        "engine": engine(),
         "modes": args.modes, "label": args.label or ("this checkout" if args.src == ROOT
                                                      else str(args.src)),
         "command": "python -m benchmarks.serve_load" + (" --smoke" if args.smoke else "")
