@@ -112,5 +112,8 @@ def test_search_cost_smoke_writes_every_row_with_its_floor(tmp_path: Path) -> No
     section = _section(out.read_text(encoding="utf-8"), "search-cost")
     assert "| p50 / floor p50 |" in section
     rows = _rows_after(section, "| search |")
-    assert [r[0].split(":")[0] for r in rows][:1] == ["floor"] and len(rows) == 5
+    assert [r[0].split(":")[0] for r in rows][:1] == ["floor"] and len(rows) == 8
+    # the second pass, after jobs optimize, with the dense view's recall beside it
+    assert sum(r[0].startswith("after `jobs optimize`") for r in rows) == 3
+    assert "of the exact ones" in section
     assert all(len(r) == 5 and all(cell for cell in r) for r in rows), rows
