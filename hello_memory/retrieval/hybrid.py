@@ -319,12 +319,6 @@ class HybridRetriever:
         self.use_embeddings = use_embeddings and getattr(self.stores, "embedder", None) is not None
         self.profiles = dict(profiles or PROFILES)
         self.multilingual = MultilingualReader()
-        # namespace -> (its totals (and write generation) when read, whether it holds
-        # CJK text): _holds_cjk
-        self._cjk_namespaces: dict[str, tuple[Any, bool]] = {}
-        self._cjk_lock = threading.Lock()
-        # namespace -> (its totals when read, name -> the user's roles for that person)
-        self._role_maps: dict[str, tuple[tuple[int, int], dict[str, set[str]]]] = {}
         self._clock = clock or utcnow
         # The planner uses the same LLM as every other step: the caller's, else the
         # manager's (a configured LLM plans; docs/RETRIEVAL.md).
@@ -540,21 +534,10 @@ class HybridRetriever:
         (``MemoryManager.extract_links``); read once per namespace while neither its
         records nor its graph change (``_kept``, where the process holds them), else
         once per namespace and memory count."""
-        people = (self._kept(ns, ("roles",), lambda: self._role_map(ns), graph=True)
-                  if self._generation(ns, graph=True) is not None
-                  else self._role_map_by_totals(ns))
+        people = self._kept(ns, ("roles",), lambda: self._role_map(ns), graph=True,
+                            fallback=lambda: self.stores.records.memories.namespace_totals(ns))
         return list(dict.fromkeys(r for p in persons for part in {p, *p.split()}
                                   for r in sorted(people.get(part.casefold(), ()))))
-
-    def _role_map_by_totals(self, ns: str) -> dict[str, set[str]]:
-        totals = self.stores.records.memories.namespace_totals(ns)
-        with self._cjk_lock:
-            known = self._role_maps.get(ns)
-        if known is None or known[0] != totals:
-            known = (totals, self._role_map(ns))
-            with self._cjk_lock:
-                self._role_maps[ns] = known
-        return known[1]
 
     def _role_map(self, ns: str) -> dict[str, set[str]]:
         """Each name part of a person the user's role links reach -> those roles."""
@@ -841,15 +824,20 @@ class HybridRetriever:
         return generation
 
     def _kept(self, ns: str, key: tuple[Any, ...], read: Callable[[], T], *,
-              graph: bool = False) -> T:
+              graph: bool = False, fallback: Callable[[], Any] | None = None) -> T:
         """``read()``, kept per retriever while the write generation of ``ns`` is the
         one it was read at (MemoryRepository.generation, and with ``graph`` the graph
-        store's too: only where the process holds them; elsewhere it reads every time).
-        The generation is taken before reading, so a write committed during the read
-        makes the next call read again."""
+        store's too: only where the process holds them). Elsewhere ``fallback()`` marks
+        the value instead (the namespace's totals: a write that changes them reads it
+        again, an edit that does not is seen at the next such write), and without one
+        it reads every time. The mark is taken before reading, so a write committed
+        during the read makes the next call read again. At most DERIVED values are
+        kept, the least recently used out."""
         generation = self._generation(ns, graph=graph)
         if generation is None:
-            return read()
+            if fallback is None:
+                return read()
+            generation = ("fallback", fallback())
         full = (ns, *key)
         with self._derived_lock:
             kept = self._derived.get(full)
@@ -977,20 +965,11 @@ class HybridRetriever:
             state.results["multilingual"] = ranked
 
     def _holds_cjk(self, ns: str, totals: tuple[int, int]) -> bool:
-        """Whether the (small) namespace holds CJK text, read once per namespace and
-        write generation where the store gives one (any write, an edit too, reads it
-        again), else per namespace and totals (a write changes them; an edit that adds
-        the first Chinese text without changing them is seen at the next write)."""
-        generation = self.stores.records.memories.generation(ns)
-        mark = totals if generation is None else (generation, totals)
-        with self._cjk_lock:
-            known = self._cjk_namespaces.get(ns)
-        if known is not None and known[0] == mark:
-            return known[1]
-        holds = self.stores.records.memories.holds_cjk(ns)
-        with self._cjk_lock:
-            self._cjk_namespaces[ns] = (mark, holds)
-        return holds
+        """Whether the (small) namespace holds CJK text, read once per write generation
+        where the store gives one (any write, an edit too, reads it again), else per
+        namespace totals (_kept)."""
+        return self._kept(ns, ("cjk",), lambda: self.stores.records.memories.holds_cjk(ns),
+                          fallback=lambda: totals)
 
     def _fuse(self, state: _Round, weights: Mapping[str, float]
               ) -> dict[str, tuple[float, dict[str, Any]]]:

@@ -196,6 +196,37 @@ def test_an_edit_that_brings_chinese_text_is_seen_without_a_new_memory(tmp_path:
         manager.close()
 
 
+def test_without_a_write_generation_the_kept_values_follow_the_totals(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the stores give no write generation (PostgreSQL records, which other
+    processes write), what the retriever keeps is marked by the namespace's totals
+    (active memories, their tokens): a write that changes them reads it again, and
+    nothing else does (HybridRetriever._kept's fallback)."""
+    monkeypatch.setattr(HybridRetriever, "_generation", lambda self, ns, graph=False: None)
+    manager = MemoryManager.open(load_settings(environ={}, data_dir=tmp_path / "d"))
+    try:
+        retriever: HybridRetriever = manager.retriever
+        records = manager.stores.records.memories
+        note = manager.add("Mum likes lilies.", namespace="t", memory_type="semantic")
+        assert not retriever._holds_cjk("t", records.namespace_totals("t"))
+        manager.update(note.id, namespace="t", content="妈妈最喜欢百合花。")  # new tokens
+        assert retriever._holds_cjk("t", records.namespace_totals("t"))  # read again
+        reads: list[str] = []
+        role_map = retriever._role_map
+
+        def counted(ns: str) -> dict[str, set[str]]:
+            reads.append(ns)
+            return role_map(ns)
+
+        monkeypatch.setattr(retriever, "_role_map", counted)
+        assert retriever._roles_of("t", ["Tom"]) == []
+        assert retriever._roles_of("t", ["Tom"]) == [] and reads == ["t"]  # kept
+        manager.add("My husband Tom is a nurse.", namespace="t", memory_type="semantic")
+        assert retriever._roles_of("t", ["Tom"]) == ["husband"] and reads == ["t", "t"]
+    finally:
+        manager.close()
+
+
 def test_the_people_a_role_links_to_follow_every_write(tmp_path: Path) -> None:
     """Who "my husband" is (the graph's link, read on every search for the user's
     names and roles) is kept until the namespace's records or graph change."""
