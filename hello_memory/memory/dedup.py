@@ -55,7 +55,7 @@ import numpy.typing as npt
 from hello_memory.errors import InvalidInputError
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 from hello_memory.stores.records import DuplicateKeyError, WriteConflictError
-from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, VectorHit
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
@@ -238,16 +238,23 @@ def near_duplicates(mm: MemoryManager, items: Sequence[MemoryItem],
                     vectors: npt.NDArray[np.float32]) -> list[tuple[tuple[str, float], ...]]:
     """For each of ``items`` (about to be stored, with their embeddings): the stored
     memories of its namespace and type, and the earlier items of the batch of the same
-    namespace and type, with cosine >= ``mm.dedup_threshold``, best first."""
+    namespace and type, with cosine >= ``mm.dedup_threshold``, best first. The stored
+    ones come from one batched search per namespace and type (``nearest_batch``: the
+    namespace is scored once per add, not once per memory; issue 27)."""
     threshold = mm.dedup_threshold
+    groups: dict[tuple[str, MemoryType], list[int]] = {}
+    for n, item in enumerate(items):
+        groups.setdefault((item.namespace, MemoryType(item.memory_type)), []).append(n)
+    stored: dict[int, list[VectorHit]] = {}
+    for (namespace, memory_type), members in groups.items():
+        found_hits = mm.stores.vectors.nearest_batch(
+            MEMORY_COLLECTION, [vectors[n].tolist() for n in members], namespace=namespace,
+            using=DENSE, limit=NEAR_LIMIT, score_threshold=threshold,
+            filters={"memory_type": memory_type.value, "status": MemoryStatus.ACTIVE.value})
+        stored.update(zip(members, found_hits, strict=True))
     out: list[tuple[tuple[str, float], ...]] = []
     for n, (item, vector) in enumerate(zip(items, vectors, strict=True)):
-        hits = mm.stores.vectors.nearest(
-            MEMORY_COLLECTION, vector.tolist(), namespace=item.namespace, using=DENSE,
-            limit=NEAR_LIMIT, score_threshold=threshold,
-            filters={"memory_type": item.memory_type.value,
-                     "status": MemoryStatus.ACTIVE.value})
-        found = {h.id: float(h.score) for h in hits if h.score >= threshold}
+        found = {h.id: float(h.score) for h in stored[n] if h.score >= threshold}
         if n:
             sims = vectors[:n] @ vector  # L2-normalised embeddings: dot = cosine
             for k in np.flatnonzero(sims >= threshold):

@@ -52,7 +52,7 @@ from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.attributes import attributes_of, replaces, states_now
 from hello_memory.text.facts import fact_of, same_value
-from hello_memory.types import MemoryItem, MemoryType
+from hello_memory.types import MemoryItem, MemoryType, VectorHit
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
@@ -154,6 +154,7 @@ class Superseder:
         candidates of the general rule."""
         if self.mode == "off":
             return []
+        neighbours = {} if self.llm is not None else self._neighbours(items, vectors or {})
         done: list[Supersession] = []
         for item in items:
             if item.memory_type not in FACT_TYPES:
@@ -165,7 +166,7 @@ class Superseder:
             else:
                 result = self._rules(item)
                 if result is None or not result.superseded:
-                    general = self._general(item, (vectors or {}).get(item.id))
+                    general = self._general(item, neighbours.get(item.id, []))
                     result = general or result
             if result is not None and (result.superseded or result.action == "NOOP"):
                 self.manager.stores.records.audit.add(item.namespace, "supersede", {
@@ -210,22 +211,42 @@ class Superseder:
         return Supersession(item.id, "SUPERSEDE" if superseded else "ADD", "rules",
                             tuple(superseded))
 
-    def _general(self, item: MemoryItem, vector: Any = None) -> Supersession | None:
+    def _neighbours(self, items: Sequence[MemoryItem], vectors: Mapping[str, Any]
+                    ) -> dict[str, list[VectorHit]]:
+        """The dense neighbours the general rule reads (GENERAL_CANDIDATES + 1 fact
+        memories), for each of ``items`` it may read them for: one batched search per
+        namespace (``nearest_batch``; issue 27: the add path scores a namespace once per
+        batch, not once per memory). Decisions never change a vector or a memory type,
+        so the neighbours found before the first decision are the ones each would find."""
+        todo = [i for i in items if i.memory_type in FACT_TYPES and states_now(i.content)
+                and attributes_of(i.content)]
+        stores = self.manager.stores
+        by_ns: dict[str, list[MemoryItem]] = {}
+        for item in todo:
+            by_ns.setdefault(item.namespace, []).append(item)
+        out: dict[str, list[VectorHit]] = {}
+        filters = payload_filters(ItemFilter(memory_types=FACT_TYPES))
+        for namespace, members in by_ns.items():
+            queries = [list(map(float, vectors[m.id] if vectors.get(m.id) is not None
+                                else stores.embedder.embed_query(m.content)))
+                       for m in members]
+            found = stores.vectors.nearest_batch(
+                MEMORY_COLLECTION, queries, namespace=namespace, using=DENSE,
+                limit=GENERAL_CANDIDATES + 1, filters=filters)
+            out.update((m.id, hits) for m, hits in zip(members, found, strict=True))
+        return out
+
+    def _general(self, item: MemoryItem, hits: Sequence[VectorHit]) -> Supersession | None:
         """The general rule (text/attributes.py): among the nearest current memories
-        (dense neighbours, GENERAL_CANDIDATES of them above GENERAL_MIN_COSINE), those
-        about the same subject and attribute that ``item`` replaces, or the newer one
-        that replaces ``item`` when it states an older time. Both keep their records
-        (bi-temporal validity, as the phrasing rules write it)."""
-        if not attributes_of(item.content):
+        (``hits``: the dense neighbours of :meth:`_neighbours`, those above
+        GENERAL_MIN_COSINE), those about the same subject and attribute that ``item``
+        replaces, or the newer one that replaces ``item`` when it states an older
+        time. Both keep their records (bi-temporal validity, as the phrasing rules
+        write it)."""
+        if not hits:
             return None
         stores = self.manager.stores
-        if vector is None:
-            vector = stores.embedder.embed_query(item.content)
         flt = ItemFilter(memory_types=FACT_TYPES)
-        hits = stores.vectors.nearest(MEMORY_COLLECTION, list(map(float, vector)),
-                                      namespace=item.namespace, using=DENSE,
-                                      limit=GENERAL_CANDIDATES + 1,
-                                      filters=payload_filters(flt))
         ids = [h.id for h in hits if h.id != item.id and h.score >= GENERAL_MIN_COSINE]
         # Standing facts only (an event is not replaced by a later one), said by the
         # same speaker: "I" is whoever speaks (text/facts.py fact_of reads it the same way)

@@ -124,6 +124,13 @@ class VectorIndexPort(Protocol):
         """The nearest points of ``namespace`` by the named vector, best first."""
         ...
 
+    def nearest_batch(self, collection: str, queries: Sequence[Sequence[float]], *,
+                      namespace: str, using: str = "dense", limit: int = 10,
+                      filters: VectorFilter | None = None,
+                      score_threshold: float | None = None) -> list[list[VectorHit]]:
+        """:meth:`nearest` for many dense queries at once, payloads empty."""
+        ...
+
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str
                  ) -> list[VectorHit]:
         """Points by id (score 0.0), only those of ``namespace``."""

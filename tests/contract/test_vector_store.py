@@ -139,6 +139,30 @@ def test_search_without_payload_finds_the_same_points(h: Harness) -> None:
         assert all(x.payload == {} for x in bare) and all(x.payload for x in full)
 
 
+def test_batch_search_finds_what_each_search_finds(h: Harness) -> None:
+    """``nearest_batch`` (the add path's duplicate and supersession checks, issue 27):
+    per query, the hits one ``nearest`` call finds with the same filter, threshold and
+    limit, in order; other namespaces never reached; no queries, no hits."""
+    pts = [point(e, n=i, status="active" if i != 2 else "gone") for i, e in enumerate(E)]
+    h.store.upsert(COL, pts + [point(E[1], ns="b", status="active")])
+    store = h.read()
+    queries = [[0.1, 0.9, 0.2, 0.0], [0.6, 0.5, 0.4, 0.0], [0.0, 0.0, 1.0, 0.0], E[3]]
+    for extra in ({}, {"filters": {"status": "active"}}, {"score_threshold": 0.5}):
+        batch = store.nearest_batch(COL, queries, namespace="a", limit=2, **extra)
+        assert len(batch) == len(queries)
+        for q, hits in zip(queries, batch, strict=True):
+            one = store.nearest(COL, q, namespace="a", limit=2, **extra)
+            assert [(x.id, round(x.score, 5)) for x in hits] == \
+                [(x.id, round(x.score, 5)) for x in one]
+            assert all(x.payload == {} for x in hits)
+    filtered = store.nearest_batch(COL, [E[2]], namespace="a", limit=4,
+                                   filters={"status": "active"})[0]
+    assert pts[2].id not in {x.id for x in filtered} and len(filtered) == 3
+    assert store.nearest_batch(COL, [], namespace="a") == []
+    with pytest.raises(NamespaceRequiredError):
+        store.nearest_batch(COL, [E[0]], namespace="")
+
+
 def test_search_restricted_to_ids(h: Harness) -> None:
     pts = [point(e, n=i) for i, e in enumerate(E)]
     h.store.upsert(COL, pts + [point(E[1], ns="b")])

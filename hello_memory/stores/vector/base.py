@@ -103,6 +103,23 @@ class VectorStore(Protocol):
         ``with_payload=False`` the hits carry an empty payload (ids and scores are all
         the search's views read: the payload's transfer was a share of each query)."""
 
+    def nearest_batch(
+        self,
+        collection: str,
+        queries: Sequence[Sequence[float]],
+        *,
+        namespace: str,
+        using: str = "dense",
+        limit: int = 10,
+        filters: Mapping[str, FieldCondition] | None = None,
+        score_threshold: float | None = None,
+    ) -> list[list[VectorHit]]:
+        """:meth:`nearest` for many dense queries at once (one list of hits per query, in
+        order; the same hits each :meth:`nearest` call would return, payloads empty).
+        The add path's duplicate and supersession checks ask one per new memory: a
+        backend that plans them as one batch scores the namespace once, not once per
+        memory (issue 27; docs/PERFORMANCE.md "Ingest")."""
+
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
         """Points by id (score 0.0), only those in ``namespace``."""
 

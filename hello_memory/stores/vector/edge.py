@@ -372,6 +372,36 @@ class QdrantEdgeVectorStore:
             return [VectorHit(str(p.id), float(p.score), {}) for p in res]
         return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res]
 
+    def nearest_batch(
+        self,
+        collection: str,
+        queries: Sequence[Sequence[float]],
+        *,
+        namespace: str,
+        using: str = "dense",
+        limit: int = 10,
+        filters: Mapping[str, FieldCondition] | None = None,
+        score_threshold: float | None = None,
+    ) -> list[list[VectorHit]]:
+        """Dense :meth:`nearest` for every query, planned by Edge as one batch (its
+        searches share one pass over the segments); payloads empty."""
+        _search_ids(namespace, limit, None)
+        if not queries:
+            return []
+        e = _edge()
+        flt = _filter(e, namespace, filters)
+        with self._guard(collection):
+            shape = self._shape(collection)
+            shape.need(collection, using, sparse=False)
+            params = e.SearchParams(hnsw_ef=self._hnsw.ef)
+            reqs = [e.QueryRequest(
+                limit=limit, query=e.Query.Nearest(
+                    _dense(q, collection, using, shape.dense[using]), using=using),
+                filter=flt, with_payload=False, score_threshold=score_threshold,
+                params=params) for q in queries]
+            res = self._shard(collection).query_batch(e.QueryBatchRequest(reqs))
+        return [[VectorHit(str(p.id), float(p.score), {}) for p in hits] for hits in res]
+
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
         """Points by id (score 0.0) in request order, only those in ``namespace``."""
         _require_ns(namespace)

@@ -608,6 +608,23 @@ class PgVectorStore:
         params.append(limit)
         return list(conn.exec_driver_sql(sql, tuple(params)).all())
 
+    def nearest_batch(
+        self,
+        collection: str,
+        queries: Sequence[Sequence[float]],
+        *,
+        namespace: str,
+        using: str = "dense",
+        limit: int = 10,
+        filters: Mapping[str, FieldCondition] | None = None,
+        score_threshold: float | None = None,
+    ) -> list[list[VectorHit]]:
+        """Dense :meth:`nearest` for every query, one after the other (each is an index
+        scan of its own on the server); payloads empty."""
+        return [self.nearest(collection, q, namespace=namespace, using=using, limit=limit,
+                             filters=filters, score_threshold=score_threshold,
+                             with_payload=False) for q in queries]
+
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
         """Points by id (score 0.0) in request order, only those in ``namespace``."""
         _require_ns(namespace)

@@ -337,6 +337,32 @@ class QdrantVectorStore:
         return [VectorHit(str(p.id), float(p.score),
                           dict(p.payload or {}) if with_payload else {}) for p in res.points]
 
+    def nearest_batch(
+        self,
+        collection: str,
+        queries: Sequence[Sequence[float]],
+        *,
+        namespace: str,
+        using: str = "dense",
+        limit: int = 10,
+        filters: Mapping[str, FieldCondition] | None = None,
+        score_threshold: float | None = None,
+    ) -> list[list[VectorHit]]:
+        """Dense :meth:`nearest` for every query in one ``query_batch_points`` call;
+        payloads empty."""
+        _search_ids(namespace, limit, None)
+        if not queries:
+            return []
+        flt = self._filter(namespace, filters)
+        shape = self._shape(collection)
+        shape.need(collection, using, sparse=False)
+        reqs = [models.QueryRequest(query=_dense(q, collection, using, shape.dense[using]),
+                                    using=using, filter=flt, limit=limit, with_payload=False,
+                                    score_threshold=score_threshold) for q in queries]
+        with self._translate(collection):
+            res = self._c().query_batch_points(self._qname(collection), requests=reqs)
+        return [[VectorHit(str(p.id), float(p.score), {}) for p in r.points] for r in res]
+
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
         """Points by id (score 0.0) in request order, only those in ``namespace``."""
         _require_ns(namespace)
