@@ -64,9 +64,12 @@ class RecordSettings(_Section):
 
 
 class HnswSettings(_Section):
-    """The HNSW graph that ``hello-memory jobs optimize`` builds in an embedded Edge
-    directory (until then, and for small namespaces after, search is exact). Units as
-    in Qdrant: thresholds are KB of vectors (a 384-d float vector is 1.5 KB)."""
+    """The HNSW graph of an embedded Edge directory: built by ``hello-memory jobs
+    optimize`` and, with ``auto_index``, by the write that brings a collection's
+    points written since the last build to ``indexing_threshold_kb`` of vectors (the
+    write waits for it; docs/PERFORMANCE.md "Ingest"). Until then, and for small
+    namespaces after, search is exact. Units as in Qdrant: thresholds are KB of
+    vectors (a 384-d float vector is 1.5 KB)."""
 
     m: int = Field(default=16, ge=4, le=128)
     ef_construct: int = Field(default=100, ge=4, le=4096)
@@ -74,6 +77,7 @@ class HnswSettings(_Section):
     full_scan_threshold_kb: int = Field(default=10_000, ge=1)
     indexing_threshold_kb: int = Field(default=10_000, ge=1)
     ef: int = Field(default=128, ge=1, le=4096)
+    auto_index: bool = True
 
 
 class PgVectorSettings(_Section):

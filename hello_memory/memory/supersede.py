@@ -52,7 +52,7 @@ from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.attributes import attributes_of, replaces, states_now
 from hello_memory.text.facts import fact_of, same_value
-from hello_memory.types import MemoryItem, MemoryType, VectorHit
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, VectorHit
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
@@ -72,6 +72,9 @@ MIN_CANDIDATE_COSINE = 0.2
 # text/attributes.py decides, not the cosine.
 GENERAL_CANDIDATES = 20
 GENERAL_MIN_COSINE = 0.0
+# The rules read a fact's chain around the new memory's start (Superseder._rules): the
+# memories valid then and this many of those starting after it.
+CHAIN_WINDOW = 32
 
 
 class SupersedeDecision(BaseModel):
@@ -131,6 +134,23 @@ def _valid_from(item: MemoryItem) -> datetime:
     return item.valid_from or item.event_time
 
 
+def _unsettled(item: MemoryItem, start: datetime, runs: Sequence[Sequence[MemoryItem]],
+               cut: bool) -> bool:
+    """Whether the chain's window around ``start`` cannot settle ``item``'s add. The
+    window holds the memories valid at ``start`` and the first ones after it: enough
+    when those valid at ``start`` (other than ``item``) are one run that agrees on its
+    end (a consistent chain has one run valid at any time; anything else was left
+    by other writers and the whole chain is relinked), and, when more start after
+    the window (``cut``), ``item``'s run is not the window's last (its end lies
+    beyond)."""
+    if cut and any(m.id == item.id for m in runs[-1]):
+        return True
+    before = [(n, m) for n, run in enumerate(runs) for m in run
+              if m.id != item.id and _valid_from(m) <= start]
+    return (len({n for n, _ in before}) > 1
+            or len({(m.valid_to, m.superseded_by) for _, m in before}) > 1)
+
+
 class Superseder:
     """The supersede step of a :class:`MemoryManager` (see the module doc)."""
 
@@ -177,23 +197,63 @@ class Superseder:
 
     # --- rules ----------------------------------------------------------------------
     def _rules(self, item: MemoryItem) -> Supersession | None:
+        """The phrasing rules: the memories stating ``item``'s fact form a chain sorted
+        by start; runs of one value are valid until the next run starts and are
+        superseded by its first memory. An add reads only the chain's window around
+        its start (issue 27: chains grow with the namespace, the window does not);
+        where the window cannot settle it, the whole chain."""
         fact = fact_of(item.content, item.metadata, item.user_id)
         if fact is None:
             return None
-        records = self.manager.stores.records
-        members = [m for m in records.memories.same_fact(item.namespace, fact.key)
-                   if m.memory_type in FACT_TYPES]
-        if item.id not in {m.id for m in members}:
+        memories = self.manager.stores.records.memories
+        start = _valid_from(item)
+        window = memories.same_fact(item.namespace, fact.key, around=start,
+                                    after=CHAIN_WINDOW)
+        later = sum(1 for m in window if _valid_from(m) > start)
+        runs = self._runs(item, fact.key, window)
+        if runs is None:
             return None  # not stored as a fact memory (another type, forgotten)
+        cut = later >= CHAIN_WINDOW  # more start after the window: its last run is open
+        if _unsettled(item, start, runs, cut):
+            runs = self._runs(item, fact.key, memories.same_fact(item.namespace, fact.key))
+            cut = False
+            if runs is None:
+                return None
+        wanted: dict[str, tuple[datetime | None, str | None]] = {}
+        for n, run in enumerate(runs[:-1] if cut else runs):
+            nxt = runs[n + 1][0] if n + 1 < len(runs) else None
+            for m in run:
+                wanted[m.id] = ((_valid_from(nxt), nxt.id) if nxt is not None else (None, None))
+        superseded = self._set_validity(item, [m for run in runs for m in run], wanted)
+        return Supersession(item.id, "SUPERSEDE" if superseded else "ADD", "rules",
+                            tuple(superseded))
+
+    def _runs(self, item: MemoryItem, key: str, members: Sequence[MemoryItem]
+              ) -> list[list[MemoryItem]] | None:
+        """``members`` of the fact ``key`` that the rules own, sorted by start and cut
+        into runs of one value; None when ``item`` is not among them."""
+        members = [m for m in members if m.memory_type in FACT_TYPES]
+        if item.id not in {m.id for m in members}:
+            return None
         values: dict[str, str] = {}
         for m in members:
             parsed = fact_of(m.content, m.metadata, m.user_id)
-            if parsed is not None and parsed.key == fact.key:
+            if parsed is not None and parsed.key == key:
                 values[m.id] = parsed.value
         chain = [m for m in members if m.id in values]
-        ids = {m.id for m in chain}
+        ids = set(values)
         # Only links the rules own are rewritten: a memory superseded by one outside
-        # this chain (an LLM decision) keeps its link.
+        # this chain (an LLM decision) keeps its link. A link to a memory outside the
+        # window is looked up, so the window decides as the whole chain would.
+        outside = {m.superseded_by for m in chain
+                   if m.superseded_by is not None and m.superseded_by not in ids}
+        if outside:
+            for other in self.manager.stores.records.memories.get_items(
+                    item.namespace, sorted(outside)):
+                parsed = fact_of(other.content, other.metadata, other.user_id)
+                if (other.memory_type in FACT_TYPES and other.status == MemoryStatus.ACTIVE
+                        and parsed is not None and parsed.key == key):
+                    ids.add(other.id)
         chain = [m for m in chain if m.superseded_by is None or m.superseded_by in ids]
         chain.sort(key=lambda m: (_valid_from(m), m.recorded_time, m.id))
         runs: list[list[MemoryItem]] = []
@@ -202,14 +262,7 @@ class Superseder:
                 runs[-1].append(m)
             else:
                 runs.append([m])
-        wanted: dict[str, tuple[datetime | None, str | None]] = {}
-        for n, run in enumerate(runs):
-            nxt = runs[n + 1][0] if n + 1 < len(runs) else None
-            for m in run:
-                wanted[m.id] = ((_valid_from(nxt), nxt.id) if nxt is not None else (None, None))
-        superseded = self._set_validity(item, chain, wanted)
-        return Supersession(item.id, "SUPERSEDE" if superseded else "ADD", "rules",
-                            tuple(superseded))
+        return runs
 
     def _neighbours(self, items: Sequence[MemoryItem], vectors: Mapping[str, Any]
                     ) -> dict[str, list[VectorHit]]:

@@ -25,7 +25,7 @@ SPEC = CollectionSpec(COL, {"dense": DIM}, sparse=("bm25",),
 # 32-d float vectors are 128 bytes: "big" (3,000 points, 375 KB) is past the full-scan
 # threshold and searched on the graph; "small" (60 points, 7.5 KB) stays exact.
 PARAMS = HnswParams(m=16, ef_construct=100, payload_m=16, full_scan_threshold_kb=16,
-                    indexing_threshold_kb=1, ef=128)
+                    indexing_threshold_kb=1, ef=128, auto_index=False)
 
 
 def unit_rows(n: int, seed: int) -> npt.NDArray[np.float32]:
@@ -110,6 +110,46 @@ def test_edge_graph_is_built_only_on_request_and_keeps_every_filter(tmp_path: Pa
                                       filters=active)]
     assert len(set(top) & set(brute(big_x, big, q, 10))) >= 8
     again.close()
+
+
+def test_edge_builds_the_graph_once_enough_points_are_written(tmp_path: Path) -> None:
+    """``auto_index`` (issue 27): the write that brings the points written since the
+    last build to ``indexing_threshold_kb`` of vectors (64 KB: 512 of these 128-byte
+    vectors) builds the graph, as a Qdrant server's optimiser would; fewer leave it
+    alone. A process that opens a collection that large builds on its first write."""
+    params = HnswParams(full_scan_threshold_kb=16, indexing_threshold_kb=64)
+    store = open_edge(tmp_path, params)
+    x = unit_rows(2000, 6)
+    pts = points(x, "a")
+    for start in range(0, 500, 100):  # 500 < 512: exact search, no graph
+        store.upsert(COL, pts[start:start + 100])
+    assert dense_indexed(store) == 0
+    store.upsert(COL, pts[500:600])  # 600 >= 512: this write builds it
+    assert dense_indexed(store) >= 600
+    assert store.optimize(COL) is False  # nothing was left to build
+    built = dense_indexed(store)
+    store.upsert(COL, pts[600:1000])  # 400 since the build: not yet
+    assert dense_indexed(store) == built
+    store.upsert(COL, pts[1000:1100])  # 500 since the build: still not
+    assert dense_indexed(store) == built
+    store.upsert(COL, pts[1100:1200])  # 600: built again
+    assert dense_indexed(store) >= 1200
+    store.close()
+    # Written with auto_index off, then opened with it on: the first write builds.
+    off = open_edge(tmp_path, HnswParams(full_scan_threshold_kb=16, indexing_threshold_kb=64,
+                                         auto_index=False))
+    off.upsert(COL, pts[1200:1600])
+    off.upsert(COL, pts[1600:1999])
+    before = dense_indexed(off)
+    off.close()
+    on = open_edge(tmp_path, params)
+    on.upsert(COL, pts[1999:2000])
+    assert dense_indexed(on) > before
+    q = x[1200]
+    top = on.nearest(COL, q.tolist(), namespace="a", limit=1,
+                     filters={"status": pts[1200].payload["status"]})
+    assert [h.id for h in top] == [pts[1200].id]
+    on.close()
 
 
 def test_edge_optimize_takes_on_settings_of_a_shard_created_without_them(

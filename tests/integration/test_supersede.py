@@ -208,6 +208,65 @@ def test_an_older_fact_added_later_ends_its_own_validity(mm: MemoryManager) -> N
     assert (mid.valid_to, mid.superseded_by) == (T1, current.id)
 
 
+def assert_chain_relinked(mm: MemoryManager, key: str = "tom|residence") -> int:
+    """The whole chain of ``key`` reads as if recomputed from scratch: sorted by start,
+    runs of one value, each valid until the next run starts and superseded by its
+    first. Returns the chain's length."""
+    chain = mm.stores.records.memories.same_fact(NS, key)
+    chain.sort(key=lambda m: (m.valid_from or m.event_time, m.recorded_time, m.id))
+    runs: list[list[MemoryItem]] = []
+    for m in chain:
+        fact = parse_fact(m.content)
+        assert fact is not None
+        first = parse_fact(runs[-1][0].content) if runs else None
+        if first is not None and same_value(first.value, fact.value):
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    for n, run in enumerate(runs):
+        nxt = runs[n + 1][0] if n + 1 < len(runs) else None
+        want = (None, None) if nxt is None else (nxt.valid_from or nxt.event_time, nxt.id)
+        for m in run:
+            assert (m.valid_to, m.superseded_by) == want, (m.content, m.event_time)
+    return len(chain)
+
+
+@pytest.mark.parametrize("window", [2, 32])
+def test_a_long_chain_learnt_out_of_order_keeps_every_link(
+        tmp_path: Path, embedder: Any, window: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each add reads only the chain's window around its start (issue 27): the
+    memories valid then and CHAIN_WINDOW of those after it. After every add, in any
+    order of learning, and with a window smaller than the runs after it, the whole
+    chain reads as if recomputed from scratch."""
+    import random
+
+    from hello_memory.memory import supersede
+
+    monkeypatch.setattr(supersede, "CHAIN_WINDOW", window)
+    rng = random.Random(7)
+    homes = ["Oslo", "Bergen", "Rome", "Paris"]
+    plan = [(T0 + timedelta(days=30 * k), rng.choice(homes[:2] if k % 5 else homes))
+            for k in range(24)]
+    rng.shuffle(plan)
+    with make(tmp_path / "d", embedder) as mm:
+        for when, city in plan:
+            add(mm, f"Tom lives in {city}.", when, on_duplicate="store")
+            assert_chain_relinked(mm)
+        assert assert_chain_relinked(mm) == len(plan)
+
+
+def test_a_chain_left_unlinked_is_relinked_whole(tmp_path: Path, embedder: Any) -> None:
+    """Memories stored with supersession off are all "valid" at once: the next add
+    with the rules on cannot trust the window and relinks the whole chain."""
+    with make(tmp_path / "d", embedder, memory={"supersede": "off"}) as off:
+        for k, city in enumerate(["Oslo", "Bergen", "Rome", "Oslo", "Paris"]):
+            add(off, f"Tom lives in {city}.", T0 + timedelta(days=40 * k),
+                on_duplicate="store")
+    with make(tmp_path / "d", embedder) as on:
+        add(on, "Tom lives in Tromsø.", T1)
+        assert assert_chain_relinked(on) == 6
+
+
 def test_supersede_off_and_working_memory(tmp_path: Path, embedder: Any) -> None:
     with make(tmp_path / "off", embedder, memory={"supersede": "off"}) as off:
         a = add(off, "Tom lives in Oslo.", T0)

@@ -626,19 +626,31 @@ class MemoryRepository:
                 out[str(sess)].append(memory_id)
         return {sess: tuple(ids) for sess, ids in out.items()}
 
-    def same_fact(self, namespace: str, key: str) -> list[MemoryItem]:
+    def same_fact(self, namespace: str, key: str, *, around: datetime | None = None,
+                  after: int = 32) -> list[MemoryItem]:
         """Active memories of ``namespace`` whose content states the fact ``key``
         (``subject|attribute``, hello_memory/text/facts.py), superseded ones too,
-        oldest valid first: one read of ix_items_ns_fact_key."""
+        oldest valid first: one read of ix_items_ns_fact_key. ``around``: only the
+        window of the chain a memory valid from then can change (memory/supersede.py):
+        those valid at that time (started then or before, not ended before it) and the
+        first ``after`` that start after it."""
         require_namespace(namespace)
-        q = (select(MemoryRow).where(MemoryRow.namespace == namespace,
-                                     MemoryRow.fact_key == key,
-                                     MemoryRow.status == MemoryStatus.ACTIVE.value)
-             .order_by(MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id))
+        base = (MemoryRow.namespace == namespace, MemoryRow.fact_key == key,
+                MemoryRow.status == MemoryStatus.ACTIVE.value)
+        order = (MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id)
+        queries = [select(MemoryRow).where(*base).order_by(*order)]
+        if around is not None:
+            start = func.coalesce(MemoryRow.valid_from, MemoryRow.event_time)
+            queries = [
+                select(MemoryRow).where(*base, start <= around, or_(
+                    MemoryRow.valid_to.is_(None), MemoryRow.valid_to >= around)
+                ).order_by(*order),
+                select(MemoryRow).where(*base, start > around)
+                .order_by(start, MemoryRow.recorded_time, MemoryRow.id).limit(after)]
 
         def fetch() -> list[MemoryItem]:
             with self._records.transaction() as s:
-                return [_to_item(r) for r in s.scalars(q).all()]
+                return [_to_item(r) for q in queries for r in s.scalars(q).all()]
 
         return self._items_read(fetch)
 

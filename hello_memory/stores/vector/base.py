@@ -37,7 +37,9 @@ class HnswParams:
     ``optimize``). Thresholds are KB of vectors, as in Qdrant: segments smaller than
     ``indexing_threshold_kb`` stay plain, and a filter selecting less than
     ``full_scan_threshold_kb`` of vectors is answered exactly. ``ef`` is the search-time
-    beam width."""
+    beam width. ``auto_index``: build the graph on the write that brings a
+    collection's points written since the last build to ``indexing_threshold_kb`` of
+    vectors, as a Qdrant server's optimiser does (docs/PERFORMANCE.md "Ingest")."""
 
     m: int = 16
     ef_construct: int = 100
@@ -45,6 +47,7 @@ class HnswParams:
     full_scan_threshold_kb: int = 10_000
     indexing_threshold_kb: int = 10_000
     ef: int = 128
+    auto_index: bool = True
 
 
 @dataclass(frozen=True)

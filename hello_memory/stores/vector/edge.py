@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -101,6 +102,8 @@ class QdrantEdgeVectorStore:
         self._lock_file: IO[str] | None = None
         self._shards: dict[str, Any] = {}
         self._shapes: dict[str, _Shape] = {}
+        # Points written per collection since its graph was last built (auto_index).
+        self._unindexed: dict[str, int] = {}
         # Serialises shard calls with close(): a query racing a close would touch a
         # released shard. Edge itself is thread-safe; the lock only guards our maps.
         self._mutex = threading.RLock()
@@ -137,6 +140,7 @@ class QdrantEdgeVectorStore:
         with self._mutex:
             shards, self._shards = self._shards, {}
             self._shapes.clear()
+            self._unindexed.clear()
             fh, self._lock_file = self._lock_file, None
             try:
                 for shard in shards.values():
@@ -216,7 +220,9 @@ class QdrantEdgeVectorStore:
             old.close()
             shard = self._shards[collection] = e.EdgeShard.load(
                 str(self._dir(collection)), self._config(e, dense, sparse))
-            return bool(shard.optimize())
+            changed = bool(shard.optimize())
+            self._unindexed[collection] = 0
+            return changed
 
     def _dir(self, collection: str) -> Path:
         if not isinstance(collection, str) or not collection:
@@ -282,6 +288,31 @@ class QdrantEdgeVectorStore:
             for start in range(0, len(structs), _BATCH):
                 batch = [pt for _, _, pt in structs[start:start + _BATCH]]
                 shard.update(e.UpdateOperation.upsert_points(batch))
+            if self._hnsw.auto_index and structs:
+                self._index_if_due(collection, shape, len(structs))
+
+    def _index_if_due(self, collection: str, shape: _Shape, written: int) -> None:
+        """``hnsw.auto_index``: build the graph once the points written since the last
+        build reach ``indexing_threshold_kb`` of vectors (Qdrant's threshold for an
+        unindexed segment). Without it every search and every add's duplicate check
+        scans the points written since, so ingest slowed with the namespace's size
+        (issue 27). A process that finds a collection that large on its first write
+        builds once (a no-op when it is built). Runs under the guard: that write
+        waits for the build, and so do searches meanwhile."""
+        dim = max(shape.dense.values(), default=0)
+        if dim <= 0:
+            return
+        due = max(1, self._hnsw.indexing_threshold_kb * 1024 // (4 * dim))
+        if collection not in self._unindexed:
+            total = int(self._shard(collection).info().points_count)
+            self._unindexed[collection] = total - written if total >= due else 0
+        self._unindexed[collection] += written
+        if self._unindexed[collection] < due:
+            return
+        started = time.perf_counter()
+        self.optimize(collection)
+        log.info("built the HNSW graph of %r after %d writes in %.1f s", collection,
+                 self._unindexed[collection], time.perf_counter() - started)
 
     def _point(self, e: Any, collection: str, shape: _Shape, p: VectorPoint
                ) -> tuple[str, str, Any]:
