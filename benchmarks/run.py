@@ -222,6 +222,28 @@ def top_ids(mm: Any, qs: Sequence[str], qvecs: QueryVectors, k: int = 10) -> lis
         for q in qs]
 
 
+def exact_top_ids(mm: Any, qs: Sequence[str], qvecs: QueryVectors,
+                  capture: CapturingEmbedder, k: int = 10) -> list[list[str]]:
+    """The true top ``k`` ids per query in namespace "b": brute force in numpy over the
+    vectors the store was given for every stored memory's text. Since
+    ``vector.hnsw.auto_index`` the store's own search is on its graph before any
+    ``optimize``, so it cannot stand for the exact answer."""
+    from hello_memory.stores.records import ItemFilter
+
+    # superseded memories too: the store's nearest (top_ids) has no validity filter
+    items = mm.stores.records.memories.list_items("b", ItemFilter(current=False))
+    missing = [i.content for i in items if i.content not in capture.seen]
+    if missing:
+        capture.embed(missing)
+    matrix = np.stack([capture.seen[i.content] for i in items])
+    out = []
+    for q in qs:
+        scores = matrix @ np.asarray(qvecs.embed_query(q), np.float32)
+        top = np.argsort(-scores, kind="stable")[:k]
+        out.append([items[int(n)].id for n in top])
+    return out
+
+
 def footprint(data: Path, searches: int) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.footprint", str(data), "b",
@@ -299,7 +321,7 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
             floor.full)
         qvecs = QueryVectors(hm_embedder, qs)  # embedded once, reused below
         measure_fused(mm, qs, qvecs, res, "", floor)
-        exact_top = top_ids(mm, qs, qvecs)
+        exact_top = exact_top_ids(mm, qs, qvecs, capture)
         mm.close()
         print(f"  footprint N={n}", flush=True)
         res["footprint"] = footprint(data, footprint_searches)
