@@ -290,8 +290,8 @@ def test_the_cli_server_path_is_the_client() -> None:
 
     with ServerClient("http://127.0.0.1:9") as backend:
         assert isinstance(backend.client, Client)
-    source = Path(client_module.__file__).parent.joinpath("remote.py").read_text()
-    assert "httpx" not in source  # one HTTP engine: hello_memory/client.py
+    source = Path(client_module.__file__).parents[1].joinpath("remote.py").read_text()
+    assert "httpx" not in source  # one HTTP engine: hello_memory/client/
 
 
 CLIENT_DOC = Path(__file__).resolve().parents[2] / "docs" / "CLIENT.md"
