@@ -26,9 +26,10 @@ Under concurrency (issue 28, :func:`store`): looking up and storing are two step
 identical adds running at once could each find nothing and each store a copy. A
 stored memory added by the ``return`` / ``update`` modes therefore holds a key, unique
 per namespace among current memories (``hm_memory_items.dedup_key``, schema v7: the
-type, the user and the content hash; ``stores/records/memories.py``). The add that
-commits second finds the key taken (``DuplicateKeyError``: nothing of its batch was
-written), looks up again and returns the memory stored first. The database decides,
+type, the user and the content hash; ``stores/records/memories.py``, the key from
+``stores/records/_memory_rows.py`` ``dedup_key``). The add that commits second finds
+the key taken (``DuplicateKeyError``: nothing of its batch was written), looks up
+again and returns the memory stored first. The database decides,
 so this holds across API workers on one PostgreSQL database too. Working memory (one
 process) is serialised by a lock instead.
 

@@ -11,54 +11,74 @@ costs O(1) to read. Every change of a row's status, content or existence goes th
 totals and writes its outbox rows in the SAME transaction as the rows (ARCHITECTURE
 decision 1), so a rollback or crash can never leave them out of step;
 ``recount_totals`` rebuilds them from the rows (a repair, O(N)).
+
+The repository is split over three modules, each under its own concern: this one holds
+:class:`MemoryRepository` (its item reads and writes), the write errors and the
+update's constants; ``_memory_rows.py`` the row <-> item conversions, the derived
+columns and the totals upsert; ``_memory_queries.py`` :class:`ItemFilter`,
+:data:`ItemOrder` and the ``MemoryQueries`` mixin with the lookups (topic, fact, hash,
+mentioned times, totals). Every name stays importable from here.
 """
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal, cast
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import (
-    Table,
-    TextClause,
-    and_,
-    bindparam,
-    delete,
-    exists,
-    func,
-    insert,
-    or_,
-    select,
-    text,
-    update,
-)
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from hello_memory.errors import InvalidInputError, NotFoundError, RecordStoreError
-from hello_memory.stores.records.access import AccessLog, Pending
-from hello_memory.stores.records.models import (
-    EXPRESSION_CHARS,
-    TOPIC_CHARS,
-    MemoryRow,
-    MemoryTimeRow,
-    NamespaceTotalsRow,
-    UTCDateTime,
+from hello_memory.stores.records._memory_queries import (
+    _HAN_CLASS as _HAN_CLASS,
 )
+from hello_memory.stores.records._memory_queries import (
+    MENTION_OFFSET_SLACK as MENTION_OFFSET_SLACK,
+)
+from hello_memory.stores.records._memory_queries import (
+    MENTION_SPAN_DAYS as MENTION_SPAN_DAYS,
+)
+from hello_memory.stores.records._memory_queries import (
+    SHORT_MENTION_DAYS as SHORT_MENTION_DAYS,
+)
+from hello_memory.stores.records._memory_queries import (
+    ItemFilter,
+    ItemOrder,
+    MemoryQueries,
+    _order_by,
+)
+from hello_memory.stores.records._memory_queries import (
+    _shifted as _shifted,
+)
+from hello_memory.stores.records._memory_queries import (
+    _topics_sql as _topics_sql,
+)
+from hello_memory.stores.records._memory_rows import (
+    _ITEM_COLUMNS,
+    _active,
+    _bump_totals,
+    _keeps_key,
+    _row_item,
+    _to_item,
+    _to_row,
+    _with_access,
+    count_tokens,
+    dedup_key,
+    item_topic,
+    mention_time_rows,
+    mentioned_times,
+    topic_for,
+)
+from hello_memory.stores.records._memory_rows import (
+    MENTION_CHARS as MENTION_CHARS,
+)
+from hello_memory.stores.records.access import AccessLog, Pending
+from hello_memory.stores.records.models import MemoryRow, MemoryTimeRow, UTCDateTime
 from hello_memory.stores.records.outbox import OutboxEntry, kind_of
-from hello_memory.text.facts import fact_key
-from hello_memory.text.timeparse import TimeRange, mentioned_ranges
-from hello_memory.text.tokens import default_token_counter
-from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality, utcnow
+from hello_memory.types import MemoryItem, MemoryStatus, utcnow
 from hello_memory.validation import require_namespace, validate_item
 
 if TYPE_CHECKING:
@@ -82,60 +102,12 @@ class DuplicateKeyError(RecordStoreError):
     path catches it and returns the memory stored first (memory/dedup.py)."""
 
 
-def dedup_key(item: MemoryItem) -> str:
-    """The idempotent add's key of a memory within its namespace (schema v7,
-    ``ux_items_ns_dedup_key``): SHA-256 of its type, its ``user_id`` and its
-    ``content_hash`` (issue 28: one user's memory is never another's duplicate)."""
-    assert item.content_hash is not None  # validate_item set it
-    raw = json.dumps([MemoryType(item.memory_type).value, item.user_id, item.content_hash])
-    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _keeps_key(before: MemoryItem, after: MemoryItem) -> bool:
-    """Whether an updated memory is still the current active memory of the same key
-    (else its key is released: a forgotten, superseded or rewritten memory no longer
-    stands for that content)."""
-    return (after.status == MemoryStatus.ACTIVE and after.valid_to is None
-            and dedup_key(before) == dedup_key(after))
-
-# first (newer first among equals; served by ix_items_ns_type_importance).
-ItemOrder = Literal["event_time", "-event_time", "-importance"]
-
 # Fields callers may change with update(); id/namespace/recorded_time never change.
 _UPDATABLE = {
     "content", "content_hash", "importance", "metadata", "status", "memory_type",
     "event_time", "user_id", "agent_id", "session_id", "access_count", "last_access",
     "valid_from", "valid_to", "superseded_by",
 }
-
-
-
-
-@dataclass(frozen=True)
-class ItemFilter:
-    """Structured filters (the symbolic side of retrieval). None means "any"."""
-
-    memory_types: tuple[MemoryType, ...] | None = None
-    status: MemoryStatus | None = MemoryStatus.ACTIVE
-    user_id: str | None = None
-    agent_id: str | None = None
-    session_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    min_importance: float | None = None
-    # Validity (issue 15): ``as_of`` keeps the memories true at that time
-    # (valid_from <= as_of < valid_to); without it, ``current`` True keeps only those
-    # still true (valid_to NULL: not superseded), False every one. ``current`` None
-    # follows ``status``: the default (active) keeps the current ones, ``status=None``
-    # ("every memory": export, reconcile, reindex) keeps superseded ones too.
-    as_of: datetime | None = None
-    current: bool | None = None
-
-    def only_current(self) -> bool:
-        """Whether memories no longer true (superseded) are left out."""
-        if self.as_of is not None:
-            return False
-        return self.status is not None if self.current is None else self.current
 
 # The columns an update rewrites from the item (the key, the version and the identity
 # columns are the update's own business).
@@ -145,200 +117,11 @@ _ROW_ATTRS = ("content", "content_hash", "memory_type", "modality", "user_id", "
               "superseded_by", "fact_key")
 
 
-def _to_item(row: MemoryRow) -> MemoryItem:
-    return MemoryItem(
-        id=row.id, namespace=row.namespace, content=row.content,
-        memory_type=MemoryType(row.memory_type), modality=Modality(row.modality),
-        user_id=row.user_id, agent_id=row.agent_id, session_id=row.session_id,
-        event_time=row.event_time, recorded_time=row.recorded_time,
-        importance=row.importance, access_count=row.access_count,
-        last_access=row.last_access, status=MemoryStatus(row.status),
-        metadata=dict(row.metadata_ or {}), content_hash=row.content_hash,
-        valid_from=row.valid_from or row.event_time, valid_to=row.valid_to,
-        superseded_by=row.superseded_by, version=row.version or 1,
-    )
-
-
-# The columns an item is built from, read as plain rows (no ORM objects): building
-# ~100 ORM rows per search cost a third more than the rows themselves (issue 27).
-_ITEM_COLUMNS = (MemoryRow.id, MemoryRow.namespace, MemoryRow.content, MemoryRow.memory_type,
-                 MemoryRow.modality, MemoryRow.user_id, MemoryRow.agent_id,
-                 MemoryRow.session_id, MemoryRow.event_time, MemoryRow.recorded_time,
-                 MemoryRow.importance, MemoryRow.access_count, MemoryRow.last_access,
-                 MemoryRow.status, MemoryRow.metadata_, MemoryRow.content_hash,
-                 MemoryRow.valid_from, MemoryRow.valid_to, MemoryRow.superseded_by,
-                 MemoryRow.version)
-
-
-def _row_item(row: Any) -> MemoryItem:
-    """:func:`_to_item` of a row of :data:`_ITEM_COLUMNS`."""
-    (memory_id, namespace, content, memory_type, modality, user_id, agent_id, session_id,
-     event_time, recorded_time, importance, access_count, last_access, status, metadata,
-     content_hash, valid_from, valid_to, superseded_by, version) = row
-    return MemoryItem(
-        id=memory_id, namespace=namespace, content=content,
-        memory_type=MemoryType(memory_type), modality=Modality(modality),
-        user_id=user_id, agent_id=agent_id, session_id=session_id,
-        event_time=event_time, recorded_time=recorded_time,
-        importance=importance, access_count=access_count,
-        last_access=last_access, status=MemoryStatus(status),
-        metadata=dict(metadata or {}), content_hash=content_hash,
-        valid_from=valid_from or event_time, valid_to=valid_to,
-        superseded_by=superseded_by, version=version or 1,
-    )
-
-
-def _with_access(items: list[MemoryItem], pending: Pending, *, shared: bool = False
-                 ) -> list[MemoryItem]:
-    """``items`` with the accesses still waiting in the log (access.py) counted: a
-    fresh item is changed in place (once, however often a list holds it), a shared one
-    (item_cache.py) copied first."""
-    out: list[MemoryItem] = []
-    done: set[int] = set()
-    for item in items:
-        entry = pending.get((item.namespace, item.id))
-        if entry is not None:
-            if shared:
-                item = copy.copy(item)
-            if id(item) not in done:
-                done.add(id(item))
-                item.access_count += entry[0]
-                item.last_access = entry[1]
-        out.append(item)
-    return out
-
-
-def _order_by(order: str) -> tuple[Any, ...]:
-    orders: dict[str, tuple[Any, ...]] = {
-        "event_time": (MemoryRow.event_time, MemoryRow.id),
-        "-event_time": (MemoryRow.event_time.desc(), MemoryRow.id.desc()),
-        "-importance": (MemoryRow.importance.desc(), MemoryRow.event_time.desc()),
-    }
-    if order not in orders:
-        raise InvalidInputError(f"order must be one of {sorted(orders)}, got {order!r}")
-    return orders[order]
-
-
 # The fields a write may set that the access log also writes.
 _ACCESS_FIELDS = frozenset({"access_count", "last_access"})
 
 
-
-def topic_for(metadata: Any, session_id: str | None, memory_id: str) -> str:
-    """The topic key of a memory: ``metadata["topic"]`` (on one line) when set, else
-    its ``session_id``, else its own id (the progressive loader's grouping)."""
-    topic = metadata.get("topic") if isinstance(metadata, dict) else None
-    if topic is not None and str(topic).strip():
-        return " ".join(str(topic).split())  # keys are printed in one-line index entries
-    return session_id or memory_id
-
-
-def item_topic(item: MemoryItem) -> str:
-    return topic_for(item.metadata, item.session_id, item.id)
-
-
-def count_tokens(content: str) -> int:
-    """The stored ``tokens`` of a memory: the default token counter's count."""
-    return default_token_counter().count(content)
-
-
-# The time expressions of a memory are looked for in its first MENTION_CHARS characters
-# (the parser costs about 1 ms per 600 characters; a memory is a thought, not a book).
-MENTION_CHARS = 20_000
-# The longest mention a range query looks back for: a year (and a leap day).
-MENTION_SPAN_DAYS = 366
-# The longest mention that answers a question about a shorter time inside it (a trip,
-# a week away), not a month or a year (RepositoryMemories.mentioning, issue 26).
-SHORT_MENTION_DAYS = 14
-# How far a mention may stick out of a question's range and still be inside it: less
-# than a day, so the next day stays out, and more than any two UTC offsets of one place
-# differ ("26 November" said in October, UTC+2, asked about in November, UTC+1).
-MENTION_OFFSET_SLACK = timedelta(hours=12)
-# A Han character, as a regular expression both SQLite (through SQLAlchemy) and
-# PostgreSQL read (the two main Han blocks of text/tokenize.py).
-_HAN_CLASS = "[\u3400-\u9fff]"
-
-
-def mentioned_times(content: str, event_time: datetime) -> list[TimeRange]:
-    """The time ranges ``content`` mentions, resolved against ``event_time`` by the same
-    en + zh rules the retriever reads questions with (hello_memory/text/timeparse.py):
-    "yesterday" in a memory of 2023-05-08 is 2023-05-07 (issue 15, times from the text);
-    a date without a year points the way its wording does ("dentist on 9 December",
-    said in November, is this December: ``timeparse.mentioned_ranges``, issue 26)."""
-    return mentioned_ranges(content[:MENTION_CHARS], event_time)
-
-
-def _shifted(when: datetime, by: timedelta) -> datetime:
-    """``when + by``, held at the calendar's ends (a question "since 0001-01-01" asks
-    about all of time, not an OverflowError)."""
-    try:
-        return when + by
-    except OverflowError:
-        return when.replace(year=1, month=1, day=1) if by < timedelta(0) else when.replace(
-            year=9999, month=12, day=31)
-
-
-def mention_time_rows(item: MemoryItem) -> list[dict[str, Any]]:
-    return [{"memory_id": item.id, "namespace": item.namespace, "start_time": r.start,
-             "end_time": r.end, "granularity": r.granularity,
-             "expression": r.text[:EXPRESSION_CHARS]}
-            for r in mentioned_times(item.content, item.event_time)]
-
-
-def _to_row(item: MemoryItem) -> MemoryRow:
-    return MemoryRow(
-        id=item.id, namespace=item.namespace, content=item.content,
-        content_hash=item.content_hash, memory_type=item.memory_type.value,
-        modality=item.modality.value, user_id=item.user_id, agent_id=item.agent_id,
-        session_id=item.session_id, event_time=item.event_time,
-        recorded_time=item.recorded_time, importance=item.importance,
-        access_count=item.access_count, last_access=item.last_access,
-        status=item.status.value, metadata_=item.metadata,
-        topic=item_topic(item)[:TOPIC_CHARS], tokens=count_tokens(item.content),
-        valid_from=item.valid_from or item.event_time, valid_to=item.valid_to,
-        superseded_by=item.superseded_by,
-        fact_key=fact_key(item.content, item.metadata, item.user_id),
-    )
-
-
-@lru_cache(maxsize=128)
-def _topics_sql(n: int) -> TextClause:
-    """The ids of the newest active memories of ``n`` topics (``:t0`` .. ``:t{n-1}``),
-    ``:k`` each: one index search per topic. Plain SQL, built once per ``n``: building
-    the same statement as 20 SQLAlchemy subqueries costs more than running it."""
-    # Superseded memories (valid_to set, issue 15) are no longer true: left out, as
-    # ItemFilter's default leaves them out of every other read.
-    one = ("SELECT id FROM (SELECT id FROM hm_memory_items WHERE namespace = :ns AND "
-           "topic = :t{n} AND status = :active AND valid_to IS NULL "
-           "ORDER BY event_time DESC LIMIT :k) AS q{n}")
-    return text(" UNION ALL ".join(one.format(n=i) for i in range(n)))
-
-
-def _active(status: str | MemoryStatus) -> bool:
-    return MemoryStatus(status) is MemoryStatus.ACTIVE
-
-
-def _bump_totals(s: Session, deltas: dict[str, list[int]]) -> None:
-    """Add ``[items, tokens]`` deltas to each namespace's totals row (created at the
-    first write): an atomic upsert where the dialect has one, so concurrent first
-    writes of a namespace cannot collide."""
-    dialect = s.get_bind().dialect.name
-    for ns, (n, tokens) in deltas.items():
-        if n == 0 and tokens == 0:
-            continue
-        grow = {"items": NamespaceTotalsRow.items + n, "tokens": NamespaceTotalsRow.tokens + tokens}
-        if dialect in ("sqlite", "postgresql"):
-            ins = (sqlite_insert if dialect == "sqlite" else pg_insert)(NamespaceTotalsRow)
-            s.execute(ins.values(namespace=ns, items=n, tokens=tokens)
-                      .on_conflict_do_update(index_elements=["namespace"], set_=grow))
-            continue
-        done = s.execute(update(NamespaceTotalsRow)
-                         .where(NamespaceTotalsRow.namespace == ns).values(**grow))
-        if not done.rowcount:  # type: ignore[attr-defined]
-            s.execute(insert(NamespaceTotalsRow).values(namespace=ns, items=n, tokens=tokens))
-
-
-class MemoryRepository:
+class MemoryRepository(MemoryQueries):
     """The memory items of a :class:`RecordStore` (``records.memories``); its
     transactions are the store's, so a write and its outbox rows commit together."""
 
@@ -367,13 +150,6 @@ class MemoryRepository:
         records too (nothing derived may be cached then)."""
         cache = self._records.item_cache
         return None if cache is None else cache.namespace_generation(namespace)
-
-    def _items_read(self, fetch: Callable[[], list[MemoryItem]], *, shared: bool = False
-                    ) -> list[MemoryItem]:
-        """``fetch()`` with the accesses still waiting counted (access.py)."""
-        return self.access_log.read(
-            fetch, lambda items, pending: _with_access(items, pending, shared=shared)
-            if pending else items)
 
     def add_items(self, items: Sequence[MemoryItem], *, keyed: bool = False
                   ) -> list[OutboxEntry]:
@@ -477,54 +253,11 @@ class MemoryRepository:
                  if i.namespace == namespace}
         return [by_id[i] for i in ids if i in by_id]
 
-    def holds_cjk(self, namespace: str) -> bool:
-        """Whether any memory of the namespace holds a Han character: one EXISTS query,
-        which stops at the first (the multilingual view's switch, retrieval/hybrid.py).
-        SQLAlchemy gives SQLite a REGEXP function; PostgreSQL has its own."""
-        q = select(exists().where(MemoryRow.namespace == require_namespace(namespace),
-                                  MemoryRow.content.regexp_match(_HAN_CLASS)))
-        with self._records.transaction() as s:
-            return bool(s.scalar(q))
-
-    def ids_starting(self, namespace: str, prefix: str, *, limit: int = 2) -> list[str]:
-        """Ids of this namespace's memories that start with ``prefix`` (a short handle,
-        docs/TOOLS.md), at most ``limit``, in id order."""
-        q = (select(MemoryRow.id)
-             .where(MemoryRow.namespace == require_namespace(namespace),
-                    MemoryRow.id >= prefix, MemoryRow.id.startswith(prefix, autoescape=True))
-             .order_by(MemoryRow.id).limit(limit))
-        with self._records.transaction() as s:
-            return list(s.scalars(q))
-
     def get_item(self, namespace: str, memory_id: str) -> MemoryItem:
         found = self.get_items(namespace, [memory_id])
         if not found:
             raise NotFoundError(f"no memory {memory_id!r} in namespace {namespace!r}")
         return found[0]
-
-    def _where(self, namespace: str, flt: ItemFilter) -> list[Any]:
-        require_namespace(namespace)
-        conds: list[Any] = [MemoryRow.namespace == namespace]
-        if flt.memory_types is not None:
-            conds.append(MemoryRow.memory_type.in_([MemoryType(t).value for t in flt.memory_types]))
-        if flt.status is not None:
-            conds.append(MemoryRow.status == MemoryStatus(flt.status).value)
-        for name in ("user_id", "agent_id", "session_id"):
-            value = getattr(flt, name)
-            if value is not None:
-                conds.append(getattr(MemoryRow, name) == value)
-        if flt.since is not None:
-            conds.append(MemoryRow.event_time >= flt.since)
-        if flt.until is not None:
-            conds.append(MemoryRow.event_time <= flt.until)
-        if flt.min_importance is not None:
-            conds.append(MemoryRow.importance >= flt.min_importance)
-        if flt.as_of is not None:
-            conds.append(func.coalesce(MemoryRow.valid_from, MemoryRow.event_time) <= flt.as_of)
-            conds.append(MemoryRow.valid_to.is_(None) | (MemoryRow.valid_to > flt.as_of))
-        elif flt.only_current():
-            conds.append(MemoryRow.valid_to.is_(None))
-        return conds
 
     def list_items(
         self, namespace: str, flt: ItemFilter = ItemFilter(), *, limit: int | None = None,
@@ -550,193 +283,6 @@ class MemoryRepository:
              .order_by(*_order_by(order)).limit(limit))
         with self._records.transaction() as s:
             return list(s.scalars(q))
-
-    def recent_by_topic(self, namespace: str, topics: Sequence[str], limit: int
-                        ) -> dict[str, list[MemoryItem]]:
-        """The ``limit`` newest active memories of each topic key (see :func:`topic_for`),
-        newest first. One statement: a UNION ALL of one LIMIT search per topic on
-        ix_items_ns_topic, then the rows by primary key, so the cost follows
-        ``len(topics) * limit``, not the namespace's size."""
-        require_namespace(namespace)
-        keys = list(dict.fromkeys(topics))
-        out: dict[str, list[MemoryItem]] = {t: [] for t in keys}
-        if limit <= 0 or not keys:
-            return out
-        def fetch() -> list[MemoryItem]:
-            with self._records.transaction() as s:
-                ids: list[str] = []
-                for start in range(0, len(keys), 100):  # SQLite allows 500 compound terms
-                    chunk = keys[start:start + 100]
-                    params: dict[str, Any] = {f"t{n}": key[:TOPIC_CHARS]
-                                              for n, key in enumerate(chunk)}
-                    params.update(ns=namespace, active=MemoryStatus.ACTIVE.value, k=limit)
-                    ids += s.scalars(_topics_sql(len(chunk)), params).all()
-                rows = (s.scalars(select(MemoryRow).where(MemoryRow.id.in_(ids))).all()
-                        if ids else [])
-                return [_to_item(r) for r in rows]
-
-        for item in sorted(self._items_read(fetch),
-                           key=lambda i: (-i.event_time.timestamp(), i.id)):
-            key = item_topic(item)  # keys longer than the column share a prefix: exact
-            if key in out and len(out[key]) < limit:
-                out[key].append(item)
-        return out
-
-    def namespace_totals(self, namespace: str) -> tuple[int, int]:
-        """(active memories, their tokens) of ``namespace``: one primary-key read."""
-        require_namespace(namespace)
-        with self._records.transaction() as s:
-            row = s.get(NamespaceTotalsRow, namespace)
-            return (row.items, row.tokens) if row is not None else (0, 0)
-
-    def recount_totals(self, namespace: str | None = None) -> dict[str, tuple[int, int]]:
-        """Rebuild the totals of one namespace (every one when None) from the rows:
-        a repair for totals edited out of band, linear in the rows; returns them."""
-        if namespace is not None:
-            require_namespace(namespace)
-        q = (select(MemoryRow.namespace, func.count(), func.coalesce(func.sum(MemoryRow.tokens), 0))
-             .where(MemoryRow.status == MemoryStatus.ACTIVE.value).group_by(MemoryRow.namespace))
-        clear = delete(NamespaceTotalsRow)
-        if namespace is not None:
-            q = q.where(MemoryRow.namespace == namespace)
-            clear = clear.where(NamespaceTotalsRow.namespace == namespace)
-        with self._records.transaction() as s:
-            counted = {ns: (int(n), int(t)) for ns, n, t in s.execute(q)}
-            s.execute(clear)
-            s.add_all([NamespaceTotalsRow(namespace=ns, items=n, tokens=t)
-                       for ns, (n, t) in counted.items()])
-        return counted
-
-    def session_orders(self, namespace: str, sessions: Sequence[str]
-                       ) -> dict[str, tuple[str, ...]]:
-        """Active memory ids of each session in ``sessions``, in event-time, then
-        recorded-time order (ids only: the neighbour context of retrieval)."""
-        require_namespace(namespace)
-        wanted = list(dict.fromkeys(sessions))
-        if not wanted:
-            return {}
-        q = (select(MemoryRow.session_id, MemoryRow.id)
-             .where(MemoryRow.namespace == namespace, MemoryRow.session_id.in_(wanted),
-                    MemoryRow.status == MemoryStatus.ACTIVE.value)
-             .order_by(MemoryRow.session_id, MemoryRow.event_time, MemoryRow.recorded_time,
-                       MemoryRow.id))
-        out: dict[str, list[str]] = {sess: [] for sess in wanted}
-        with self._records.transaction() as s:
-            for sess, memory_id in s.execute(q):
-                out[str(sess)].append(memory_id)
-        return {sess: tuple(ids) for sess, ids in out.items()}
-
-    def same_fact(self, namespace: str, key: str, *, around: datetime | None = None,
-                  after: int = 32) -> list[MemoryItem]:
-        """Active memories of ``namespace`` whose content states the fact ``key``
-        (``subject|attribute``, hello_memory/text/facts.py), superseded ones too,
-        oldest valid first: one read of ix_items_ns_fact_key. ``around``: only the
-        window of the chain a memory valid from then can change (memory/supersede.py):
-        those valid at that time (started then or before, not ended before it) and the
-        first ``after`` that start after it."""
-        require_namespace(namespace)
-        base = (MemoryRow.namespace == namespace, MemoryRow.fact_key == key,
-                MemoryRow.status == MemoryStatus.ACTIVE.value)
-        order = (MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id)
-        queries = [select(MemoryRow).where(*base).order_by(*order)]
-        if around is not None:
-            start = func.coalesce(MemoryRow.valid_from, MemoryRow.event_time)
-            queries = [
-                select(MemoryRow).where(*base, start <= around, or_(
-                    MemoryRow.valid_to.is_(None), MemoryRow.valid_to >= around)
-                ).order_by(*order),
-                select(MemoryRow).where(*base, start > around)
-                .order_by(start, MemoryRow.recorded_time, MemoryRow.id).limit(after)]
-
-        def fetch() -> list[MemoryItem]:
-            with self._records.transaction() as s:
-                return [_to_item(r) for q in queries for r in s.scalars(q).all()]
-
-        return self._items_read(fetch)
-
-    # duplicates and mentioned times (issue 15) ----------------------------------------
-    def find_by_hash(self, namespace: str, hashes: Sequence[str]) -> list[MemoryItem]:
-        """The active memories of ``namespace`` whose ``content_hash`` is one of
-        ``hashes`` (any type, superseded ones included: the caller checks validity),
-        oldest recorded first: one query on ix_items_ns_hash per 500 hashes, so an
-        add_many of N memories costs one lookup, not N."""
-        require_namespace(namespace)
-        wanted = list(dict.fromkeys(h for h in hashes if h))
-        def fetch() -> list[MemoryItem]:
-            rows: list[MemoryRow] = []
-            with self._records.transaction() as s:
-                for start in range(0, len(wanted), 500):
-                    # namespace and hash only, so the planner takes ix_items_ns_hash
-                    # (with the status / validity conditions it picks
-                    # ix_items_ns_valid_to and reads the whole namespace); the few rows
-                    # found are checked here.
-                    rows += s.scalars(select(MemoryRow).where(
-                        MemoryRow.namespace == namespace,
-                        MemoryRow.content_hash.in_(wanted[start:start + 500]))).all()
-            kept = [r for r in rows if _active(r.status)]
-            kept.sort(key=lambda r: (r.recorded_time, r.id))
-            return [_to_item(r) for r in kept]
-
-        return self._items_read(fetch)
-
-    def mentioning(self, namespace: str, start: datetime, end: datetime,
-                   flt: ItemFilter = ItemFilter(), *, limit: int = 1000) -> list[str]:
-        """Ids of the memories matching ``flt`` whose text mentions a time inside
-        ``[start, end)`` (hm_memory_times), at most ``limit``, latest mention first.
-
-        Inside means contained (issue 26), give or take MENTION_OFFSET_SLACK: "this
-        year" or "in November" does not answer "what did I do last Thursday?", though it
-        overlaps it. A short mention that holds the whole question range counts too (a
-        trip "18-21 December" or a week answers "what am I doing on 19 December?"): a
-        day, a week or a range of at most SHORT_MENTION_DAYS. Mentions starting more
-        than MENTION_SPAN_DAYS before ``start`` are not looked at (a bounded range of
-        ix_memory_times_ns_start)."""
-        short = timedelta(days=SHORT_MENTION_DAYS)
-        # a day written in another UTC offset (a plan said in summer time for a day in
-        # winter time) is still that day: containment allows MENTION_OFFSET_SLACK
-        slack = MENTION_OFFSET_SLACK
-        inside = and_(MemoryTimeRow.start_time >= _shifted(start, -slack),
-                      MemoryTimeRow.end_time <= _shifted(end, slack))
-        holds = and_(MemoryTimeRow.start_time <= start, MemoryTimeRow.end_time >= end,
-                     MemoryTimeRow.start_time >= _shifted(start, -short),
-                     MemoryTimeRow.end_time <= _shifted(end, short),
-                     MemoryTimeRow.granularity.in_(("instant", "day", "week", "range")))
-        q = (select(MemoryTimeRow.memory_id)
-             .join(MemoryRow, MemoryRow.id == MemoryTimeRow.memory_id)
-             .where(MemoryTimeRow.namespace == require_namespace(namespace),
-                    MemoryTimeRow.start_time < end,
-                    MemoryTimeRow.start_time >= _shifted(start,
-                                                         -timedelta(days=MENTION_SPAN_DAYS)),
-                    MemoryTimeRow.end_time > start,
-                    or_(inside, holds),
-                    *self._where(namespace, flt))
-             .order_by(MemoryTimeRow.start_time.desc(), MemoryTimeRow.memory_id)
-             .limit(4 * limit))
-        with self._records.transaction() as s:
-            return list(dict.fromkeys(s.scalars(q)))[:limit]
-
-    def with_mentioned_times(self, namespace: str, ids: Sequence[str]) -> set[str]:
-        """Those of ``ids`` whose text mentions any time (on ix_memory_times_memory)."""
-        require_namespace(namespace)
-        found: set[str] = set()
-        wanted = list(dict.fromkeys(ids))
-        with self._records.transaction() as s:
-            for start in range(0, len(wanted), 500):
-                found.update(s.scalars(select(MemoryTimeRow.memory_id).where(
-                    MemoryTimeRow.memory_id.in_(wanted[start:start + 500]),
-                    MemoryTimeRow.namespace == namespace)))
-        return found
-
-    def mentioned_times(self, namespace: str, memory_id: str) -> list[TimeRange]:
-        """The time ranges stored for one memory, in start order."""
-        require_namespace(namespace)
-        with self._records.transaction() as s:
-            rows = s.scalars(select(MemoryTimeRow).where(
-                MemoryTimeRow.memory_id == memory_id, MemoryTimeRow.namespace == namespace)
-                .order_by(MemoryTimeRow.start_time, MemoryTimeRow.id)).all()
-            return [TimeRange(r.start_time, r.end_time, r.expression,
-                              r.granularity)  # type: ignore[arg-type]
-                    for r in rows]
 
     def count_items(self, namespace: str, flt: ItemFilter = ItemFilter()) -> int:
         q = select(func.count()).select_from(MemoryRow).where(*self._where(namespace, flt))
@@ -1031,35 +577,3 @@ class MemoryRepository:
                            for key in pending
                            if (i := cache.cached(key[1])) is not None and i.namespace == key[0]])
 
-    def count_of_type(self, namespace: str, memory_type: MemoryType, *,
-                      modality: Modality | None = None,
-                      status: MemoryStatus | None = MemoryStatus.ACTIVE) -> int:
-        """Memories of one type (of one modality when given) in ``namespace``, current
-        or superseded, of ``status`` (None: any)."""
-        conds = [MemoryRow.namespace == require_namespace(namespace),
-                 MemoryRow.memory_type == MemoryType(memory_type).value]
-        if modality is not None:
-            conds.append(MemoryRow.modality == Modality(modality).value)
-        if status is not None:
-            conds.append(MemoryRow.status == MemoryStatus(status).value)
-        with self._records.transaction() as s:
-            return int(s.scalar(select(func.count()).select_from(MemoryRow).where(*conds)) or 0)
-
-    def namespaces(self) -> list[str]:
-        with self._records.transaction() as s:
-            return sorted(s.scalars(select(MemoryRow.namespace).distinct()).all())
-
-    def gauges(self) -> dict[str, dict[Any, int]]:
-        """Store-wide counts for monitoring (docs/OBSERVABILITY.md): memories by
-        ``(memory_type, status)`` and pending outbox rows by kind; no namespace."""
-        with self._records.transaction() as s:
-            memories = {(str(t), str(st)): int(n) for t, st, n in s.execute(
-                select(MemoryRow.memory_type, MemoryRow.status, func.count())
-                .group_by(MemoryRow.memory_type, MemoryRow.status))}
-            outbox = self._records.outbox.pending_counts(s)
-        return {"memories": memories, "outbox": outbox}
-
-    def all_ids(self, namespace: str) -> set[str]:
-        require_namespace(namespace)
-        with self._records.transaction() as s:
-            return set(s.scalars(select(MemoryRow.id).where(MemoryRow.namespace == namespace)))

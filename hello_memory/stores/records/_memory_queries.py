@@ -1,0 +1,395 @@
+"""The read side of :class:`~hello_memory.stores.records.memories.MemoryRepository`:
+:class:`ItemFilter` and :data:`ItemOrder` (what a listing selects and in which order),
+the plain SQL of the per-topic search, the bounds of a mentioned-time query, and
+:class:`MemoryQueries`, the mixin ``MemoryRepository`` inherits with its filter
+translation (``_where``) and its lookups beyond reading items by id or filter: by
+topic, fact key, content hash and mentioned time, the namespace totals (and their
+repair), and the store-wide counts. :mod:`hello_memory.stores.records.memories`
+re-exports every module-level name defined here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from sqlalchemy import TextClause, and_, delete, exists, func, or_, select, text
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.stores.records._memory_rows import _active, _to_item, _with_access, item_topic
+from hello_memory.stores.records.models import (
+    TOPIC_CHARS,
+    MemoryRow,
+    MemoryTimeRow,
+    NamespaceTotalsRow,
+)
+from hello_memory.text.timeparse import TimeRange
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality
+from hello_memory.validation import require_namespace
+
+if TYPE_CHECKING:
+    from hello_memory.stores.records.access import AccessLog
+    from hello_memory.stores.records.store import RecordStore
+
+
+# list_items orders: oldest event first (the default), newest first, most important
+# first (newer first among equals; served by ix_items_ns_type_importance).
+ItemOrder = Literal["event_time", "-event_time", "-importance"]
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """Structured filters (the symbolic side of retrieval). None means "any"."""
+
+    memory_types: tuple[MemoryType, ...] | None = None
+    status: MemoryStatus | None = MemoryStatus.ACTIVE
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    min_importance: float | None = None
+    # Validity (issue 15): ``as_of`` keeps the memories true at that time
+    # (valid_from <= as_of < valid_to); without it, ``current`` True keeps only those
+    # still true (valid_to NULL: not superseded), False every one. ``current`` None
+    # follows ``status``: the default (active) keeps the current ones, ``status=None``
+    # ("every memory": export, reconcile, reindex) keeps superseded ones too.
+    as_of: datetime | None = None
+    current: bool | None = None
+
+    def only_current(self) -> bool:
+        """Whether memories no longer true (superseded) are left out."""
+        if self.as_of is not None:
+            return False
+        return self.status is not None if self.current is None else self.current
+
+
+def _order_by(order: str) -> tuple[Any, ...]:
+    orders: dict[str, tuple[Any, ...]] = {
+        "event_time": (MemoryRow.event_time, MemoryRow.id),
+        "-event_time": (MemoryRow.event_time.desc(), MemoryRow.id.desc()),
+        "-importance": (MemoryRow.importance.desc(), MemoryRow.event_time.desc()),
+    }
+    if order not in orders:
+        raise InvalidInputError(f"order must be one of {sorted(orders)}, got {order!r}")
+    return orders[order]
+
+
+# The longest mention a range query looks back for: a year (and a leap day).
+MENTION_SPAN_DAYS = 366
+# The longest mention that answers a question about a shorter time inside it (a trip,
+# a week away), not a month or a year (RepositoryMemories.mentioning, issue 26).
+SHORT_MENTION_DAYS = 14
+# How far a mention may stick out of a question's range and still be inside it: less
+# than a day, so the next day stays out, and more than any two UTC offsets of one place
+# differ ("26 November" said in October, UTC+2, asked about in November, UTC+1).
+MENTION_OFFSET_SLACK = timedelta(hours=12)
+# A Han character, as a regular expression both SQLite (through SQLAlchemy) and
+# PostgreSQL read (the two main Han blocks of text/tokenize.py).
+_HAN_CLASS = "[\u3400-\u9fff]"
+
+
+def _shifted(when: datetime, by: timedelta) -> datetime:
+    """``when + by``, held at the calendar's ends (a question "since 0001-01-01" asks
+    about all of time, not an OverflowError)."""
+    try:
+        return when + by
+    except OverflowError:
+        return when.replace(year=1, month=1, day=1) if by < timedelta(0) else when.replace(
+            year=9999, month=12, day=31)
+
+
+@lru_cache(maxsize=128)
+def _topics_sql(n: int) -> TextClause:
+    """The ids of the newest active memories of ``n`` topics (``:t0`` .. ``:t{n-1}``),
+    ``:k`` each: one index search per topic. Plain SQL, built once per ``n``: building
+    the same statement as 20 SQLAlchemy subqueries costs more than running it."""
+    # Superseded memories (valid_to set, issue 15) are no longer true: left out, as
+    # ItemFilter's default leaves them out of every other read.
+    one = ("SELECT id FROM (SELECT id FROM hm_memory_items WHERE namespace = :ns AND "
+           "topic = :t{n} AND status = :active AND valid_to IS NULL "
+           "ORDER BY event_time DESC LIMIT :k) AS q{n}")
+    return text(" UNION ALL ".join(one.format(n=i) for i in range(n)))
+
+
+class MemoryQueries:
+    """The lookups of :class:`~hello_memory.stores.records.memories.MemoryRepository`
+    (which inherits them and sets the two attributes below): its filter translation
+    and the reads by topic, fact, hash and mentioned time, the totals, the store-wide
+    counts."""
+
+    _records: RecordStore
+    access_log: AccessLog
+
+    def _items_read(self, fetch: Callable[[], list[MemoryItem]], *, shared: bool = False
+                    ) -> list[MemoryItem]:
+        """``fetch()`` with the accesses still waiting counted (access.py)."""
+        return self.access_log.read(
+            fetch, lambda items, pending: _with_access(items, pending, shared=shared)
+            if pending else items)
+
+    def _where(self, namespace: str, flt: ItemFilter) -> list[Any]:
+        require_namespace(namespace)
+        conds: list[Any] = [MemoryRow.namespace == namespace]
+        if flt.memory_types is not None:
+            conds.append(MemoryRow.memory_type.in_([MemoryType(t).value for t in flt.memory_types]))
+        if flt.status is not None:
+            conds.append(MemoryRow.status == MemoryStatus(flt.status).value)
+        for name in ("user_id", "agent_id", "session_id"):
+            value = getattr(flt, name)
+            if value is not None:
+                conds.append(getattr(MemoryRow, name) == value)
+        if flt.since is not None:
+            conds.append(MemoryRow.event_time >= flt.since)
+        if flt.until is not None:
+            conds.append(MemoryRow.event_time <= flt.until)
+        if flt.min_importance is not None:
+            conds.append(MemoryRow.importance >= flt.min_importance)
+        if flt.as_of is not None:
+            conds.append(func.coalesce(MemoryRow.valid_from, MemoryRow.event_time) <= flt.as_of)
+            conds.append(MemoryRow.valid_to.is_(None) | (MemoryRow.valid_to > flt.as_of))
+        elif flt.only_current():
+            conds.append(MemoryRow.valid_to.is_(None))
+        return conds
+
+    def holds_cjk(self, namespace: str) -> bool:
+        """Whether any memory of the namespace holds a Han character: one EXISTS query,
+        which stops at the first (the multilingual view's switch, retrieval/hybrid.py).
+        SQLAlchemy gives SQLite a REGEXP function; PostgreSQL has its own."""
+        q = select(exists().where(MemoryRow.namespace == require_namespace(namespace),
+                                  MemoryRow.content.regexp_match(_HAN_CLASS)))
+        with self._records.transaction() as s:
+            return bool(s.scalar(q))
+
+    def ids_starting(self, namespace: str, prefix: str, *, limit: int = 2) -> list[str]:
+        """Ids of this namespace's memories that start with ``prefix`` (a short handle,
+        docs/TOOLS.md), at most ``limit``, in id order."""
+        q = (select(MemoryRow.id)
+             .where(MemoryRow.namespace == require_namespace(namespace),
+                    MemoryRow.id >= prefix, MemoryRow.id.startswith(prefix, autoescape=True))
+             .order_by(MemoryRow.id).limit(limit))
+        with self._records.transaction() as s:
+            return list(s.scalars(q))
+
+    def recent_by_topic(self, namespace: str, topics: Sequence[str], limit: int
+                        ) -> dict[str, list[MemoryItem]]:
+        """The ``limit`` newest active memories of each topic key (see :func:`topic_for`),
+        newest first. One statement: a UNION ALL of one LIMIT search per topic on
+        ix_items_ns_topic, then the rows by primary key, so the cost follows
+        ``len(topics) * limit``, not the namespace's size."""
+        require_namespace(namespace)
+        keys = list(dict.fromkeys(topics))
+        out: dict[str, list[MemoryItem]] = {t: [] for t in keys}
+        if limit <= 0 or not keys:
+            return out
+        def fetch() -> list[MemoryItem]:
+            with self._records.transaction() as s:
+                ids: list[str] = []
+                for start in range(0, len(keys), 100):  # SQLite allows 500 compound terms
+                    chunk = keys[start:start + 100]
+                    params: dict[str, Any] = {f"t{n}": key[:TOPIC_CHARS]
+                                              for n, key in enumerate(chunk)}
+                    params.update(ns=namespace, active=MemoryStatus.ACTIVE.value, k=limit)
+                    ids += s.scalars(_topics_sql(len(chunk)), params).all()
+                rows = (s.scalars(select(MemoryRow).where(MemoryRow.id.in_(ids))).all()
+                        if ids else [])
+                return [_to_item(r) for r in rows]
+
+        for item in sorted(self._items_read(fetch),
+                           key=lambda i: (-i.event_time.timestamp(), i.id)):
+            key = item_topic(item)  # keys longer than the column share a prefix: exact
+            if key in out and len(out[key]) < limit:
+                out[key].append(item)
+        return out
+
+    def namespace_totals(self, namespace: str) -> tuple[int, int]:
+        """(active memories, their tokens) of ``namespace``: one primary-key read."""
+        require_namespace(namespace)
+        with self._records.transaction() as s:
+            row = s.get(NamespaceTotalsRow, namespace)
+            return (row.items, row.tokens) if row is not None else (0, 0)
+
+    def recount_totals(self, namespace: str | None = None) -> dict[str, tuple[int, int]]:
+        """Rebuild the totals of one namespace (every one when None) from the rows:
+        a repair for totals edited out of band, linear in the rows; returns them."""
+        if namespace is not None:
+            require_namespace(namespace)
+        q = (select(MemoryRow.namespace, func.count(), func.coalesce(func.sum(MemoryRow.tokens), 0))
+             .where(MemoryRow.status == MemoryStatus.ACTIVE.value).group_by(MemoryRow.namespace))
+        clear = delete(NamespaceTotalsRow)
+        if namespace is not None:
+            q = q.where(MemoryRow.namespace == namespace)
+            clear = clear.where(NamespaceTotalsRow.namespace == namespace)
+        with self._records.transaction() as s:
+            counted = {ns: (int(n), int(t)) for ns, n, t in s.execute(q)}
+            s.execute(clear)
+            s.add_all([NamespaceTotalsRow(namespace=ns, items=n, tokens=t)
+                       for ns, (n, t) in counted.items()])
+        return counted
+
+    def session_orders(self, namespace: str, sessions: Sequence[str]
+                       ) -> dict[str, tuple[str, ...]]:
+        """Active memory ids of each session in ``sessions``, in event-time, then
+        recorded-time order (ids only: the neighbour context of retrieval)."""
+        require_namespace(namespace)
+        wanted = list(dict.fromkeys(sessions))
+        if not wanted:
+            return {}
+        q = (select(MemoryRow.session_id, MemoryRow.id)
+             .where(MemoryRow.namespace == namespace, MemoryRow.session_id.in_(wanted),
+                    MemoryRow.status == MemoryStatus.ACTIVE.value)
+             .order_by(MemoryRow.session_id, MemoryRow.event_time, MemoryRow.recorded_time,
+                       MemoryRow.id))
+        out: dict[str, list[str]] = {sess: [] for sess in wanted}
+        with self._records.transaction() as s:
+            for sess, memory_id in s.execute(q):
+                out[str(sess)].append(memory_id)
+        return {sess: tuple(ids) for sess, ids in out.items()}
+
+    def same_fact(self, namespace: str, key: str, *, around: datetime | None = None,
+                  after: int = 32) -> list[MemoryItem]:
+        """Active memories of ``namespace`` whose content states the fact ``key``
+        (``subject|attribute``, hello_memory/text/facts.py), superseded ones too,
+        oldest valid first: one read of ix_items_ns_fact_key. ``around``: only the
+        window of the chain a memory valid from then can change (memory/supersede.py):
+        those valid at that time (started then or before, not ended before it) and the
+        first ``after`` that start after it."""
+        require_namespace(namespace)
+        base = (MemoryRow.namespace == namespace, MemoryRow.fact_key == key,
+                MemoryRow.status == MemoryStatus.ACTIVE.value)
+        order = (MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id)
+        queries = [select(MemoryRow).where(*base).order_by(*order)]
+        if around is not None:
+            start = func.coalesce(MemoryRow.valid_from, MemoryRow.event_time)
+            queries = [
+                select(MemoryRow).where(*base, start <= around, or_(
+                    MemoryRow.valid_to.is_(None), MemoryRow.valid_to >= around)
+                ).order_by(*order),
+                select(MemoryRow).where(*base, start > around)
+                .order_by(start, MemoryRow.recorded_time, MemoryRow.id).limit(after)]
+
+        def fetch() -> list[MemoryItem]:
+            with self._records.transaction() as s:
+                return [_to_item(r) for q in queries for r in s.scalars(q).all()]
+
+        return self._items_read(fetch)
+
+    # duplicates and mentioned times (issue 15) ----------------------------------------
+    def find_by_hash(self, namespace: str, hashes: Sequence[str]) -> list[MemoryItem]:
+        """The active memories of ``namespace`` whose ``content_hash`` is one of
+        ``hashes`` (any type, superseded ones included: the caller checks validity),
+        oldest recorded first: one query on ix_items_ns_hash per 500 hashes, so an
+        add_many of N memories costs one lookup, not N."""
+        require_namespace(namespace)
+        wanted = list(dict.fromkeys(h for h in hashes if h))
+        def fetch() -> list[MemoryItem]:
+            rows: list[MemoryRow] = []
+            with self._records.transaction() as s:
+                for start in range(0, len(wanted), 500):
+                    # namespace and hash only, so the planner takes ix_items_ns_hash
+                    # (with the status / validity conditions it picks
+                    # ix_items_ns_valid_to and reads the whole namespace); the few rows
+                    # found are checked here.
+                    rows += s.scalars(select(MemoryRow).where(
+                        MemoryRow.namespace == namespace,
+                        MemoryRow.content_hash.in_(wanted[start:start + 500]))).all()
+            kept = [r for r in rows if _active(r.status)]
+            kept.sort(key=lambda r: (r.recorded_time, r.id))
+            return [_to_item(r) for r in kept]
+
+        return self._items_read(fetch)
+
+    def mentioning(self, namespace: str, start: datetime, end: datetime,
+                   flt: ItemFilter = ItemFilter(), *, limit: int = 1000) -> list[str]:
+        """Ids of the memories matching ``flt`` whose text mentions a time inside
+        ``[start, end)`` (hm_memory_times), at most ``limit``, latest mention first.
+
+        Inside means contained (issue 26), give or take MENTION_OFFSET_SLACK: "this
+        year" or "in November" does not answer "what did I do last Thursday?", though it
+        overlaps it. A short mention that holds the whole question range counts too (a
+        trip "18-21 December" or a week answers "what am I doing on 19 December?"): a
+        day, a week or a range of at most SHORT_MENTION_DAYS. Mentions starting more
+        than MENTION_SPAN_DAYS before ``start`` are not looked at (a bounded range of
+        ix_memory_times_ns_start)."""
+        short = timedelta(days=SHORT_MENTION_DAYS)
+        # a day written in another UTC offset (a plan said in summer time for a day in
+        # winter time) is still that day: containment allows MENTION_OFFSET_SLACK
+        slack = MENTION_OFFSET_SLACK
+        inside = and_(MemoryTimeRow.start_time >= _shifted(start, -slack),
+                      MemoryTimeRow.end_time <= _shifted(end, slack))
+        holds = and_(MemoryTimeRow.start_time <= start, MemoryTimeRow.end_time >= end,
+                     MemoryTimeRow.start_time >= _shifted(start, -short),
+                     MemoryTimeRow.end_time <= _shifted(end, short),
+                     MemoryTimeRow.granularity.in_(("instant", "day", "week", "range")))
+        q = (select(MemoryTimeRow.memory_id)
+             .join(MemoryRow, MemoryRow.id == MemoryTimeRow.memory_id)
+             .where(MemoryTimeRow.namespace == require_namespace(namespace),
+                    MemoryTimeRow.start_time < end,
+                    MemoryTimeRow.start_time >= _shifted(start,
+                                                         -timedelta(days=MENTION_SPAN_DAYS)),
+                    MemoryTimeRow.end_time > start,
+                    or_(inside, holds),
+                    *self._where(namespace, flt))
+             .order_by(MemoryTimeRow.start_time.desc(), MemoryTimeRow.memory_id)
+             .limit(4 * limit))
+        with self._records.transaction() as s:
+            return list(dict.fromkeys(s.scalars(q)))[:limit]
+
+    def with_mentioned_times(self, namespace: str, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` whose text mentions any time (on ix_memory_times_memory)."""
+        require_namespace(namespace)
+        found: set[str] = set()
+        wanted = list(dict.fromkeys(ids))
+        with self._records.transaction() as s:
+            for start in range(0, len(wanted), 500):
+                found.update(s.scalars(select(MemoryTimeRow.memory_id).where(
+                    MemoryTimeRow.memory_id.in_(wanted[start:start + 500]),
+                    MemoryTimeRow.namespace == namespace)))
+        return found
+
+    def mentioned_times(self, namespace: str, memory_id: str) -> list[TimeRange]:
+        """The time ranges stored for one memory, in start order."""
+        require_namespace(namespace)
+        with self._records.transaction() as s:
+            rows = s.scalars(select(MemoryTimeRow).where(
+                MemoryTimeRow.memory_id == memory_id, MemoryTimeRow.namespace == namespace)
+                .order_by(MemoryTimeRow.start_time, MemoryTimeRow.id)).all()
+            return [TimeRange(r.start_time, r.end_time, r.expression,
+                              r.granularity)  # type: ignore[arg-type]
+                    for r in rows]
+
+    def count_of_type(self, namespace: str, memory_type: MemoryType, *,
+                      modality: Modality | None = None,
+                      status: MemoryStatus | None = MemoryStatus.ACTIVE) -> int:
+        """Memories of one type (of one modality when given) in ``namespace``, current
+        or superseded, of ``status`` (None: any)."""
+        conds = [MemoryRow.namespace == require_namespace(namespace),
+                 MemoryRow.memory_type == MemoryType(memory_type).value]
+        if modality is not None:
+            conds.append(MemoryRow.modality == Modality(modality).value)
+        if status is not None:
+            conds.append(MemoryRow.status == MemoryStatus(status).value)
+        with self._records.transaction() as s:
+            return int(s.scalar(select(func.count()).select_from(MemoryRow).where(*conds)) or 0)
+
+    def namespaces(self) -> list[str]:
+        with self._records.transaction() as s:
+            return sorted(s.scalars(select(MemoryRow.namespace).distinct()).all())
+
+    def gauges(self) -> dict[str, dict[Any, int]]:
+        """Store-wide counts for monitoring (docs/OBSERVABILITY.md): memories by
+        ``(memory_type, status)`` and pending outbox rows by kind; no namespace."""
+        with self._records.transaction() as s:
+            memories = {(str(t), str(st)): int(n) for t, st, n in s.execute(
+                select(MemoryRow.memory_type, MemoryRow.status, func.count())
+                .group_by(MemoryRow.memory_type, MemoryRow.status))}
+            outbox = self._records.outbox.pending_counts(s)
+        return {"memories": memories, "outbox": outbox}
+
+    def all_ids(self, namespace: str) -> set[str]:
+        require_namespace(namespace)
+        with self._records.transaction() as s:
+            return set(s.scalars(select(MemoryRow.id).where(MemoryRow.namespace == namespace)))

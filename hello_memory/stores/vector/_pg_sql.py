@@ -1,0 +1,252 @@
+"""The SQL of the pgvector backend (:mod:`hello_memory.stores.vector.pgvector`): the
+names of its tables' parts, the DDL (the extension, the collections table, a
+collection's tables and its HNSW indexes), each connection's session settings, the
+dense and sparse search statements, and the translation of payload filters into a
+``WHERE`` clause on the ``jsonb`` payload. :class:`PgSql` is the mixin
+:class:`~hello_memory.stores.vector.pgvector.PgVectorStore` inherits; ``pgvector``
+re-exports every module-level name defined here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from hello_memory.errors import BackendUnavailableError, InvalidInputError
+from hello_memory.stores.vector._common import Cond, _require_ns, _Shape, iso, parse_condition
+from hello_memory.stores.vector.base import FieldCondition
+
+if TYPE_CHECKING:
+    from hello_memory.stores.vector.pgvector import PgVectorParams
+
+
+META_TABLE = "hm_pgv_collections"
+# pg_advisory_xact_lock key of the store's DDL (extension, tables, indexes): processes
+# opening one database at once create each thing once instead of racing to a
+# duplicate-key error on the catalogue.
+_DDL_LOCK = zlib.crc32(b"hello_memory.pgvector.ddl")
+_OPS = {"cosine": "vector_cosine_ops", "dot": "vector_ip_ops", "euclid": "vector_l2_ops"}
+_OPERATOR = {"cosine": "<=>", "dot": "<#>", "euclid": "<->"}
+_MAX_IDENT = 63  # PostgreSQL truncates longer identifiers
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _vec_text(values: Sequence[float]) -> str:
+    """pgvector's text input: ``[1,2,3]`` (repr keeps every float32 digit)."""
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+class PgSql:
+    """The DDL, session settings and search statements of
+    :class:`~hello_memory.stores.vector.pgvector.PgVectorStore` (which inherits them
+    and sets ``params``)."""
+
+    params: PgVectorParams
+
+    def _prepare(self, engine: Any) -> str:
+        """Create the extension (when allowed) and the collections table; return the
+        extension's schema, which every connection puts on its search path."""
+        with engine.begin() as conn:
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+            row = conn.exec_driver_sql(
+                "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                "ON n.oid = e.extnamespace WHERE e.extname = 'vector'").first()
+            if row is None:
+                from sqlalchemy.exc import DBAPIError
+
+                try:
+                    with conn.begin_nested():
+                        conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+                except DBAPIError as exc:
+                    raise BackendUnavailableError(
+                        "the PostgreSQL database has no 'vector' extension and this role "
+                        "cannot create it: install pgvector on the server (Debian: build it "
+                        "with scripts/system-deps.sh, or the postgresql-<version>-pgvector "
+                        "package) and run CREATE EXTENSION vector as a superuser "
+                        f"({exc.orig})") from exc
+                row = conn.exec_driver_sql(
+                    "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                    "ON n.oid = e.extnamespace WHERE e.extname = 'vector'").first()
+            conn.exec_driver_sql(
+                f"CREATE TABLE IF NOT EXISTS {META_TABLE} (name text PRIMARY KEY, "
+                "spec jsonb NOT NULL)")
+        return str(row[0])
+
+    def _session_setup(self, ext_schema: str) -> Any:
+        p = self.params
+
+        def setup(dbapi_conn: Any, _record: Any) -> None:
+            # UTC, as the record store's sessions (payload datetimes without a zone are
+            # UTC, as Qdrant reads them); the extension's schema on the search path (a
+            # test schema or a team's own may not hold it); the HNSW search settings.
+            autocommit = dbapi_conn.autocommit
+            dbapi_conn.autocommit = True
+            cur = dbapi_conn.cursor()
+            cur.execute("SET TIME ZONE 'UTC'")
+            cur.execute("SELECT set_config('search_path', current_setting('search_path') "
+                        "|| ', ' || quote_ident(%s), false)", (ext_schema,))
+            cur.execute(f"SET hnsw.ef_search = {int(p.ef_search)}")
+            cur.execute("SET hnsw.iterative_scan = strict_order")
+            cur.close()
+            dbapi_conn.autocommit = autocommit
+
+        return setup
+
+    @staticmethod
+    def _column(vector: str) -> str:
+        return _quote(f"v_{vector}")
+
+    def _index_name(self, table: str, vector: str) -> str:
+        return f"hmv_{zlib.crc32(f'{table}/{vector}'.encode()):08x}_hnsw"
+
+    def _create(self, conn: Any, table: str, stored: Mapping[str, Any]) -> None:
+        t = _quote(table)
+        cols = "".join(f", {self._column(n)} vector({int(size)})"
+                       for n, size in stored["dense"].items())
+        conn.exec_driver_sql(
+            f"CREATE TABLE IF NOT EXISTS {t} (id uuid PRIMARY KEY, namespace text NOT NULL, "
+            f"payload jsonb NOT NULL{cols})")
+        conn.exec_driver_sql(
+            f"CREATE INDEX IF NOT EXISTS {_quote(table + '_ns')} ON {t} (namespace, id)")
+        sp = _quote(table + "__sp")
+        conn.exec_driver_sql(
+            f"CREATE TABLE IF NOT EXISTS {sp} (id uuid NOT NULL REFERENCES {t} (id) "
+            "ON DELETE CASCADE, name text NOT NULL, namespace text NOT NULL, "
+            "term bigint NOT NULL, weight real NOT NULL, PRIMARY KEY (id, name, term))")
+        conn.exec_driver_sql(
+            f"CREATE INDEX IF NOT EXISTS {_quote(table + '__sp_term')} ON {sp} "
+            "(namespace, name, term)")
+        for name in stored["dense"]:
+            self._create_hnsw(conn, table, name, stored["distance"])
+
+    def _create_hnsw(self, conn: Any, table: str, vector: str, distance: str) -> None:
+        p = self.params
+        conn.exec_driver_sql(
+            f"CREATE INDEX IF NOT EXISTS {_quote(self._index_name(table, vector))} ON "
+            f"{_quote(table)} USING hnsw ({self._column(vector)} {_OPS[distance]}) "
+            f"WITH (m = {int(p.m)}, ef_construction = {int(p.ef_construction)})")
+
+    def _dense_search(self, conn: Any, table: str, distance: str, using: str, q: str,
+                      where: str, args: list[Any], limit: int, threshold: float | None,
+                      exact: bool) -> list[Any]:
+        t, col, op = _quote(table), self._column(using), _OPERATOR[distance]
+        dist = f"(p.{col} {op} %s::vector)"
+        # Qdrant's scores: cosine similarity, dot product, euclidean distance
+        score = {"cosine": f"1 - {dist}", "dot": f"-{dist}", "euclid": dist}[distance]
+        cond = f"{where} AND p.{col} IS NOT NULL"
+        cond_args = list(args)
+        if threshold is not None:  # NaN (a zero vector's cosine) passes no bound
+            if distance == "dot":
+                cond += f" AND {dist} <= %s"
+                cond_args += [q, -threshold]
+            elif distance == "cosine":
+                cond += f" AND {dist} <= %s"
+                cond_args += [q, 1 - threshold]
+            else:  # euclid: the score is the distance, the threshold an upper bound
+                cond += f" AND {dist} <= %s"
+                cond_args += [q, threshold]
+        if not exact:
+            probe = conn.exec_driver_sql(
+                f"SELECT count(*) FROM (SELECT 1 FROM {t} p WHERE {cond} LIMIT %s) s",
+                (*cond_args, self.params.exact_threshold)).scalar()
+            exact = int(probe or 0) < self.params.exact_threshold
+        # ``+ 0`` makes the sort key an expression the HNSW index does not serve: the
+        # planner then ranks every selected row exactly (ties by id). The HNSW path
+        # orders by the distance alone, the one order the index serves.
+        order = f"{dist} + 0, p.id" if exact else dist
+        return conn.exec_driver_sql(
+            f"SELECT p.id, {score}, p.payload FROM {t} p WHERE {cond} "
+            f"ORDER BY {order} LIMIT %s",
+            (q, *cond_args, q, limit)).all()
+
+    def _sparse_search(self, conn: Any, table: str, name: str, terms: list[int],
+                       weights: list[float], namespace: str, where: str, args: list[Any],
+                       limit: int, threshold: float | None) -> list[Any]:
+        if not terms:
+            return []
+        t, sp = _quote(table), _quote(table + "__sp")
+        having = "" if threshold is None else " HAVING sum(s.weight * q.w * d.idf) >= %s"
+        sql = (
+            f"WITH q(term, w) AS (SELECT * FROM unnest(%s::bigint[], %s::float8[])), "
+            f"n AS (SELECT count(*)::float8 AS n FROM {t} WHERE namespace = %s), "
+            f"d AS (SELECT s.term, ln((n.n - count(*) + 0.5) / (count(*) + 0.5) + 1) AS idf "
+            f"      FROM {sp} s, n WHERE s.namespace = %s AND s.name = %s "
+            f"      AND s.term = ANY(%s) GROUP BY s.term, n.n), "
+            f"hits AS (SELECT s.id, sum(s.weight * q.w * d.idf) AS score FROM {sp} s "
+            f"      JOIN q ON q.term = s.term JOIN d ON d.term = s.term "
+            f"      JOIN {t} p ON p.id = s.id "
+            f"      WHERE s.namespace = %s AND s.name = %s AND {where} GROUP BY s.id{having}) "
+            f"SELECT h.id, h.score, p.payload FROM hits h JOIN {t} p ON p.id = h.id "
+            f"ORDER BY h.score DESC, h.id LIMIT %s")
+        params = [terms, weights, namespace, namespace, name, terms, namespace, name, *args]
+        if threshold is not None:
+            params.append(threshold)
+        params.append(limit)
+        return list(conn.exec_driver_sql(sql, tuple(params)).all())
+
+
+def _shape_of(stored: Mapping[str, Any]) -> _Shape:
+    return _Shape({str(n): int(s) for n, s in stored["dense"].items()},
+                  frozenset(stored.get("sparse") or ()), str(stored.get("distance", "cosine")))
+
+
+def _finite(score: Any) -> float:
+    value = float(score)
+    return value if math.isfinite(value) else 0.0
+
+
+def _where(namespace: str, filters: Mapping[str, FieldCondition] | None
+           ) -> tuple[str, list[Any]]:
+    """``p.namespace = ns AND <each filter>`` over the table aliased ``p``, and its
+    parameters (filters parsed by _common.parse_condition, as every backend does)."""
+    _require_ns(namespace)
+    parts, args = ["p.namespace = %s"], [namespace]
+    for key, cond in (filters or {}).items():
+        sql, more = _to_sql(parse_condition(key, cond))
+        parts.append(sql)
+        args.extend(more)
+    return " AND ".join(parts), args
+
+
+def _to_sql(c: Cond) -> tuple[str, list[Any]]:
+    if not isinstance(c.key, str) or not c.key:
+        raise InvalidInputError(f"filter keys must be non-empty strings, got {c.key!r}")
+    path = c.key.split(".")
+    field = "(p.payload #> %s::text[])"
+    if c.kind == "value":
+        # jsonb containment: equal to the value, or (a field holding an array) one of
+        # its elements, as Qdrant matches a keyword against an array field
+        return f"{field} @> %s::jsonb", [path, json.dumps(c.values[0])]
+    if c.kind == "any":
+        if not c.values:
+            return "false", []
+        return (f"{field} @> ANY(%s::jsonb[])",
+                [path, [json.dumps(v) for v in c.values]])
+    text = "(p.payload #>> %s::text[])"
+    if c.kind == "datetime":
+        # an ISO string that is not a date is no match (Qdrant's datetime range skips it)
+        value = (f"(CASE WHEN {text} ~ '^\\d{{4}}-\\d{{2}}-\\d{{2}}' "
+                 f"THEN ({text})::timestamptz END)")
+        return _range_sql(value, "::timestamptz", path, c, iso)
+    number = (f"(CASE WHEN jsonb_typeof({field}) = 'number' "
+              f"THEN ({text})::float8 END)")
+    return _range_sql(number, "", path, c, float)
+
+
+def _range_sql(value: str, cast: str, path: list[str], c: Cond,
+               convert: Any) -> tuple[str, list[Any]]:
+    """``value >= gte AND value <= lte`` for the bounds ``c`` gives (``value`` reads the
+    field twice, hence the path twice per bound)."""
+    out: list[str] = []
+    args: list[Any] = []
+    for op, bound in ((">=", c.gte), ("<=", c.lte)):
+        if bound is not None:
+            out.append(f"{value} {op} %s{cast}")
+            args += [path, path, convert(bound)]
+    return "(" + " AND ".join(out) + ")", args
