@@ -133,8 +133,10 @@ def test_init_writes_a_loadable_config(tmp_path: Path) -> None:
 
 def test_optimize_job_builds_the_index_once(tmp_path: Path) -> None:
     data = tmp_path / "d"
+    # the write path's own build off (vector.hnsw.auto_index): the job does it here
     small = {**ENV, "HELLO_MEMORY__VECTOR__HNSW__INDEXING_THRESHOLD_KB": "1",
-             "HELLO_MEMORY__VECTOR__HNSW__FULL_SCAN_THRESHOLD_KB": "1"}
+             "HELLO_MEMORY__VECTOR__HNSW__FULL_SCAN_THRESHOLD_KB": "1",
+             "HELLO_MEMORY__VECTOR__HNSW__AUTO_INDEX": "false"}
 
     def run(*args: str) -> Any:
         result = CliRunner().invoke(app, ["--data-dir", str(data), *args], env=small)
