@@ -953,14 +953,22 @@ class HybridRetriever:
         if not pool or not (self.multilingual.wanted(query, pool)
                             or (small and self._holds_cjk(ns, totals))):
             return
+        listing: tuple[Any, list[str]] | None = None
         if small:
+            listed: list[str] = []
             for item in self._listing(ns, state.flt):
-                if item.memory_type in TEXT_COLLECTION_TYPES and item.id not in pool:
-                    pool[item.id] = item
-                    if item.id not in state.items:
-                        state.items[item.id] = item
-                        state.shared.add(item.id)
-        ranked = self.multilingual.rank(query, pool)[: self.settings.candidates]
+                if item.memory_type in TEXT_COLLECTION_TYPES:
+                    listed.append(item.id)
+                    if item.id not in pool:
+                        pool[item.id] = item
+                        if item.id not in state.items:
+                            state.items[item.id] = item
+                            state.shared.add(item.id)
+            generation = self._generation(ns)
+            if generation is not None:  # the listing is the same while it holds
+                listing = ((ns, state.flt, generation), listed)
+        ranked = self.multilingual.rank(query, pool, limit=self.settings.candidates,
+                                        listing=listing)
         if ranked:
             state.results["multilingual"] = ranked
 

@@ -14,7 +14,10 @@ universal-sentence-encoder-multilingual v3, pure numpy, about 6 ms per sentence 
 CPU) and ranked by cosine to the question: one more view in the fusion, ``multilingual``.
 Its vectors are cached in memory by content (bounded, thread-safe), so a memory is read
 once per process; nothing is stored, so there is no second index to maintain. An
-English-only namespace never pays for it.
+English-only namespace never pays for it. A small namespace is read whole on every
+search (retrieval/hybrid.py); its listing's vectors are also kept stacked under the
+caller's mark (the namespace's write generation), so such a search does not look up
+and stack a couple of thousand cached vectors each time (issue 27).
 
 Without its package installed the view is simply absent (logged once); a load that
 fails for another reason is logged and tried again at the next search.
@@ -26,7 +29,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -42,6 +45,8 @@ log = logging.getLogger(__name__)
 CACHE_SIZE = 20_000
 # A memory's text beyond this is not read again (the embedder truncates long text too).
 _MAX_CHARS = 2000
+# Stacked listing vectors kept (rank's ``listing``): 2,000 x 512 floats are 4 MB each.
+LISTINGS = 8
 
 
 class MultilingualReader:
@@ -59,6 +64,9 @@ class MultilingualReader:
         self._call_lock = threading.Lock()
         self._cache_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        # mark -> (row of each listed id, their stacked vectors)
+        self._listings: OrderedDict[Hashable, tuple[dict[str, int], np.ndarray]] = (
+            OrderedDict())
 
     def _model(self) -> Any:
         if self._embedder is not None or self._missing:
@@ -112,16 +120,48 @@ class MultilingualReader:
                     self._cache.popitem(last=False)
         return np.stack([found[k] for k in keys])
 
-    def rank(self, query: str, items: Mapping[str, MemoryItem]) -> list[tuple[str, float]]:
-        """(memory id, cosine) for every item, best first; [] when the model is not
-        installed or there is nothing to rank."""
+    def _listed(self, mark: Hashable, listed: Sequence[str],
+                items: Mapping[str, MemoryItem]) -> tuple[dict[str, int], np.ndarray]:
+        """The vectors of the ``listed`` ids of ``items``, stacked, kept under ``mark``
+        (the same mark always lists the same memories with the same texts)."""
+        with self._cache_lock:
+            kept = self._listings.get(mark)
+            if kept is not None:
+                self._listings.move_to_end(mark)
+                return kept
+        rows = {m: n for n, m in enumerate(listed)}
+        kept = (rows, self._vectors([items[m].content[:_MAX_CHARS] for m in listed]))
+        with self._cache_lock:
+            self._listings[mark] = kept
+            while len(self._listings) > LISTINGS:
+                self._listings.popitem(last=False)
+        return kept
+
+    def rank(self, query: str, items: Mapping[str, MemoryItem], *, limit: int | None = None,
+             listing: tuple[Hashable, Sequence[str]] | None = None
+             ) -> list[tuple[str, float]]:
+        """(memory id, cosine) for every item (the best ``limit``), best first; [] when
+        the model is not installed or there is nothing to rank. ``listing``: (mark,
+        ids among ``items``) whose vectors are kept stacked under ``mark`` for the next
+        call with it (the caller's write generation of a namespace read whole)."""
         if not items or self._model() is None:
             return []
         ids = list(items)
-        matrix = self._vectors([items[m].content[:_MAX_CHARS] for m in ids])
+        if listing is not None and listing[1]:
+            rows, listed = self._listed(listing[0], listing[1], items)
+            rest = [m for m in ids if m not in rows]
+            if rest:
+                more = self._vectors([items[m].content[:_MAX_CHARS] for m in rest])
+                extra = {m: len(listed) + n for n, m in enumerate(rest)}
+                matrix = np.concatenate([listed, more])[
+                    [rows[m] if m in rows else extra[m] for m in ids]]
+            else:
+                matrix = listed[[rows[m] for m in ids]]
+        else:
+            matrix = self._vectors([items[m].content[:_MAX_CHARS] for m in ids])
         with self._call_lock:
             q = np.asarray(self._model().embed_query(query[:_MAX_CHARS]), dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
         cosines = matrix @ q / np.where(norms == 0, 1.0, norms)
-        order = np.argsort(-cosines, kind="stable")
+        order = np.argsort(-cosines, kind="stable")[:limit]
         return [(ids[i], float(cosines[i])) for i in order]

@@ -42,6 +42,30 @@ def test_it_reads_chinese_and_caches_what_it_read() -> None:
     assert not reader.wanted("Where do I work?", _items(["I work at Merrow."]))
 
 
+def test_a_kept_listing_ranks_as_the_items_do() -> None:
+    """``listing`` (a small namespace read whole, issue 27): the listed vectors are
+    stacked once per mark and reused; the ranking is the plain one, order and cosines,
+    with items outside the listing and with ``limit``; at most LISTINGS marks kept."""
+    from hello_memory.retrieval import multilingual
+
+    reader = MultilingualReader()
+    items = _items(ZH + [f"第{n}条普通的消息，说的是天气和交通。" for n in range(6)])
+    listed = [m for m in items if m != "m1"]  # m1 comes from another view only
+    plain = reader.rank("我怎么去上班？", items)
+    first = reader.rank("我怎么去上班？", items, listing=("g1", listed))
+    assert first == plain
+    looked: list[int] = []
+    vectors = reader._vectors
+    reader._vectors = lambda texts: looked.append(len(texts)) or vectors(texts)  # type: ignore[method-assign]
+    again = reader.rank("Which line do I take to work?", items, listing=("g1", listed))
+    assert looked == [1]  # only m1: the listed ten come stacked
+    assert again == reader.rank("Which line do I take to work?", items)
+    assert reader.rank("我怎么去上班？", items, limit=3, listing=("g1", listed)) == plain[:3]
+    for n in range(multilingual.LISTINGS + 2):
+        reader.rank("天气", items, listing=(("g", n), listed))
+    assert len(reader._listings) == multilingual.LISTINGS and "g1" not in reader._listings
+
+
 def test_many_threads_rank_as_one_does() -> None:
     reader = MultilingualReader()
     items = _items(ZH + [f"第{n}条普通的消息，说的是天气和交通。" for n in range(20)])
