@@ -164,7 +164,8 @@ def _covering(found: Sequence[MemoryItem], item: MemoryItem) -> MemoryItem | Non
 
 
 def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode,
-          vectors_out: dict[str, npt.NDArray[np.float32]] | None = None
+          vectors_out: dict[str, npt.NDArray[np.float32]] | None = None, *,
+          embedded: Mapping[str, Any] | None = None
           ) -> tuple[Resolution, list[MemoryItem]]:
     """Resolve ``items`` (:func:`resolve`) and store the fresh ones: the stored types
     in one transaction holding their dedup keys (not with ``mode="store"``), working
@@ -172,7 +173,9 @@ def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode,
     the insert (``DuplicateKeyError``: nothing written), look up again and store what
     is still fresh; each round finds at least one more stored memory, so it ends.
     Returns the resolution and the items stored in the record store; ``vectors_out``
-    receives each stored item's vector by id (the superseder's candidates, issue 26)."""
+    receives each stored item's vector by id (the superseder's candidates, issue 26);
+    ``embedded`` (text -> vector, from this store's embedder) spares embedding an item
+    whose content is exactly such a text."""
     working = mode != "store" and any(i.memory_type == MemoryType.WORKING for i in items)
     vectors: dict[str, npt.NDArray[np.float32]] = {} if vectors_out is None else vectors_out
     with _WORKING_ADDS if working else nullcontext():
@@ -180,6 +183,10 @@ def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode,
             plan = resolve(mm, items, mode)
             fresh = [items[n] for n in plan.fresh]
             stored = [i for i in fresh if i.memory_type != MemoryType.WORKING]
+            for item in stored:
+                ready = (embedded or {}).get(item.content)
+                if item.id not in vectors and ready is not None:
+                    vectors[item.id] = np.asarray(ready, dtype=np.float32)
             todo = [i for i in stored if i.id not in vectors]
             if todo:  # embedded once, even when a round is repeated
                 made = mm.stores.embedder.embed([i.content for i in todo])

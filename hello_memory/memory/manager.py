@@ -429,7 +429,8 @@ class MemoryManager:
 
     @telemetry.traced("create_memory", count=len)
     def add_many(self, entries: Iterable[Mapping[str, Any]], *,
-                 on_duplicate: str | None = None) -> list[MemoryItem]:
+                 on_duplicate: str | None = None,
+                 embedded: Mapping[str, Any] | None = None) -> list[MemoryItem]:
         """Store many memories: every entry is validated first (one bad entry stores
         nothing), then one embedding batch and one transaction for the stored types.
 
@@ -438,7 +439,10 @@ class MemoryManager:
         ``on_duplicate`` (default ``memory.on_duplicate``): ``return`` gives back the
         stored memory, ``update`` merges the entry into it first, ``store`` keeps a
         copy. Returned items are in entry order; a repeated one has ``duplicate_of`` set
-        (its own id), a new one lists ``near_duplicates`` (cosine >= dedup_threshold)."""
+        (its own id), a new one lists ``near_duplicates`` (cosine >= dedup_threshold).
+        ``embedded``: vectors by text, computed beforehand by this store's embedder (the
+        server's writer, memory/write_batching.py); used for an entry whose stored text
+        is exactly that text, the rest are embedded here."""
         mode = self.on_duplicate if on_duplicate is None else duplicate_mode(on_duplicate)
         allowed = {"content", "memory_type", "importance", "metadata", "namespace", "user_id",
                    "agent_id", "session_id", "event_time", "auto_classify"}
@@ -463,7 +467,7 @@ class MemoryManager:
         validate_batch(len(items))  # before any embedding work
         # look up, embed, store; identical adds racing store one (issue 28, dedup.store)
         vectors: dict[str, Any] = {}
-        plan, stored = dedup.store(self, items, mode, vectors)
+        plan, stored = dedup.store(self, items, mode, vectors, embedded=embedded)
         self.superseder.apply(stored, vectors)  # facts that update: memory/supersede.py
         out = list(items)
         for n, existing in plan.existing.items():

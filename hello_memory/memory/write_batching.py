@@ -14,6 +14,14 @@ memories) and stores them with one ``add_many`` of the manager, then hands each 
 its own items. A lone caller waits for nothing: calls batch only while a write is
 already running, the way the embedding worker batches (embedding/batching.py).
 
+Given ``embed`` (the server passes its embedder), each caller embeds its own entries
+before it queues them: concurrent callers' texts go to the embedding worker together
+while the writer stores the previous batch, so embedding (native code, off the
+interpreter) and storing overlap instead of taking turns. The writer hands the vectors
+on as ``add_many(embedded=...)``, which uses one only for an entry whose text is exactly
+the one embedded; an entry the embedder refuses goes without, so the add path reports
+its error as it would.
+
 What a caller sees is what its own ``add_many`` would give it:
 
 * entries are stored in arrival order, so a later call's memory is the newer one
@@ -33,7 +41,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,13 +56,15 @@ class Adder(Protocol):
     imports the facade: docs/ARCHITECTURE.md, Layers)."""
 
     def add_many(self, entries: Sequence[Mapping[str, Any]], *,
-                 on_duplicate: str | None = None) -> list[MemoryItem]: ...
+                 on_duplicate: str | None = None,
+                 embedded: Mapping[str, Any] | None = None) -> list[MemoryItem]: ...
 
 
 @dataclass
 class _Call:
     entries: list[Mapping[str, Any]]
     on_duplicate: str | None
+    embedded: dict[str, Any] = field(default_factory=dict)
     done: threading.Event = field(default_factory=threading.Event)
     items: list[MemoryItem] | None = None
     error: BaseException | None = None
@@ -67,10 +77,12 @@ class CoalescingWriter:
     while the queue is full)."""
 
     def __init__(self, manager: Adder, *, max_items: int = 64,
-                 max_pending: int = 1024) -> None:
+                 max_pending: int = 1024,
+                 embed: Callable[[Sequence[str]], Any] | None = None) -> None:
         if max_items < 1 or max_pending < 1:
             raise InvalidInputError("max_items and max_pending must be positive")
         self.manager = manager
+        self.embed = embed
         self.max_items = max_items
         self.max_pending = max_pending
         self._cond = threading.Condition()
@@ -89,6 +101,7 @@ class CoalescingWriter:
         call = _Call(list(entries), on_duplicate)
         if threading.current_thread() is self._worker:  # never wait on ourselves
             return self._direct(call)
+        self._embed(call)
         with self._cond:
             while not self._closed and len(self._queue) >= self.max_pending:
                 self._cond.wait()  # bounded queue: back-pressure on the caller
@@ -122,8 +135,27 @@ class CoalescingWriter:
         with self._cond:
             return len(self._queue)
 
+    def _embed(self, call: _Call) -> None:
+        """The caller's texts embedded in its own thread (module docstring); nothing
+        when the embedder refuses one (the add path then reports why)."""
+        if self.embed is None:
+            return
+        texts = list(dict.fromkeys(
+            e["content"] for e in call.entries
+            if isinstance(e.get("content"), str) and e["content"].strip()
+            and e.get("memory_type") != "working"))
+        if not texts:
+            return
+        try:
+            vectors = self.embed(texts)
+        except Exception:
+            return
+        if len(vectors) == len(texts):
+            call.embedded = dict(zip(texts, vectors, strict=True))
+
     def _direct(self, call: _Call) -> list[MemoryItem]:
-        return self.manager.add_many(call.entries, on_duplicate=call.on_duplicate)
+        return self.manager.add_many(call.entries, on_duplicate=call.on_duplicate,
+                                     embedded=call.embedded)
 
     # --- the worker ---------------------------------------------------------------------
     def _run(self) -> None:
@@ -174,8 +206,10 @@ class CoalescingWriter:
                 self._answer(batch[0])
                 return
             entries = [e for call in batch for e in call.entries]
+            embedded = {t: v for call in batch for t, v in call.embedded.items()}
             try:
-                items = self.manager.add_many(entries, on_duplicate=batch[0].on_duplicate)
+                items = self.manager.add_many(entries, on_duplicate=batch[0].on_duplicate,
+                                              embedded=embedded)
             except Exception:  # one caller's bad entry stores nothing: each alone again
                 for call in batch:
                     self._answer(call)

@@ -29,16 +29,19 @@ class Held:
     def __init__(self, mm: MemoryManager) -> None:
         self.mm = mm
         self.calls: list[int] = []
+        self.embedded: list[set[str]] = []
         self.entered = threading.Event()
         self.release = threading.Event()
 
     def add_many(self, entries: Sequence[Mapping[str, Any]], *,
-                 on_duplicate: str | None = None) -> list[MemoryItem]:
+                 on_duplicate: str | None = None,
+                 embedded: Mapping[str, Any] | None = None) -> list[MemoryItem]:
         self.calls.append(len(entries))
+        self.embedded.append(set(embedded or {}))
         if len(self.calls) == 1:
             self.entered.set()
             assert self.release.wait(60)
-        return self.mm.add_many(entries, on_duplicate=on_duplicate)
+        return self.mm.add_many(entries, on_duplicate=on_duplicate, embedded=embedded)
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +135,39 @@ def test_a_repeat_in_one_batch_is_a_duplicate_and_modes_are_not_merged(
     assert repeat[0].duplicate_of == first[0].id  # as a repeat in one add_many
     assert kept[0].id != first[0].id  # "store" keeps a copy: another batch
     assert held.calls[1:] == [2, 1]
+
+
+def test_callers_embed_their_own_texts_and_the_writer_embeds_none(
+        mm: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``embed`` (the server's writer), each caller embeds its texts before it
+    queues them and the merged write reuses those vectors: the writer's thread embeds
+    nothing, and what it stored is found by its own text. An entry the embedder
+    refuses still gets the add path's own error."""
+    model = mm.stores.embedder
+    by_thread: list[tuple[str, list[str]]] = []
+    real = model.embed
+
+    def counted(texts: Sequence[str]) -> Any:
+        by_thread.append((threading.current_thread().name, list(texts)))
+        return real(texts)
+
+    monkeypatch.setattr(model, "embed", counted)
+    held = Held(mm)
+    writer = CoalescingWriter(held, embed=model.embed)
+    texts = [f"Ines labelled {n} boxes of winter clothes for the attic." for n in range(5)]
+    try:
+        results = _concurrently(writer, held, [
+            *[([{"content": t, "namespace": NS}], None) for t in texts],
+            ([{"content": "", "namespace": NS}], None)])
+    finally:
+        writer.close()
+    assert isinstance(results[-1], InvalidInputError)
+    assert held.embedded[1] >= set(texts)  # the merged write got every caller's vector
+    assert not [t for name, t in by_thread if name == "hello-memory-writer"]
+    for text, result in zip(texts, results[:-1], strict=True):
+        assert isinstance(result, list)
+        hits = mm.search(text, namespace=NS, top_k=1, recipe="per-type")
+        assert hits and hits[0].item.id == result[0].id
 
 
 def test_after_close_calls_store_themselves(mm: MemoryManager) -> None:
