@@ -222,23 +222,27 @@ def top_ids(mm: Any, qs: Sequence[str], qvecs: QueryVectors, k: int = 10) -> lis
         for q in qs]
 
 
-def exact_top_ids(mm: Any, qs: Sequence[str], qvecs: QueryVectors,
-                  capture: CapturingEmbedder, k: int = 10) -> list[list[str]]:
-    """The true top ``k`` ids per query in namespace "b": brute force in numpy over the
-    vectors the store was given for every stored memory's text. Since
-    ``vector.hnsw.auto_index`` the store's own search is on its graph before any
-    ``optimize``, so it cannot stand for the exact answer."""
+def exact_top_ids(mm: Any, qs: Sequence[str], query_vector: Callable[[str], Any],
+                  capture: CapturingEmbedder, k: int = 10,
+                  memory_types: Sequence[str] | None = None) -> list[list[str]]:
+    """The true top ``k`` ids per query in namespace "b" (of ``memory_types``, default
+    all): brute force in numpy over the vectors the store was given for every stored
+    memory's text. Since ``vector.hnsw.auto_index`` the store's own search is on its
+    graph before any ``optimize``, so it cannot stand for the exact answer."""
     from hello_memory.stores.records import ItemFilter
+    from hello_memory.types import MemoryType
 
-    # superseded memories too: the store's nearest (top_ids) has no validity filter
-    items = mm.stores.records.memories.list_items("b", ItemFilter(current=False))
+    # superseded memories too: the store's nearest has no validity filter
+    types = None if memory_types is None else tuple(MemoryType(t) for t in memory_types)
+    items = mm.stores.records.memories.list_items(
+        "b", ItemFilter(memory_types=types, current=False))
     missing = [i.content for i in items if i.content not in capture.seen]
     if missing:
         capture.embed(missing)
     matrix = np.stack([capture.seen[i.content] for i in items])
     out = []
     for q in qs:
-        scores = matrix @ np.asarray(qvecs.embed_query(q), np.float32)
+        scores = matrix @ np.asarray(query_vector(q), np.float32)
         top = np.argsort(-scores, kind="stable")[:k]
         out.append([items[int(n)].id for n in top])
     return out
@@ -321,7 +325,7 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
             floor.full)
         qvecs = QueryVectors(hm_embedder, qs)  # embedded once, reused below
         measure_fused(mm, qs, qvecs, res, "", floor)
-        exact_top = exact_top_ids(mm, qs, qvecs, capture)
+        exact_top = exact_top_ids(mm, qs, qvecs.embed_query, capture)
         mm.close()
         print(f"  footprint N={n}", flush=True)
         res["footprint"] = footprint(data, footprint_searches)
