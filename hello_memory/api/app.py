@@ -191,7 +191,7 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
                      if manager is not None else None)
     # concurrent adds stored together (api.write_batching; memory/write_batching.py)
     def writer_for(mm: MemoryManager) -> CoalescingWriter | None:
-        return (CoalescingWriter(mm, embed=mm.stores.embedder.embed)
+        return (CoalescingWriter(mm, embed=mm.embed)
                 if settings.api.write_batching else None)
 
     app.state.writer = writer_for(manager) if manager is not None else None

@@ -319,6 +319,12 @@ class MemoryManager:
         """The lifecycle defaults (the ``jobs`` settings) of forget and consolidate."""
         return self.lifecycle_service.defaults
 
+    def embed(self, texts: Sequence[str]) -> Any:
+        """The store's embedder over ``texts`` (one vector per text): what
+        :meth:`add_many` would compute, for its ``embedded`` argument (the server's
+        writer, memory/write_batching.py)."""
+        return self.stores.embedder.embed(list(texts))
+
     @property
     def has_perceptual(self) -> bool:
         """Whether perceptual memory is configured (``perceptual`` would not raise)."""
