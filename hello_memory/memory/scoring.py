@@ -105,7 +105,7 @@ class ScoreBreakdown:
     keyword: float = 0.0
     profile: float = 0.0
     # How plainly the memory itself matches the question, in [0, 1]: the calibrated
-    # cosine, or the share of the question's words it contains (retrieval/hybrid.py).
+    # cosine, or the share of the question's words it contains (retrieval/_hybrid_scoring.py).
     evidence: float = 1.0
     # What a memory keeps when it misses the time a question names, does not say when
     # for a "when" question, is about someone else, or does not state the attribute

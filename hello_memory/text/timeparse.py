@@ -322,7 +322,7 @@ def parse_time_range(
 # Times a text can give that are no calendar range: a recurring day ("on Mondays",
 # "every week", "每周一"), a time of day ("at 9am", "at midnight", "晚上八点"), a
 # frequency ("daily", "每天"). A memory saying one of them answers a "when" question as
-# well as one with a date (hello_memory/retrieval/hybrid.py, WHEN_MISS_FACTOR).
+# well as one with a date (hello_memory/retrieval/_hybrid_scoring.py, WHEN_MISS_FACTOR).
 _WHEN_RE = re.compile(
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
     r"|\b(?:every|each)\s+(?:day|night|morning|evening|week|weekend|month|year|"

@@ -378,7 +378,7 @@ def test_per_call_reads_are_bounded(mm: MemoryManager, monkeypatch: pytest.Monke
     loader = ProgressiveLoader(mm, standing_share=0.2)
     loader.load_relevant_context(query, namespace=NS)
     # the search's own reads: the records of its hits, sessions, the multilingual
-    # view's switch (one EXISTS query, retrieval/hybrid.py _holds_cjk) and the write
+    # view's switch (one EXISTS query, retrieval/_hybrid_language.py _holds_cjk) and the write
     # generation its caches are kept by (a counter, no query)
     reads = [(name, kwargs) for name, _, kwargs in log.calls
              if name not in ("record_access", "get_items", "session_orders", "holds_cjk",
@@ -387,7 +387,7 @@ def test_per_call_reads_are_bounded(mm: MemoryManager, monkeypatch: pytest.Monke
     for name, kwargs in reads:
         if name in ("list_items", "list_ids") and kwargs.get("limit") == MULTILINGUAL_SCAN:
             # the search's multilingual view reads a small namespace that holds
-            # Chinese text whole (retrieval/hybrid.py), at most MULTILINGUAL_SCAN,
+            # Chinese text whole (retrieval/_hybrid_language.py), at most MULTILINGUAL_SCAN,
             # kept until the namespace's next write
             assert mm.stores.records.memories.holds_cjk(NS)
             continue

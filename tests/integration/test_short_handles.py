@@ -66,7 +66,7 @@ def test_a_handle_two_memories_share_is_a_clear_error(tmp_path: Path) -> None:
                                                             marks=pytest.mark.postgres)])
 def test_holds_cjk_is_one_query_on_both_databases(tmp_path: Path, records: str,
                                                   request: pytest.FixtureRequest) -> None:
-    """The multilingual view's switch (retrieval/hybrid.py ``_holds_cjk``): SQLite
+    """The multilingual view's switch (retrieval/_hybrid_language.py ``_holds_cjk``): SQLite
     through SQLAlchemy's REGEXP, PostgreSQL with its own."""
     extra: dict[str, Any] = {}
     if records == "postgresql":

@@ -157,7 +157,7 @@ class MemoryQueries:
 
     def holds_cjk(self, namespace: str) -> bool:
         """Whether any memory of the namespace holds a Han character: one EXISTS query,
-        which stops at the first (the multilingual view's switch, retrieval/hybrid.py).
+        which stops at the first (the multilingual view's switch, retrieval/_hybrid_language.py).
         SQLAlchemy gives SQLite a REGEXP function; PostgreSQL has its own."""
         q = select(exists().where(MemoryRow.namespace == require_namespace(namespace),
                                   MemoryRow.content.regexp_match(_HAN_CLASS)))

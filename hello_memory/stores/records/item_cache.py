@@ -20,7 +20,7 @@ invalidation removes what it put in. Between a write's commit and its invalidati
 (both inside the write call) a reader may still get the record before the write, as it
 would have before the write call returned. The generation of each namespace (every
 write to it, adds too) lets a caller cache what it derives from a namespace's records
-(the multilingual view's listing, retrieval/hybrid.py).
+(the multilingual view's listing, retrieval/_hybrid_language.py).
 
 The items handed out are shared: callers read them and never change them (the
 repository's ``get_items(..., shared=True)``; the retriever copies the hits it returns).

@@ -1,0 +1,203 @@
+"""Chinese and mixed text: the part of :class:`~hello_memory.retrieval.hybrid.HybridRetriever`
+that runs the multilingual view (its namespace listing, the switch that reads whether a
+namespace holds CJK text), finds the memories no view of the question's language could
+read, and fits the multilingual view's vote to what each view can read of a pair
+(docs/RETRIEVAL.md, "Chinese and mixed text"; retrieval/multilingual.py; issue 26).
+
+``HybridRetriever`` inherits :class:`LanguageMixin`; the code is the retriever's own,
+kept here so that no module of the search runs over 600 lines (issue 31).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from hello_memory.config import RetrievalSettings
+from hello_memory.embedding.presets import preset_named
+from hello_memory.retrieval.multilingual import MultilingualReader
+from hello_memory.retrieval.planning import QueryAnalysis
+from hello_memory.stores.records import ItemFilter
+from hello_memory.text.attributes import asked_attributes, attributes_of, single_valued
+from hello_memory.types import MemoryItem, MemoryType
+
+if TYPE_CHECKING:
+    from hello_memory.retrieval.hybrid import _Round
+    from hello_memory.stores.bundle import Stores
+
+T = TypeVar("T")
+
+# Types whose vectors live in the text collection the four views search; working and
+# perceptual memory vote through views of their own.
+TEXT_COLLECTION_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
+# The multilingual view's weight in the fusion unless view_weights names one, and the
+# largest namespace it reads whole (retrieval/multilingual.py).
+MULTILINGUAL_WEIGHT = 1.0
+MULTILINGUAL_SCAN = 2000
+# An English-only embedder (all-MiniLM-L6-v2) knows little about Chinese: for a question
+# mostly in CJK characters its dense view weighs this much in the fusion, and its cosine
+# is no evidence (issue 26: the full search must not recall less than BM25 alone on
+# Chinese text; BENCHMARKS.md, Chinese everyday set).
+CJK_SEMANTIC_WEIGHT = 0.25
+CJK_SHARE = 0.3
+# How much the multilingual view's rank counts in the place of each view that cannot
+# read a cross-language pair, and how much of its weight it keeps on a pair of English
+# texts (HybridRetriever._language_votes; issue 26, BENCHMARKS.md).
+CROSS_LANGUAGE_STAND_IN = 0.5
+ENGLISH_PAIR_WEIGHT = 0.5
+
+
+def _cjk_heavy(text: str) -> bool:
+    """Whether at least CJK_SHARE of the text's letters and digits are CJK characters."""
+    letters = [ch for ch in text if ch.isalnum()]
+    cjk = sum(1 for ch in letters if "\u3400" <= ch <= "\u9fff")
+    return bool(letters) and cjk / len(letters) >= CJK_SHARE
+
+
+class LanguageMixin:
+    """The multilingual view and the language-aware parts of the search."""
+
+    if TYPE_CHECKING:  # HybridRetriever's own (retrieval/hybrid.py)
+        stores: Stores
+        settings: RetrievalSettings
+        multilingual: MultilingualReader
+
+        def _kept(self, ns: str, key: tuple[Any, ...], read: Callable[[], T], *,
+                  graph: bool = False, fallback: Callable[[], Any] | None = None) -> T: ...
+
+        def _generation(self, ns: str, *, graph: bool = False) -> Any: ...
+
+        @staticmethod
+        def _stating(state: _Round, totals: Mapping[str, float]) -> set[str]: ...
+
+    def _listing(self, ns: str, flt: ItemFilter) -> list[MemoryItem]:
+        """The newest MULTILINGUAL_SCAN memories of ``ns`` matching ``flt`` (the
+        multilingual view's small namespace): the ids kept while no write changes the
+        namespace, the records from the record cache; read whole where neither is kept."""
+        records = self.stores.records.memories
+        if records.generation(ns) is None:
+            return records.list_items(ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time")
+        ids = self._kept(ns, ("ids", flt), lambda: records.list_ids(
+            ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time"))
+        return records.get_items(ns, ids, shared=True)
+
+    def _unread(self, state: _Round, analysis: QueryAnalysis) -> list[str]:
+        """Memories read for the search that no view of the question's language could
+        read, and that state a single-valued attribute the question asks for: in a
+        small namespace with Chinese text the multilingual view reads every memory,
+        and "姐姐…现在在一家基金会当法务顾问" meets "what does Qing do for work?" on its
+        subject and attribute whatever its rank in any reading of meaning, so it joins
+        the symbolic view's pool (issue 26). Tastes and fears are many at once and say
+        too little to join."""
+        if not state.dense_blind and not self._english_only():
+            return []
+        asked = {a for a in asked_attributes(analysis.query) if single_valued(a)}
+        if not asked:
+            return []
+        asked_cjk = _cjk_heavy(analysis.query)
+        seen = {m for v, ranked in state.results.items() if v != "multilingual"
+                for m, _ in ranked}
+        return [m for m, item in state.items.items()
+                if m not in seen and item.memory_type in TEXT_COLLECTION_TYPES
+                and _cjk_heavy(item.content[:2000]) != asked_cjk
+                and asked & attributes_of(item.content[:2000])]
+
+    def _multilingual_view(self, ns: str, query: str, state: _Round) -> None:
+        """The candidates read again by a multilingual model when the question or one of
+        them holds CJK text (retrieval/multilingual.py; issue 26). In a namespace of at
+        most MULTILINGUAL_SCAN memories every memory is read (an English question finds
+        the Chinese note no other view could); in a larger one, the views' pool."""
+        pool = {m: state.items[m] for r in state.results.values() for m, _ in r
+                if m in state.items and state.items[m].memory_type in TEXT_COLLECTION_TYPES}
+        records = self.stores.records.memories
+        totals = self._kept(ns, ("totals",), lambda: records.namespace_totals(ns))
+        small = totals[0] <= MULTILINGUAL_SCAN
+        # an English question over a small namespace that holds Chinese memories: the
+        # pool of the English views may hold none of them
+        if not pool or not (self.multilingual.wanted(query, pool)
+                            or (small and self._holds_cjk(ns, totals))):
+            return
+        listing: tuple[Any, list[str]] | None = None
+        if small:
+            listed: list[str] = []
+            for item in self._listing(ns, state.flt):
+                if item.memory_type in TEXT_COLLECTION_TYPES:
+                    listed.append(item.id)
+                    if item.id not in pool:
+                        pool[item.id] = item
+                        if item.id not in state.items:
+                            state.items[item.id] = item
+                            state.shared.add(item.id)
+            generation = self._generation(ns)
+            if generation is not None:  # the listing is the same while it holds
+                listing = ((ns, state.flt, generation), listed)
+        ranked = self.multilingual.rank(query, pool, limit=self.settings.candidates,
+                                        listing=listing)
+        if ranked:
+            state.results["multilingual"] = ranked
+
+    def _holds_cjk(self, ns: str, totals: tuple[int, int]) -> bool:
+        """Whether the (small) namespace holds CJK text, read once per write generation
+        where the store gives one (any write, an edit too, reads it again), else per
+        namespace totals (_kept)."""
+        return self._kept(ns, ("cjk",), lambda: self.stores.records.memories.holds_cjk(ns),
+                          fallback=lambda: totals)
+
+    def _english_only(self) -> bool:
+        preset = preset_named(str(getattr(self.stores.embedder, "name", "")))
+        return preset is not None and preset.languages == "English"
+
+    def _dense_blind(self, query: str) -> bool:
+        """Whether the question is mostly CJK and the embedder reads English only."""
+        return self._english_only() and _cjk_heavy(query)
+
+    def _language_votes(self, query: str, state: _Round, weights: Mapping[str, float]
+                        ) -> dict[str, tuple[float, int]]:
+        """The multilingual view's vote fitted to what each view can read of a pair.
+
+        With an English-only embedder (docs/RETRIEVAL.md, "Chinese and mixed text"):
+        - an English question over an English memory is read well by the dense view
+          and BM25; the multilingual model, a weaker English reader, counts
+          ENGLISH_PAIR_WEIGHT of its weight there;
+        - a question over a memory in the other language is a pair the dense view and
+          BM25 cannot read (their rank for it is noise), so such a memory could only
+          ever collect one vote while the same-language ones collect three or four:
+          when the multilingual model reads it as closer to the question than every
+          memory in the question's language, its multilingual rank also counts in
+          the place of each blind view, with that view's weight times
+          CROSS_LANGUAGE_STAND_IN. Its cosines across languages run lower and
+          noisier than within one; the gate keeps a topic neighbour ("嘉怡最喜欢喝普洱
+          茶" for "which herb do I hate?") from outvoting what the other views agree on.
+          A memory that states the attribute the question asks of its subject passes
+          the gate too (``_stating``); one outside the time a question names never;
+        - a Chinese question over a Chinese memory keeps the view's whole vote (it is
+          the only reader of meaning the question has, ``_dense_blind``).
+
+        Returns memory id -> (the weight to add, the rank it counts at) (issue 26)."""
+        if not self._english_only():
+            return {}
+        asked_cjk = _cjk_heavy(query)
+        ranked = [(m, cosine, _cjk_heavy(state.items[m].content[:2000]) != asked_cjk)
+                  for m, cosine in state.results["multilingual"]]
+        same = max((cosine for _, cosine, cross in ranked if not cross), default=0.0)
+        # or one the rules read as stating what the question asks of its subject ("我
+        # 现在住在哪里？": "We got the keys to the house in Amersfoort today!")
+        stating = self._stating(state, {m: 0.0 for m, _, cross in ranked if cross}
+                                | {m: 0.0 for m in state.unread})
+        # such a memory's best language-free reading is its rank among the symbolic
+        # view's constraint matches, where that is better than its multilingual rank
+        symbolic = {m: n for n, (m, _) in enumerate(state.results.get("symbolic", []), 1)}
+        blind = sum(weights.get(v, 1.0) for v in ("semantic", "lexical") if v in state.results)
+        own = weights.get("multilingual", MULTILINGUAL_WEIGHT)
+        out: dict[str, tuple[float, int]] = {}
+        for rank, (m, cosine, cross) in enumerate(ranked, start=1):
+            if cross and (cosine >= same or m in stating) and (
+                    not state.in_time or m in state.in_time):
+                best = min(rank, symbolic.get(m, rank)) if m in stating else rank
+                out[m] = (CROSS_LANGUAGE_STAND_IN * blind, best)
+            elif not cross and not asked_cjk:
+                out[m] = ((ENGLISH_PAIR_WEIGHT - 1.0) * own, rank)
+        for m in stating.intersection(state.unread) - set(out):
+            if m in symbolic and (not state.in_time or m in state.in_time):
+                out[m] = (CROSS_LANGUAGE_STAND_IN * blind, symbolic[m])
+        return out

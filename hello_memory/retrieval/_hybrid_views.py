@@ -1,0 +1,156 @@
+"""Running the views: the part of :class:`~hello_memory.retrieval.hybrid.HybridRetriever`
+that runs the registered views of one search in parallel (or in turn, on a store whose
+calls run in turn), loads the records of their candidates under the caller's filters,
+and ranks the symbolic view's time and soft constraints on the candidate pool
+(docs/RETRIEVAL.md, "The pipeline" step 2, "Adding a view" and "Time").
+
+``HybridRetriever`` inherits :class:`ViewsMixin`; the code is the retriever's own,
+kept here so that no module of the search runs over 600 lines (issue 31). The views'
+thread pool (``_executor``, ``_submit``) stays in retrieval/hybrid.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from hello_memory import telemetry
+from hello_memory.config import RetrievalSettings
+from hello_memory.memory.episodic import matches
+from hello_memory.retrieval.fusion import ViewResult, weighted_rrf
+from hello_memory.retrieval.planning import QueryAnalysis
+from hello_memory.retrieval.registry import registered_views
+from hello_memory.retrieval.views import ViewRequest, symbolic_pool_view
+from hello_memory.stores.vector.base import calls_in_turn
+from hello_memory.types import MemoryItem
+
+if TYPE_CHECKING:
+    from hello_memory.retrieval.hybrid import _Round
+    from hello_memory.stores.bundle import Stores
+
+T = TypeVar("T")
+
+
+class ViewsMixin:
+    """The registered views of one search, their records, the symbolic ranking."""
+
+    if TYPE_CHECKING:  # HybridRetriever's own (retrieval/hybrid.py)
+        stores: Stores
+        settings: RetrievalSettings
+        use_embeddings: bool
+
+        def _kept(self, ns: str, key: tuple[Any, ...], read: Callable[[], T], *,
+                  graph: bool = False, fallback: Callable[[], Any] | None = None) -> T: ...
+
+        def _generation(self, ns: str, *, graph: bool = False) -> Any: ...
+
+        def _weights(self) -> dict[str, float]: ...
+
+        def _submit(self, fn: Callable[[], ViewResult], parallel: bool
+                    ) -> Callable[[], ViewResult]: ...
+
+    def _run_views(self, ns: str, queries: Sequence[str], analysis: QueryAnalysis,
+                   filters: Mapping[str, Any], active: Sequence[str], state: _Round) -> None:
+        registry = registered_views()
+        vectors = None
+        # the symbolic view runs on a pool the semantic view may be asked to fill
+        if self.use_embeddings and ("symbolic" in active or any(
+                registry[v].needs_vectors for v in active if v in registry)):
+            vectors = [self.stores.embedder.embed_query(q) for q in queries]
+        req = ViewRequest(ns, list(queries), vectors, analysis, filters,
+                          self.settings.candidates, self.settings.min_similarity,
+                          symbolic="symbolic" in active)
+        jobs: dict[str, Callable[[], ViewResult]] = {}
+        calls: dict[str, Callable[[], ViewResult]] = {
+            name: (lambda view=view: view.rank(self.stores, req))  # type: ignore[misc]
+            for name, view in registry.items()}
+        runnable = [v for v in active if (vectors or not registry[v].needs_vectors)
+                    and (v != "graph" or not self._graph_empty(ns))]
+        # The symbolic soft constraints are checked on a candidate pool; run alone, the
+        # symbolic view still needs one, from views that then get no vote.
+        soft = bool(analysis.persons or analysis.first_person or analysis.resolved
+                    or analysis.entities or analysis.locations)
+        helpers = [v for v in ("semantic", "lexical") if "symbolic" in active and soft
+                   and not {"semantic", "lexical"} & set(active) and (v != "semantic" or vectors)]
+        # On a store whose calls run in turn and hold the GIL (the embedded Qdrant
+        # Edge) threads only add hand-offs and contention: the views run here, one
+        # after the other (issue 27, docs/PERFORMANCE.md); on a server they overlap.
+        parallel = (self.settings.parallel and len(runnable) + len(helpers) > 1
+                    and not calls_in_turn(self.stores.vectors))
+        for view in [*runnable, *helpers]:
+            # one span per view when tracing is on (docs/OBSERVABILITY.md)
+            call = telemetry.wrap_for_thread(calls[view], f"hello_memory.view {view}",
+                                             {"hello_memory.view.name": view})
+            jobs[view] = self._submit(call, parallel)
+        for view, result in jobs.items():
+            state.results[view] = list(result())
+            for memory_id, _ in state.results[view]:
+                state.found_by.setdefault(memory_id, list(queries[:1]))
+        self._load_items(ns, state)
+        state.question = analysis
+        if "symbolic" in active:
+            state.analysis = analysis
+            if analysis.time_ranges:
+                state.in_time = {m for m, _ in state.results.get("symbolic", [])}
+                state.asked_until = max(end for _, end in analysis.time_ranges)
+            state.time_hits = state.results.get("symbolic", [])
+            state.results["symbolic"] = self._symbolic(state, analysis)
+        for view in helpers:
+            del state.results[view]
+
+    def _graph_empty(self, ns: str) -> bool:
+        """Whether the graph of ``ns`` links no memory, so the graph view can find
+        nothing (a store of conversation turns, which are episodic, feeds it none):
+        read once per write generation of the records and the graph, where the process
+        holds both (_kept); elsewhere the view runs and finds out itself (issue 27)."""
+        if self._generation(ns, graph=True) is None:
+            return False
+        return self._kept(ns, ("graph-empty",),
+                          lambda: self.stores.graph.stats(ns).mentions == 0, graph=True)
+
+    def _load_items(self, ns: str, state: _Round) -> None:
+        missing = [m for r in state.results.values() for m, _ in r if m not in state.items]
+        missing = list(dict.fromkeys(missing))
+        if missing:
+            # read only here: from the record cache where the store keeps one
+            for item in self._records_of(ns, missing, state):
+                # The caller's filters (status, types, user, time...) checked on the
+                # record: the graph view reads links that know no status, and a payload
+                # may lag behind its record.
+                if matches(item, state.flt):
+                    state.items[item.id] = item
+        # A vector whose record is gone (or lags behind a filter) is never returned.
+        for view, ranked in state.results.items():
+            state.results[view] = [(m, s) for m, s in ranked if m in state.items]
+
+    def _records_of(self, ns: str, ids: Sequence[str], state: _Round) -> list[MemoryItem]:
+        """The records of ``ids`` in ``ns``, shared (the record cache's, read only:
+        ``_hybrid`` copies the hits it returns)."""
+        items = self.stores.records.memories.get_items(ns, ids, shared=True)
+        state.shared.update(i.id for i in items)
+        return items
+
+    def _symbolic(self, state: _Round, analysis: QueryAnalysis) -> list[tuple[str, float]]:
+        """Time-constrained hits and soft-constraint matches in one ranking: by the
+        number of constraints met, then by the pool's fused relevance so far."""
+        in_time = dict(state.time_hits)
+        base = weighted_rrf({v: r for v, r in state.results.items() if v != "symbolic"},
+                            self._weights(), k=self.settings.rrf_k)
+        order = {m: f for m, (f, _) in base.items()}
+        pool = [state.items[m] for m in dict.fromkeys([*order, *in_time, *state.unread])
+                if m in state.items]
+        # "When ...?" is answered by a memory that says when (its text mentions a time).
+        timed = (self.stores.records.memories.with_mentioned_times(pool[0].namespace,
+                                                                    [i.id for i in pool])
+                 if analysis.asks_time and pool else set())
+        soft = dict(symbolic_pool_view(pool, order, analysis, timed))
+        # in a fixed order (never a set's, which follows the process's hash seed): the
+        # sort below keeps it among equals, and RRF ties often (ranks 1 + 2 = 2 + 1)
+        met = {m: soft.get(m, 0.0) + (1.0 if m in in_time else 0.0)
+               for m in dict.fromkeys([*soft, *in_time])}
+        # The time a question names is a hard constraint: every memory inside it ranks
+        # before the soft matches outside it ("what did I do last Saturday?" is
+        # answered by Saturday's "Late Tram played their first gig tonight", whose
+        # words share nothing with the question; issue 26).
+        return sorted(met.items(), key=lambda kv: (kv[0] not in in_time, -kv[1],
+                                                   -order.get(kv[0], 0.0)))
