@@ -44,6 +44,9 @@ from hello_memory.retrieval.hybrid import HybridRetriever
 from hello_memory.services.browse import BrowseService
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from hello_memory.config import JobsSettings, RetrievalSettings, Settings
     from hello_memory.embedding.base import Embedder
     from hello_memory.llm.base import LLMClient
@@ -319,10 +322,10 @@ class MemoryManager:
         """The lifecycle defaults (the ``jobs`` settings) of forget and consolidate."""
         return self.lifecycle_service.defaults
 
-    def embed(self, texts: Sequence[str]) -> Any:
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """The store's embedder over ``texts`` (one vector per text): what
-        :meth:`add_many` would compute, for its ``embedded`` argument (the server's
-        writer, memory/write_batching.py)."""
+        :meth:`add_many` would compute, for :meth:`add_embedded` (the server's writer,
+        memory/write_batching.py)."""
         return self.stores.embedder.embed(list(texts))
 
     @property
@@ -433,10 +436,8 @@ class MemoryManager:
                                    auto_classify=auto_classify)],
                              on_duplicate=on_duplicate)[0]
 
-    @telemetry.traced("create_memory", count=len)
     def add_many(self, entries: Iterable[Mapping[str, Any]], *,
-                 on_duplicate: str | None = None,
-                 embedded: Mapping[str, Any] | None = None) -> list[MemoryItem]:
+                 on_duplicate: str | None = None) -> list[MemoryItem]:
         """Store many memories: every entry is validated first (one bad entry stores
         nothing), then one embedding batch and one transaction for the stored types.
 
@@ -445,10 +446,18 @@ class MemoryManager:
         ``on_duplicate`` (default ``memory.on_duplicate``): ``return`` gives back the
         stored memory, ``update`` merges the entry into it first, ``store`` keeps a
         copy. Returned items are in entry order; a repeated one has ``duplicate_of`` set
-        (its own id), a new one lists ``near_duplicates`` (cosine >= dedup_threshold).
-        ``embedded``: vectors by text, computed beforehand by this store's embedder (the
-        server's writer, memory/write_batching.py); used for an entry whose stored text
-        is exactly that text, the rest are embedded here."""
+        (its own id), a new one lists ``near_duplicates`` (cosine >= dedup_threshold)."""
+        return self.add_embedded(entries, on_duplicate=on_duplicate)
+
+    @telemetry.traced("create_memory", count=len)
+    def add_embedded(self, entries: Iterable[Mapping[str, Any]], *,
+                     on_duplicate: str | None = None,
+                     embedded: Mapping[str, npt.NDArray[np.float32]] | None = None
+                     ) -> list[MemoryItem]:
+        """:meth:`add_many` with vectors by text computed beforehand by this store's
+        embedder (:meth:`embed`; the server's writer, memory/write_batching.py): one is
+        used for an entry whose stored text is exactly that text, the rest are
+        embedded here."""
         mode = self.on_duplicate if on_duplicate is None else duplicate_mode(on_duplicate)
         allowed = {"content", "memory_type", "importance", "metadata", "namespace", "user_id",
                    "agent_id", "session_id", "event_time", "auto_classify"}

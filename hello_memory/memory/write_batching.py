@@ -18,7 +18,7 @@ Given ``embed`` (the server passes its embedder), each caller embeds its own ent
 before it queues them: concurrent callers' texts go to the embedding worker together
 while the writer stores the previous batch, so embedding (native code, off the
 interpreter) and storing overlap instead of taking turns. The writer hands the vectors
-on as ``add_many(embedded=...)``, which uses one only for an entry whose text is exactly
+on to ``add_embedded``, which uses one only for an entry whose text is exactly
 the one embedded; an entry the embedder refuses goes without, so the add path reports
 its error as it would.
 
@@ -52,12 +52,12 @@ __all__ = ["CoalescingWriter"]
 
 
 class Adder(Protocol):
-    """What the writer stores through: the facade's ``add_many`` (this module never
+    """What the writer stores through: the facade's ``add_embedded`` (this module never
     imports the facade: docs/ARCHITECTURE.md, Layers)."""
 
-    def add_many(self, entries: Sequence[Mapping[str, Any]], *,
-                 on_duplicate: str | None = None,
-                 embedded: Mapping[str, Any] | None = None) -> list[MemoryItem]: ...
+    def add_embedded(self, entries: Sequence[Mapping[str, Any]], *,
+                     on_duplicate: str | None = None,
+                     embedded: Mapping[str, Any] | None = None) -> list[MemoryItem]: ...
 
 
 @dataclass
@@ -154,8 +154,8 @@ class CoalescingWriter:
             call.embedded = dict(zip(texts, vectors, strict=True))
 
     def _direct(self, call: _Call) -> list[MemoryItem]:
-        return self.manager.add_many(call.entries, on_duplicate=call.on_duplicate,
-                                     embedded=call.embedded)
+        return self.manager.add_embedded(call.entries, on_duplicate=call.on_duplicate,
+                                         embedded=call.embedded)
 
     # --- the worker ---------------------------------------------------------------------
     def _run(self) -> None:
@@ -208,8 +208,8 @@ class CoalescingWriter:
             entries = [e for call in batch for e in call.entries]
             embedded = {t: v for call in batch for t, v in call.embedded.items()}
             try:
-                items = self.manager.add_many(entries, on_duplicate=batch[0].on_duplicate,
-                                              embedded=embedded)
+                items = self.manager.add_embedded(entries, on_duplicate=batch[0].on_duplicate,
+                                                  embedded=embedded)
             except Exception:  # one caller's bad entry stores nothing: each alone again
                 for call in batch:
                     self._answer(call)

@@ -24,7 +24,8 @@ NS = "w"
 
 
 class Held:
-    """The manager's add_many, counted; the first call waits for ``release``."""
+    """The manager's add_embedded (what the writer stores through), counted; the first
+    call waits for ``release``."""
 
     def __init__(self, mm: MemoryManager) -> None:
         self.mm = mm
@@ -33,15 +34,15 @@ class Held:
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def add_many(self, entries: Sequence[Mapping[str, Any]], *,
-                 on_duplicate: str | None = None,
-                 embedded: Mapping[str, Any] | None = None) -> list[MemoryItem]:
+    def add_embedded(self, entries: Sequence[Mapping[str, Any]], *,
+                     on_duplicate: str | None = None,
+                     embedded: Mapping[str, Any] | None = None) -> list[MemoryItem]:
         self.calls.append(len(entries))
         self.embedded.append(set(embedded or {}))
         if len(self.calls) == 1:
             self.entered.set()
             assert self.release.wait(60)
-        return self.mm.add_many(entries, on_duplicate=on_duplicate, embedded=embedded)
+        return self.mm.add_embedded(entries, on_duplicate=on_duplicate, embedded=embedded)
 
 
 @pytest.fixture(scope="module")
