@@ -177,6 +177,7 @@ def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode,
     ``embedded`` (text -> vector, from this store's embedder) spares embedding an item
     whose content is exactly such a text."""
     working = mode != "store" and any(i.memory_type == MemoryType.WORKING for i in items)
+    ready_by_text = embedded or {}
     vectors: dict[str, npt.NDArray[np.float32]] = {} if vectors_out is None else vectors_out
     with _WORKING_ADDS if working else nullcontext():
         for attempt in range(len(items) + 2):
@@ -184,7 +185,7 @@ def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode,
             fresh = [items[n] for n in plan.fresh]
             stored = [i for i in fresh if i.memory_type != MemoryType.WORKING]
             for item in stored:
-                ready = (embedded or {}).get(item.content)
+                ready = ready_by_text.get(item.content)
                 if item.id not in vectors and ready is not None:
                     vectors[item.id] = np.asarray(ready, dtype=np.float32)
             todo = [i for i in stored if i.id not in vectors]

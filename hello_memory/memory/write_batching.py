@@ -147,11 +147,9 @@ class CoalescingWriter:
         if not texts:
             return
         try:
-            vectors = self.embed(texts)
-        except Exception:
+            call.embedded = dict(zip(texts, self.embed(texts), strict=True))
+        except Exception:  # the add path embeds again and reports its own error
             return
-        if len(vectors) == len(texts):
-            call.embedded = dict(zip(texts, vectors, strict=True))
 
     def _direct(self, call: _Call) -> list[MemoryItem]:
         return self.manager.add_embedded(call.entries, on_duplicate=call.on_duplicate,

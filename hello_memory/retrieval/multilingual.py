@@ -64,8 +64,8 @@ class MultilingualReader:
         self._call_lock = threading.Lock()
         self._cache_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        # mark -> (row of each listed id, their stacked vectors)
-        self._listings: OrderedDict[Hashable, tuple[dict[str, int], np.ndarray]] = (
+        # mark -> (row of each listed id, the text each row read, their stacked vectors)
+        self._listings: OrderedDict[Hashable, tuple[dict[str, int], list[str], np.ndarray]] = (
             OrderedDict())
 
     def _model(self) -> Any:
@@ -120,22 +120,43 @@ class MultilingualReader:
                     self._cache.popitem(last=False)
         return np.stack([found[k] for k in keys])
 
-    def _listed(self, mark: Hashable, listed: Sequence[str],
-                items: Mapping[str, MemoryItem]) -> tuple[dict[str, int], np.ndarray]:
-        """The vectors of the ``listed`` ids of ``items``, stacked, kept under ``mark``
-        (the same mark always lists the same memories with the same texts)."""
+    def _listed(self, mark: Hashable, listed: Sequence[str], text_of: Mapping[str, str]
+                ) -> tuple[dict[str, int], list[str], np.ndarray]:
+        """The ``listed`` ids with their texts and vectors, stacked, kept under ``mark``."""
         with self._cache_lock:
             kept = self._listings.get(mark)
             if kept is not None:
                 self._listings.move_to_end(mark)
                 return kept
-        rows = {m: n for n, m in enumerate(listed)}
-        kept = (rows, self._vectors([items[m].content[:_MAX_CHARS] for m in listed]))
+        texts = [text_of[m] for m in listed]
+        kept = ({m: n for n, m in enumerate(listed)}, texts, self._vectors(texts))
         with self._cache_lock:
             self._listings[mark] = kept
             while len(self._listings) > LISTINGS:
                 self._listings.popitem(last=False)
         return kept
+
+    def _matrix(self, ids: Sequence[str], texts: Sequence[str],
+                listing: tuple[Hashable, Sequence[str]] | None) -> np.ndarray:
+        """The vectors of ``texts`` (one per id), in order: a kept listing's row where
+        it read the same text (a mark that outlived an edit only costs a lookup, never
+        an old vector), the rest from the cache."""
+        if listing is None or not listing[1]:
+            return self._vectors(list(texts))
+        text_of = dict(zip(ids, texts, strict=True))
+        rows, kept, stacked = self._listed(listing[0], listing[1], text_of)
+        picks: list[int] = []
+        rest: list[str] = []
+        for m, text in zip(ids, texts, strict=True):
+            row = rows.get(m)
+            if row is not None and kept[row] == text:
+                picks.append(row)
+            else:
+                picks.append(len(kept) + len(rest))
+                rest.append(text)
+        if rest:
+            stacked = np.concatenate([stacked, self._vectors(rest)])
+        return stacked[picks]
 
     def rank(self, query: str, items: Mapping[str, MemoryItem], *, limit: int | None = None,
              listing: tuple[Hashable, Sequence[str]] | None = None
@@ -143,22 +164,12 @@ class MultilingualReader:
         """(memory id, cosine) for every item (the best ``limit``), best first; [] when
         the model is not installed or there is nothing to rank. ``listing``: (mark,
         ids among ``items``) whose vectors are kept stacked under ``mark`` for the next
-        call with it (the caller's write generation of a namespace read whole)."""
+        call with it (the caller's write generation of a namespace read whole; a row
+        is reused only for the text it read)."""
         if not items or self._model() is None:
             return []
         ids = list(items)
-        if listing is not None and listing[1]:
-            rows, listed = self._listed(listing[0], listing[1], items)
-            rest = [m for m in ids if m not in rows]
-            if rest:
-                more = self._vectors([items[m].content[:_MAX_CHARS] for m in rest])
-                extra = {m: len(listed) + n for n, m in enumerate(rest)}
-                matrix = np.concatenate([listed, more])[
-                    [rows[m] if m in rows else extra[m] for m in ids]]
-            else:
-                matrix = listed[[rows[m] for m in ids]]
-        else:
-            matrix = self._vectors([items[m].content[:_MAX_CHARS] for m in ids])
+        matrix = self._matrix(ids, [items[m].content[:_MAX_CHARS] for m in ids], listing)
         with self._call_lock:
             q = np.asarray(self._model().embed_query(query[:_MAX_CHARS]), dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)

@@ -61,6 +61,11 @@ def test_a_kept_listing_ranks_as_the_items_do() -> None:
     assert looked == [1]  # only m1: the listed ten come stacked
     assert again == reader.rank("Which line do I take to work?", items)
     assert reader.rank("我怎么去上班？", items, limit=3, listing=("g1", listed)) == plain[:3]
+    # a mark that outlived an edit: the edited memory is read again, never its old vector
+    edited = dict(items)
+    edited["m0"] = MemoryItem(content="我每天骑自行车上班，不坐地铁。", namespace="ns")
+    assert reader.rank("我怎么去上班？", edited, listing=("g1", listed)) == \
+        reader.rank("我怎么去上班？", edited)
     for n in range(multilingual.LISTINGS + 2):
         reader.rank("天气", items, listing=(("g", n), listed))
     assert len(reader._listings) == multilingual.LISTINGS and "g1" not in reader._listings

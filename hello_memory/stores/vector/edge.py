@@ -395,13 +395,19 @@ class QdrantEdgeVectorStore:
                 q: Any = e.SparseVector(*_sparse_parts(query, collection, using))
             else:
                 q = _dense(query, collection, using, shape.dense[using])
-            res = self._shard(collection).query(e.QueryRequest(
-                limit=limit, query=e.Query.Nearest(q, using=using), filter=flt,
-                with_payload=bool(with_payload), score_threshold=score_threshold,
-                params=e.SearchParams(hnsw_ef=self._hnsw.ef)))
+            res = self._shard(collection).query(self._request(
+                e, q, using, limit, flt, bool(with_payload), score_threshold))
         if not with_payload:
             return [VectorHit(str(p.id), float(p.score), {}) for p in res]
         return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res]
+
+    def _request(self, e: Any, query: Any, using: str, limit: int, flt: Any,
+                 with_payload: bool, score_threshold: float | None) -> Any:
+        """One nearest query of :meth:`nearest` / :meth:`nearest_batch` (the store's beam)."""
+        return e.QueryRequest(limit=limit, query=e.Query.Nearest(query, using=using),
+                              filter=flt, with_payload=with_payload,
+                              score_threshold=score_threshold,
+                              params=e.SearchParams(hnsw_ef=self._hnsw.ef))
 
     def nearest_batch(
         self,
@@ -424,12 +430,8 @@ class QdrantEdgeVectorStore:
         with self._guard(collection):
             shape = self._shape(collection)
             shape.need(collection, using, sparse=False)
-            params = e.SearchParams(hnsw_ef=self._hnsw.ef)
-            reqs = [e.QueryRequest(
-                limit=limit, query=e.Query.Nearest(
-                    _dense(q, collection, using, shape.dense[using]), using=using),
-                filter=flt, with_payload=False, score_threshold=score_threshold,
-                params=params) for q in queries]
+            reqs = [self._request(e, _dense(q, collection, using, shape.dense[using]), using,
+                                  limit, flt, False, score_threshold) for q in queries]
             res = self._shard(collection).query_batch(e.QueryBatchRequest(reqs))
         return [[VectorHit(str(p.id), float(p.score), {}) for p in hits] for hits in res]
 
