@@ -182,9 +182,12 @@ class IndexLayer:
         return [t for t in topics if t.relevance >= threshold]
 
     def render(self, topic: Topic) -> str:
-        """One index line; the count is of the topic's memories that matched the query."""
+        """One index line; the count is of the topic's memories that matched the query.
+        A topic that is one memory's own id shows the id's first 8 characters: a whole
+        UUID costs about 25 tokens, and how many varies from id to id."""
         n = len(topic.hits)
-        return (f"[{topic.key}] {topic.label} · {n} memor{'y' if n == 1 else 'ies'}"
+        key = topic.key[:8] if any(h.id == topic.key for h in topic.hits) else topic.key
+        return (f"[{key}] {topic.label} · {n} memor{'y' if n == 1 else 'ies'}"
                 f" · latest {topic.latest_time.date().isoformat()}")
 
     def render_index(self, topics: Sequence[Topic], max_tokens: int | None = None) -> str:
