@@ -187,7 +187,11 @@ def test_updates_racing_consolidation_lose_no_acknowledged_update(
         ids = tally.note("seed", c.post("/v1/memories/batch", params=ns, json={"memories": [
             {"content": salad(rng), "memory_type": "episodic", "importance": 0.9}
             for _ in range(16)]}), (201,)).json()["ids"]
-    last: dict[str, str] = {}
+    # Per memory, every acknowledged update as (sent, answered, text). Two clients may
+    # update one memory at once, and the order they note their answers in need not be the
+    # order the server applied them: only an update no other one began after it answered
+    # is a candidate for the memory's last word.
+    acked: dict[str, list[tuple[float, float, str]]] = {}
     lock = threading.Lock()
     rounds = {"left": 6}
 
@@ -207,11 +211,13 @@ def test_updates_racing_consolidation_lose_no_acknowledged_update(
                     if rounds["left"] <= 0:
                         return
                 memory_id, text = r.choice(ids), f"client {k} says " + salad(r)
+                sent = time.monotonic()
                 got = tally.note("update", c.patch(f"/v1/memories/{memory_id}", params=ns,
                                                    json={"content": text}), (200, 404))
                 if got.status_code == 200:  # acknowledged; 404: consolidated already
                     with lock:
-                        last[memory_id] = text
+                        acked.setdefault(memory_id, []).append(
+                            (sent, time.monotonic(), text))
 
     at_once(CLIENTS, work)
     with client(server, CLIENT_KEYS[0]) as c:
@@ -219,8 +225,10 @@ def test_updates_racing_consolidation_lose_no_acknowledged_update(
             "from_type": "episodic", "to_type": "semantic", "min_access_count": 0}), (200,))
         stored = {m["content"] for m in _export(c, "hc/consolidate")}
     tally.check()
-    lost = [i for i, text in last.items() if text not in stored]
-    assert last and not lost, f"{len(lost)} of {len(last)} acknowledged updates lost"
+    lost = [i for i, updates in acked.items()
+            if not any(text in stored for _, answered, text in updates
+                       if not any(other > answered for other, _, _ in updates))]
+    assert acked and not lost, f"{len(lost)} of {len(acked)} acknowledged updates lost"
 
 
 # --- item 10: heavy queries from one key, a small one from another ------------------------
