@@ -54,7 +54,7 @@ _bearer = HTTPBearer(auto_error=False, description="API key as a bearer token")
 _header_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key")
 
 
-def namespace_dependency(
+async def namespace_dependency(
     request: Request,
     namespace: Annotated[str | None, Query(min_length=1, max_length=512, description=(
         "The namespace to act in; the API key must grant it. It may be left out when "
@@ -72,7 +72,7 @@ def namespace_dependency(
 Namespace = Annotated[str, Depends(namespace_dependency)]
 
 
-def admin_dependency(
+async def admin_dependency(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)] = None,
     header_key: Annotated[str | None, Depends(_header_key)] = None,
