@@ -36,12 +36,15 @@ from hello_memory.memory.manager import MemoryManager
 if TYPE_CHECKING:
     from hello_memory.tools.memory_tool import MemoryTool
 
-__all__ = ["DEFAULT_MAX_WORKERS", "AsyncMemoryManager"]
+__all__ = ["DEFAULT_MAX_WAITING", "DEFAULT_MAX_WORKERS", "AsyncMemoryManager"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_MAX_WORKERS = 4
+# Threads of the second pool, for calls that mostly wait on another worker (the
+# server's writer): see AsyncMemoryManager.run_waiting.
+DEFAULT_MAX_WAITING = 64
 
 
 class _Async(Generic[P, R]):
@@ -84,14 +87,18 @@ class AsyncMemoryManager:
     it). ``max_workers`` bounds how many calls run at once."""
 
     def __init__(self, manager: MemoryManager, *, max_workers: int = DEFAULT_MAX_WORKERS,
-                 owns_manager: bool = False) -> None:
-        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
-            raise InvalidInputError(f"max_workers must be a positive integer, got {max_workers!r}")
+                 owns_manager: bool = False, max_waiting: int = DEFAULT_MAX_WAITING) -> None:
+        for name, value in (("max_workers", max_workers), ("max_waiting", max_waiting)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
         self.manager = manager
         self.max_workers = max_workers
+        self.max_waiting = max_waiting
         self._owns = owns_manager
         self._pool = ThreadPoolExecutor(max_workers=max_workers,
                                         thread_name_prefix="hello-memory")
+        self._waiting = ThreadPoolExecutor(max_workers=max_waiting,
+                                           thread_name_prefix="hello-memory-wait")
         self._closed = False
 
     @classmethod
@@ -118,10 +125,25 @@ class AsyncMemoryManager:
         variables, and return (or raise) what it does."""
         if self._closed:
             raise RuntimeError("this AsyncMemoryManager is closed")
+        return await self._in(self._pool, fn, *args, **kwargs)
+
+    async def run_waiting(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """:meth:`run` for a call that spends its time waiting on another worker: an
+        add through the server's writer (memory/write_batching.py) validates and
+        embeds, then waits while the writer stores it with the adds queued beside it.
+        It runs in a second pool of ``max_waiting`` threads, so waiting adds hold none
+        of the ``max_workers`` slots that searches need, and as many adds as clients
+        send reach the writer's queue together (bigger merged writes; issue 27)."""
+        if self._closed:
+            raise RuntimeError("this AsyncMemoryManager is closed")
+        return await self._in(self._waiting, fn, *args, **kwargs)
+
+    @staticmethod
+    async def _in(pool: ThreadPoolExecutor, fn: Callable[P, R], *args: P.args,
+                  **kwargs: P.kwargs) -> R:
         ctx = contextvars.copy_context()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._pool, functools.partial(ctx.run, fn, *args, **kwargs))
+        return await loop.run_in_executor(pool, functools.partial(ctx.run, fn, *args, **kwargs))
 
     async def context_for_query(self, tool: MemoryTool, query: str,
                                 max_tokens: int | None = None, *,
@@ -139,7 +161,8 @@ class AsyncMemoryManager:
             return
         self._closed = True
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, functools.partial(self._pool.shutdown, wait=True))
+        for pool in (self._pool, self._waiting):
+            await loop.run_in_executor(None, functools.partial(pool.shutdown, wait=True))
         if self._owns:
             await loop.run_in_executor(None, self.manager.close)
 

@@ -195,7 +195,9 @@ def _endpoint(op: Operation) -> Any:
                      **kwargs}
         if rest.upload is None:
             req = _parsed(op, arguments)
-            return _answer(op, call, await amm.run(op.invoke, call, req))  # in the pool
+            # an add waits for the server's writer without holding an operation slot
+            run = amm.run_waiting if op.batched and call.writer is not None else amm.run
+            return _answer(op, call, await run(op.invoke, call, req))  # in a pool
         if rest.before is not None:
             rest.before(call)
         async with _kept(op, request, namespace, arguments.pop(rest.upload)) as files:

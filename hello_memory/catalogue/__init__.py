@@ -153,7 +153,9 @@ class Operation:
     name where it keeps an older one (MCP's ``remember``); ``cli`` names the CLI
     command whose ``--json`` prints this operation's JSON; ``area`` says which agent
     tool carries it (memories and media: MemoryTool, documents: RAGTool, admin:
-    none)."""
+    none). ``batched``: the handler adds through :meth:`Call.adder` (the server's
+    writer, when the interface has one), so REST runs it where waiting on the writer
+    holds no operation slot (:meth:`~hello_memory.aio.AsyncMemoryManager.run_waiting`)."""
 
     name: str
     summary: str
@@ -167,6 +169,7 @@ class Operation:
     not_on: Mapping[str, str] = field(default_factory=dict)
     cli: str | None = None
     area: Area = "memories"
+    batched: bool = False
 
     def name_on(self, interface: Interface) -> str:
         return self.names.get(interface, self.name)

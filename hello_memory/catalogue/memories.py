@@ -360,7 +360,7 @@ MEMORY_OPERATIONS: tuple[Operation, ...] = (
         Rest("POST", "/memories", 201, query=("on_duplicate",), status_of=_added_status),
         description="The same content already stored in the namespace and type is "
         "returned instead (``duplicate_of`` set; REST answers 200).",
-        names={"mcp": "remember"}, cli="add"),
+        names={"mcp": "remember"}, cli="add", batched=True),
     Operation(
         "search", "Find memories relevant to a query (the one hybrid search), best first.",
         SearchRequest, search, found_json, "read", Rest("POST", "/search"),
@@ -404,7 +404,7 @@ MEMORY_OPERATIONS: tuple[Operation, ...] = (
         AddMany, add_many, added_many_json, "write",
         Rest("POST", "/memories/batch", 201, query=("on_duplicate",)),
         description="Repeated content gives back the memory already stored "
-        "(``duplicate_of``), in entry order."),
+        "(``duplicate_of``), in entry order.", batched=True),
     Operation(
         "get", "One memory by its full id, with every field.",
         MemoryId, get, item_to_json, "read", Rest("GET", "/memories/{memory_id}"),
