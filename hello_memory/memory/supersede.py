@@ -51,7 +51,7 @@ from hello_memory.memory.episodic import matches, payload_filters
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.attributes import attributes_of, replaces, states_now
-from hello_memory.text.facts import fact_of, same_value
+from hello_memory.text.facts import fact_key, fact_of, same_value
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, VectorHit
 
 if TYPE_CHECKING:
@@ -151,6 +151,38 @@ def _unsettled(item: MemoryItem, start: datetime, runs: Sequence[Sequence[Memory
             or len({(m.valid_to, m.superseded_by) for _, m in before}) > 1)
 
 
+class _Links:
+    """The validity links one :meth:`Superseder.apply` decided and has not written
+    yet. Written together (``Stores.update_each``: one index pass and one outbox
+    commit for them all; issue 27), and always before a read that could see one of
+    them: the fact chain of a held member's key, or a held member read by id. So
+    every decision reads what writing each link at once would have left."""
+
+    def __init__(self, manager: MemoryManager) -> None:
+        self.manager = manager
+        self.held: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> id -> changes
+        self.keys: set[tuple[str, str | None]] = set()  # (namespace, fact key) held
+
+    def hold(self, m: MemoryItem, valid_to: datetime | None, by: str | None) -> None:
+        self.held.setdefault(m.namespace, {})[m.id] = {"valid_to": valid_to,
+                                                        "superseded_by": by}
+        self.keys.add((m.namespace, fact_key(m.content, m.metadata, m.user_id)))
+
+    def before_chain(self, namespace: str, key: str) -> None:
+        if (namespace, key) in self.keys:
+            self.write()
+
+    def before_items(self, namespace: str, ids: Sequence[str]) -> None:
+        held = self.held.get(namespace, {})
+        if any(i in held for i in ids):
+            self.write()
+
+    def write(self) -> None:
+        held, self.held, self.keys = self.held, {}, set()
+        for namespace, changes in held.items():
+            self.manager.stores.update_each(namespace, changes)
+
+
 class Superseder:
     """The supersede step of a :class:`MemoryManager` (see the module doc)."""
 
@@ -175,28 +207,32 @@ class Superseder:
         if self.mode == "off":
             return []
         neighbours = {} if self.llm is not None else self._neighbours(items, vectors or {})
+        links = _Links(self.manager)
         done: list[Supersession] = []
-        for item in items:
-            if item.memory_type not in FACT_TYPES:
-                continue
-            if self.llm is not None:
-                result = self._with_llm(item)
-            elif not states_now(item.content):
-                continue  # "In 2019 I lived in Oslo", "I might move": nothing ends now
-            else:
-                result = self._rules(item)
-                if result is None or not result.superseded:
-                    general = self._general(item, neighbours.get(item.id, []))
-                    result = general or result
-            if result is not None and (result.superseded or result.action == "NOOP"):
-                self.manager.stores.records.audit.add(item.namespace, "supersede", {
-                    "memory": result.memory_id, "action": result.action,
-                    "by": result.decided_by, "superseded": list(result.superseded)})
-                done.append(result)
+        try:
+            for item in items:
+                if item.memory_type not in FACT_TYPES:
+                    continue
+                if self.llm is not None:
+                    result = self._with_llm(item, links)
+                elif not states_now(item.content):
+                    continue  # "In 2019 I lived in Oslo", "I might move": nothing ends now
+                else:
+                    result = self._rules(item, links)
+                    if result is None or not result.superseded:
+                        general = self._general(item, neighbours.get(item.id, []), links)
+                        result = general or result
+                if result is not None and (result.superseded or result.action == "NOOP"):
+                    self.manager.stores.records.audit.add(item.namespace, "supersede", {
+                        "memory": result.memory_id, "action": result.action,
+                        "by": result.decided_by, "superseded": list(result.superseded)})
+                    done.append(result)
+        finally:
+            links.write()
         return done
 
     # --- rules ----------------------------------------------------------------------
-    def _rules(self, item: MemoryItem) -> Supersession | None:
+    def _rules(self, item: MemoryItem, links: _Links) -> Supersession | None:
         """The phrasing rules: the memories stating ``item``'s fact form a chain sorted
         by start; runs of one value are valid until the next run starts and are
         superseded by its first memory. An add reads only the chain's window around
@@ -207,15 +243,17 @@ class Superseder:
             return None
         memories = self.manager.stores.records.memories
         start = _valid_from(item)
+        links.before_chain(item.namespace, fact.key)
         window = memories.same_fact(item.namespace, fact.key, around=start,
                                     after=CHAIN_WINDOW)
         later = sum(1 for m in window if _valid_from(m) > start)
-        runs = self._runs(item, fact.key, window)
+        runs = self._runs(item, fact.key, window, links)
         if runs is None:
             return None  # not stored as a fact memory (another type, forgotten)
         cut = later >= CHAIN_WINDOW  # more start after the window: its last run is open
         if _unsettled(item, start, runs, cut):
-            runs = self._runs(item, fact.key, memories.same_fact(item.namespace, fact.key))
+            runs = self._runs(item, fact.key, memories.same_fact(item.namespace, fact.key),
+                              links)
             cut = False
             if runs is None:
                 return None
@@ -224,12 +262,13 @@ class Superseder:
             nxt = runs[n + 1][0] if n + 1 < len(runs) else None
             for m in run:
                 wanted[m.id] = ((_valid_from(nxt), nxt.id) if nxt is not None else (None, None))
-        superseded = self._set_validity(item, [m for run in runs for m in run], wanted)
+        superseded = self._set_validity(item, [m for run in runs for m in run], wanted,
+                                        links)
         return Supersession(item.id, "SUPERSEDE" if superseded else "ADD", "rules",
                             tuple(superseded))
 
-    def _runs(self, item: MemoryItem, key: str, members: Sequence[MemoryItem]
-              ) -> list[list[MemoryItem]] | None:
+    def _runs(self, item: MemoryItem, key: str, members: Sequence[MemoryItem],
+              links: _Links) -> list[list[MemoryItem]] | None:
         """``members`` of the fact ``key`` that the rules own, sorted by start and cut
         into runs of one value; None when ``item`` is not among them."""
         members = [m for m in members if m.memory_type in FACT_TYPES]
@@ -248,6 +287,7 @@ class Superseder:
         outside = {m.superseded_by for m in chain
                    if m.superseded_by is not None and m.superseded_by not in ids}
         if outside:
+            links.before_items(item.namespace, sorted(outside))
             for other in self.manager.stores.records.memories.get_items(
                     item.namespace, sorted(outside)):
                 parsed = fact_of(other.content, other.metadata, other.user_id)
@@ -289,7 +329,8 @@ class Superseder:
             out.update((m.id, hits) for m, hits in zip(members, found, strict=True))
         return out
 
-    def _general(self, item: MemoryItem, hits: Sequence[VectorHit]) -> Supersession | None:
+    def _general(self, item: MemoryItem, hits: Sequence[VectorHit], links: _Links
+                 ) -> Supersession | None:
         """The general rule (text/attributes.py): among the nearest current memories
         (``hits``: the dense neighbours of :meth:`_neighbours`, those above
         GENERAL_MIN_COSINE), those about the same subject and attribute that ``item``
@@ -301,6 +342,7 @@ class Superseder:
         stores = self.manager.stores
         flt = ItemFilter(memory_types=FACT_TYPES)
         ids = [h.id for h in hits if h.id != item.id and h.score >= GENERAL_MIN_COSINE]
+        links.before_items(item.namespace, ids)
         # Standing facts only (an event is not replaced by a later one), said by the
         # same speaker: "I" is whoever speaks (text/facts.py fact_of reads it the same way)
         found = [m for m in stores.records.memories.get_items(item.namespace, ids)
@@ -313,27 +355,30 @@ class Superseder:
         if older:
             wanted: dict[str, tuple[datetime | None, str | None]] = {
                 m.id: (start, item.id) for m in older}
-            lost = self._set_validity(item, older, wanted)
+            lost = self._set_validity(item, older, wanted, links)
             return Supersession(item.id, "SUPERSEDE", "rules", tuple(lost))
         newer = sorted((m for m in found if _valid_from(m) > start
                         and item.memory_type == MemoryType.SEMANTIC
                         and replaces(m.content, item.content)), key=_valid_from)
         if newer:
             holder = newer[0]
-            self._set_validity(item, [item], {item.id: (_valid_from(holder), holder.id)})
+            self._set_validity(item, [item], {item.id: (_valid_from(holder), holder.id)},
+                               links)
             return Supersession(item.id, "SUPERSEDE", "rules", (item.id,))
         return None
 
     def _set_validity(self, item: MemoryItem, members: Sequence[MemoryItem],
-                      wanted: dict[str, tuple[datetime | None, str | None]]) -> list[str]:
+                      wanted: dict[str, tuple[datetime | None, str | None]],
+                      links: _Links) -> list[str]:
         """Write the validity ``wanted`` (memory id -> (valid_to, superseded_by)) where
-        it differs; returns the ids that lost their validity."""
+        it differs (held in ``links`` until a read could see it); returns the ids that
+        lost their validity."""
         lost: list[str] = []
         for m in members:
             valid_to, by = wanted.get(m.id, (m.valid_to, m.superseded_by))
             if (valid_to, by) == (m.valid_to, m.superseded_by):
                 continue
-            self.manager.stores.update(m.namespace, m.id, valid_to=valid_to, superseded_by=by)
+            links.hold(m, valid_to, by)
             if m.id == item.id:
                 item.valid_to, item.superseded_by = valid_to, by
             if by is not None:
@@ -359,17 +404,18 @@ class Superseder:
         found = stores.records.memories.get_items(item.namespace, ids)
         return [m for m in found if matches(m, flt)]
 
-    def _with_llm(self, item: MemoryItem) -> Supersession | None:
+    def _with_llm(self, item: MemoryItem, links: _Links) -> Supersession | None:
+        links.write()  # the candidates are read whole: every earlier link written first
         candidates = self._candidates(item)
         if not candidates:
             return None
         llm = self.llm
         assert llm is not None
-        return call_or_fallback(llm, lambda c: self._decide(c, item, candidates),
-                                lambda: self._rules(item), what="supersede decision")
+        return call_or_fallback(llm, lambda c: self._decide(c, item, candidates, links),
+                                lambda: self._rules(item, links), what="supersede decision")
 
-    def _decide(self, llm: LLMClient, item: MemoryItem, candidates: Sequence[MemoryItem]
-                ) -> Supersession:
+    def _decide(self, llm: LLMClient, item: MemoryItem, candidates: Sequence[MemoryItem],
+                links: _Links) -> Supersession:
         listing = [{"n": n, "content": m.content, "event_time": _valid_from(m).isoformat()}
                    for n, m in enumerate(candidates, 1)]
         prompt = json.dumps({"new": {"content": item.content,
@@ -391,7 +437,7 @@ class Superseder:
             # The existing memory keeps holding the fact; the restatement holds nothing.
             holder = chosen[0]
             start = _valid_from(item)
-            self._set_validity(item, [item], {item.id: (start, holder.id)})
+            self._set_validity(item, [item], {item.id: (start, holder.id)}, links)
             return Supersession(item.id, "NOOP", "llm")
         wanted: dict[str, tuple[datetime | None, str | None]] = {}
         for old in chosen:
@@ -399,5 +445,5 @@ class Superseder:
                 wanted[old.id] = (_valid_from(item), item.id)
             else:  # the new memory is about an earlier time: its validity ends
                 wanted[item.id] = (_valid_from(old), old.id)
-        lost = self._set_validity(item, [*chosen, item], wanted)
+        lost = self._set_validity(item, [*chosen, item], wanted, links)
         return Supersession(item.id, decision.action, "llm", tuple(lost))

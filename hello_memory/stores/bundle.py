@@ -315,12 +315,21 @@ class Stores:
         one transaction each, then apply their own rows together. With ``expect``
         (id -> the version the caller read) a record changed or deleted since that
         version is left alone (compare-and-swap) and not among the items returned."""
+        return self.update_each(namespace, {memory_id: changes for memory_id in ids},
+                                expect=expect)
+
+    def update_each(self, namespace: str, changes: Mapping[str, Mapping[str, Any]], *,
+                    expect: Mapping[str, int] | None = None) -> list[MemoryItem]:
+        """:meth:`update_many` with each record's own changes (memory id -> its
+        changes; supersession's validity links): one transaction per record, then
+        their index work applied together, one read of the records and one outbox
+        commit for them all instead of one per record (issue 27)."""
         items, rows = [], []
-        for memory_id in ids:
+        for memory_id, change in changes.items():
             try:
                 item, queued = self.records.memories.update_queued(
                     namespace, memory_id,
-                    expect_version=None if expect is None else expect[memory_id], **changes)
+                    expect_version=None if expect is None else expect[memory_id], **change)
             except (WriteConflictError, NotFoundError):
                 if expect is None:
                     raise

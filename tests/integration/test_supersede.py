@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from hello_memory.config import load_settings
 from hello_memory.factory import open_stores
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.stores.records import SCHEMA_VERSION, RecordStore
+from hello_memory.stores.records import SCHEMA_VERSION, ItemFilter, RecordStore
 from hello_memory.text.entities import RuleExtractor
 from hello_memory.text.facts import parse_fact, same_value
 from hello_memory.text.people import SELF_ENTITY
@@ -253,6 +253,75 @@ def test_a_long_chain_learnt_out_of_order_keeps_every_link(
             add(mm, f"Tom lives in {city}.", when, on_duplicate="store")
             assert_chain_relinked(mm)
         assert assert_chain_relinked(mm) == len(plan)
+
+
+@pytest.mark.parametrize("window", [2, 32])
+def test_one_batch_over_several_chains_links_each_as_single_adds_would(
+        tmp_path: Path, embedder: Any, window: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ``add_many`` holds the validity links it decides and writes them together
+    (memory/supersede.py, _Links), writing them first whenever a later memory of the
+    batch reads a chain or a memory they touch. Shuffled moves of three people (their
+    chains interleaved, each learnt out of order) in one call, then a second call: each
+    chain reads as if recomputed, as adding them one by one leaves it, and every add
+    decides what it decides when each link is written at once."""
+    import random
+
+    from hello_memory.memory import supersede
+
+    monkeypatch.setattr(supersede, "CHAIN_WINDOW", window)
+    rng = random.Random(11)
+    people = ["Tom", "Anna", "Lena"]
+    homes = ["Oslo", "Bergen", "Rome", "Paris", "Tromsø"]
+    plan = [(p, T0 + timedelta(days=20 * k + n), rng.choice(homes))
+            for k in range(10) for n, p in enumerate(people)]
+    rng.shuffle(plan)
+
+    def entries(part: list[tuple[str, datetime, str]]) -> list[dict[str, Any]]:
+        return [{"content": f"{p} lives in {city}.", "event_time": when, "namespace": NS,
+                 "memory_type": "episodic"} for p, when, city in part]
+
+    def links(mm: MemoryManager) -> list[tuple[str, str, Any, Any]]:
+        out = []
+        for p in people:
+            chain = mm.stores.records.memories.same_fact(NS, f"{p.lower()}|residence")
+            text = {m.id: (m.content, m.event_time) for m in chain}
+            out += [(m.content, str(m.event_time), m.valid_to, text.get(m.superseded_by))
+                    for m in chain]
+        return sorted(out, key=str)
+
+    def decisions(mm: MemoryManager) -> list[tuple[Any, ...]]:
+        """What each add's supersession reported (the audit), by content and time."""
+        items = mm.stores.records.memories.list_items(NS, ItemFilter(current=False),
+                                                      limit=1000)
+        name = {m.id: (m.content, str(m.event_time)) for m in items}
+        out = [(name[d["memory"]], d["action"], sorted(name[x] for x in d["superseded"]))
+               for d in (a["details"] for a in mm.stores.records.audit.list(NS, limit=1000)
+                         if a["action"] == "supersede")]
+        assert out  # the plan changes homes: some adds supersede
+        return sorted(out, key=str)
+
+    with make(tmp_path / "batch", embedder) as batch:
+        batch.add_many(entries(plan[:20]), on_duplicate="store")
+        batch.add_many(entries(plan[20:]), on_duplicate="store")
+        for p in people:
+            assert assert_chain_relinked(batch, f"{p.lower()}|residence") == 10
+        together, decided = links(batch), decisions(batch)
+    with make(tmp_path / "single", embedder) as single:
+        for p, when, city in plan:
+            add(single, f"{p} lives in {city}.", when, on_duplicate="store")
+        assert links(single) == together
+    held = supersede._Links.hold
+
+    def at_once(self: Any, *args: Any) -> None:
+        held(self, *args)
+        self.write()
+
+    monkeypatch.setattr(supersede._Links, "hold", at_once)
+    with make(tmp_path / "at-once", embedder) as each:
+        each.add_many(entries(plan[:20]), on_duplicate="store")
+        each.add_many(entries(plan[20:]), on_duplicate="store")
+        assert links(each) == together
+        assert decisions(each) == decided
 
 
 def test_a_chain_left_unlinked_is_relinked_whole(tmp_path: Path, embedder: Any) -> None:
