@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import TextClause, and_, delete, exists, func, or_, select, text
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.stores.records._memory_rows import _active, _to_item, _with_access, item_topic
+from hello_memory.stores.records._memory_rows import (
+    _ITEM_COLUMNS,
+    _active,
+    _row_item,
+    _with_access,
+    item_topic,
+)
 from hello_memory.stores.records.models import (
     TOPIC_CHARS,
     MemoryRow,
@@ -194,9 +200,8 @@ class MemoryQueries:
                                               for n, key in enumerate(chunk)}
                     params.update(ns=namespace, active=MemoryStatus.ACTIVE.value, k=limit)
                     ids += s.scalars(_topics_sql(len(chunk)), params).all()
-                rows = (s.scalars(select(MemoryRow).where(MemoryRow.id.in_(ids))).all()
-                        if ids else [])
-                return [_to_item(r) for r in rows]
+                return ([_row_item(r) for r in s.execute(
+                    select(*_ITEM_COLUMNS).where(MemoryRow.id.in_(ids)))] if ids else [])
 
         for item in sorted(self._items_read(fetch),
                            key=lambda i: (-i.event_time.timestamp(), i.id)):
@@ -261,19 +266,20 @@ class MemoryQueries:
         base = (MemoryRow.namespace == namespace, MemoryRow.fact_key == key,
                 MemoryRow.status == MemoryStatus.ACTIVE.value)
         order = (MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id)
-        queries = [select(MemoryRow).where(*base).order_by(*order)]
+        # plain rows, not ORM objects: every add of a fact reads its chain (issue 27)
+        queries = [select(*_ITEM_COLUMNS).where(*base).order_by(*order)]
         if around is not None:
             start = func.coalesce(MemoryRow.valid_from, MemoryRow.event_time)
             queries = [
-                select(MemoryRow).where(*base, start <= around, or_(
+                select(*_ITEM_COLUMNS).where(*base, start <= around, or_(
                     MemoryRow.valid_to.is_(None), MemoryRow.valid_to >= around)
                 ).order_by(*order),
-                select(MemoryRow).where(*base, start > around)
+                select(*_ITEM_COLUMNS).where(*base, start > around)
                 .order_by(start, MemoryRow.recorded_time, MemoryRow.id).limit(after)]
 
         def fetch() -> list[MemoryItem]:
             with self._records.transaction() as s:
-                return [_to_item(r) for q in queries for r in s.scalars(q).all()]
+                return [_row_item(r) for q in queries for r in s.execute(q)]
 
         return self._items_read(fetch)
 
@@ -286,19 +292,19 @@ class MemoryQueries:
         require_namespace(namespace)
         wanted = list(dict.fromkeys(h for h in hashes if h))
         def fetch() -> list[MemoryItem]:
-            rows: list[MemoryRow] = []
+            found: list[MemoryItem] = []
             with self._records.transaction() as s:
                 for start in range(0, len(wanted), 500):
                     # namespace and hash only, so the planner takes ix_items_ns_hash
                     # (with the status / validity conditions it picks
                     # ix_items_ns_valid_to and reads the whole namespace); the few rows
                     # found are checked here.
-                    rows += s.scalars(select(MemoryRow).where(
+                    found += map(_row_item, s.execute(select(*_ITEM_COLUMNS).where(
                         MemoryRow.namespace == namespace,
-                        MemoryRow.content_hash.in_(wanted[start:start + 500]))).all()
-            kept = [r for r in rows if _active(r.status)]
-            kept.sort(key=lambda r: (r.recorded_time, r.id))
-            return [_to_item(r) for r in kept]
+                        MemoryRow.content_hash.in_(wanted[start:start + 500]))))
+            kept = [i for i in found if _active(i.status)]
+            kept.sort(key=lambda i: (i.recorded_time, i.id))
+            return kept
 
         return self._items_read(fetch)
 
