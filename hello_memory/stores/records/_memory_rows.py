@@ -154,7 +154,13 @@ def mention_time_rows(item: MemoryItem) -> list[dict[str, Any]]:
 
 
 def _to_row(item: MemoryItem) -> MemoryRow:
-    return MemoryRow(
+    return MemoryRow(**_row_values(item))
+
+
+def _row_values(item: MemoryItem) -> dict[str, Any]:
+    """The columns of ``item``'s row, by attribute name (an ORM bulk insert takes these
+    as they are: no ORM object per row; issue 27)."""
+    return dict(
         id=item.id, namespace=item.namespace, content=item.content,
         content_hash=item.content_hash, memory_type=item.memory_type.value,
         modality=item.modality.value, user_id=item.user_id, agent_id=item.agent_id,

@@ -62,6 +62,7 @@ from hello_memory.stores.records._memory_rows import (
     _bump_totals,
     _keeps_key,
     _row_item,
+    _row_values,
     _to_item,
     _to_row,
     _with_access,
@@ -177,14 +178,12 @@ class MemoryRepository(MemoryQueries):
             taken = s.scalars(select(MemoryRow.id).where(MemoryRow.id.in_(ids))).all()
             if taken:
                 raise InvalidInputError(f"memory id already exists: {taken[0]}")
-            rows = [_to_row(i) for i in items]
-            if keyed:
-                for item, row in zip(items, rows, strict=True):
-                    if item.status == MemoryStatus.ACTIVE and item.valid_to is None:
-                        row.dedup_key = dedup_key(item)
-            s.add_all(rows)
-            try:
-                s.flush()  # the unique index speaks here, inside the transaction
+            # one executemany of plain values, no ORM object per row (issue 27)
+            rows = [_row_values(i) | {"version": 1, "dedup_key": (
+                dedup_key(i) if keyed and i.status == MemoryStatus.ACTIVE
+                and i.valid_to is None else None)} for i in items]
+            try:  # the unique index speaks here, inside the transaction
+                s.execute(insert(MemoryRow), rows)
             except IntegrityError as exc:
                 if not keyed:
                     raise
@@ -197,10 +196,10 @@ class MemoryRepository(MemoryQueries):
                     s.execute(insert(MemoryTimeRow), times)
             deltas: dict[str, list[int]] = {}
             for row in rows:
-                if _active(row.status):
-                    d = deltas.setdefault(row.namespace, [0, 0])
+                if _active(row["status"]):
+                    d = deltas.setdefault(row["namespace"], [0, 0])
                     d[0] += 1
-                    d[1] += row.tokens
+                    d[1] += row["tokens"]
             _bump_totals(s, deltas)
             # one "add" row per item, of its kind (ARCHITECTURE decision 1)
             return self._records.outbox.queue_items(s, "add", items)
