@@ -183,6 +183,7 @@ def run(n: int, n_queries: int) -> dict[str, Any]:
             res["dense_recall"] = round(sum(len(set(a) & set(b)) for a, b in zip(
                 exact, found, strict=True)) / max(1, sum(map(len, exact))), 3)
         mm.close()
+    res["spacy_ner_ms"] = spacy_ner_ms(qs)
     times.update(after)
     for mode, ms in times.items():
         res[f"{mode}_p50_ms"] = round(statistics.median(ms), 1)
@@ -207,13 +208,34 @@ ROWS = [
 ]
 
 
+def spacy_ner_ms(qs: Sequence[str]) -> float | None:
+    """p50 of spaCy's NER of each question (the nlp extra's entity extractor), in this
+    run; None without spaCy. The searches above read entities with the rule extractor
+    of the core and server installs (benchmarks.run.open_manager)."""
+    from hello_memory.text.entities import SpacyExtractor
+
+    try:
+        spacy = SpacyExtractor(require=True)
+        spacy.extract(qs[0], "b")
+    except Exception:  # the nlp extra is not installed
+        return None
+    out: list[float] = []
+    for q in qs:
+        _timed(lambda text: spacy.extract(text, "b"), q, out)
+    return round(statistics.median(out), 2)
+
+
 def table(r: dict[str, Any]) -> str:
+    ner = r.get("spacy_ner_ms")
     lines = [
         f"N = {r['n']} memories, {r['queries']} queries, top 5, query embedding included; "
         f"ingest {r['ingest_s']} s, `jobs optimize` {r['optimize_s']} s; after it the "
         f"dense view's 50 candidates hold {100 * r['dense_recall']:.1f} % of the exact "
         "ones (the HNSW graph is approximate). Ratios are of p50s, measured in the same "
-        "run.", "",
+        "run. Entities come from the rule extractor (the core and server installs); "
+        + (f"with the nlp extra, spaCy's NER of a question adds {ner} ms (p50, this run)."
+           if ner is not None else "spaCy (the nlp extra) was not installed.")
+        + "", "",
         "| search | p50 ms | p95 ms | p50 / floor p50 | p50 / per-type p50 (target <= 1.3) |",
         "|---|---|---|---|---|",
     ]
