@@ -50,6 +50,7 @@ from hello_memory.services.convert import (
     item_to_json,
     perceptual_off_error,
 )
+from hello_memory.services.lookup import HANDLE_CHARS, ID_CHARS, LookupService
 
 if TYPE_CHECKING:
     import numpy as np
@@ -87,15 +88,9 @@ from hello_memory.validation import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MemoryManager", "added_to_json", "date_in_text", "hit_to_json", "item_from_json",
-           "item_to_json", "perceptual_off_error"]
+__all__ = ["HANDLE_CHARS", "ID_CHARS", "MemoryManager", "added_to_json", "date_in_text",
+           "hit_to_json", "item_from_json", "item_to_json", "perceptual_off_error"]
 
-# A memory's short handle (MemoryManager.short_id / resolve_id): the first HANDLE_CHARS
-# characters of its id, about 6 tokens where the whole uuid costs about 25; the
-# context block shows it, and every call that takes an id takes it too.
-HANDLE_CHARS = 8
-ID_CHARS = 36
-_HANDLE = re.compile(r"[0-9a-f-]+")
 
 TimeRange = tuple[datetime | None, datetime | None]
 STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
@@ -144,6 +139,9 @@ class MemoryManager:
         self._browse = BrowseService(stores)  # the interfaces' read-only view (browse)
         self.extractor = extractor or default_extractor()
         self.working = working or WorkingMemory(clock=clock)
+        # the services the facade delegates to (docs/ARCHITECTURE.md, Layers): each gets
+        # its parts here, none imports this module
+        self._lookup = LookupService(stores, self.working)  # ids, short handles, get
         self.episodic = EpisodicMemory(stores, profile=episodic_profile, clock=clock)
         self.semantic = SemanticMemory(stores, self.extractor, max_hops=max_hops, clock=clock)
         self.default_namespace = require_namespace(default_namespace)
@@ -413,10 +411,7 @@ class MemoryManager:
         """The time ranges the memory's text mentions, resolved against its event time
         when it was written (``memory.times_from_text``; the symbolic view filters on
         them, see hello_memory/retrieval/views.py)."""
-        ns = self.resolve_namespace(namespace)
-        memory_id = self.resolve_id(memory_id, namespace=ns)
-        self.stores.records.memories.get_item(ns, memory_id)  # NotFoundError for an unknown id
-        return self.stores.records.memories.mentioned_times(ns, memory_id)
+        return self._lookup.mentioned_times(self.resolve_namespace(namespace), memory_id)
 
     def remember_conversation(self, turns: Sequence[Mapping[str, Any] | tuple[str, str]],
                               **options: Any) -> list[MemoryItem]:
@@ -514,37 +509,15 @@ class MemoryManager:
         (docs/TOOLS.md, "The context block"). A full id, or a handle no memory of the
         namespace starts with, is returned as it is (the caller then finds it or
         not); a handle more than one memory starts with is an InvalidInputError."""
-        ns = self.resolve_namespace(namespace)
-        if not (isinstance(memory_id, str) and HANDLE_CHARS <= len(memory_id) < ID_CHARS
-                and _HANDLE.fullmatch(memory_id)):
-            return memory_id
-        found = self._ids_starting(ns, memory_id)
-        if len(found) > 1:
-            raise InvalidInputError(f"{memory_id!r} starts more than one memory id in "
-                                    f"namespace {ns!r}: give more of the id")
-        return found[0] if found else memory_id
+        return self._lookup.resolve_id(self.resolve_namespace(namespace), memory_id)
 
     def short_id(self, memory_id: str, *, namespace: str | None = None) -> str:
         """The shortest handle of ``memory_id`` of at least HANDLE_CHARS characters that
         no other memory of the namespace starts with (the full id if none is)."""
-        ns = self.resolve_namespace(namespace)
-        handle = memory_id[:HANDLE_CHARS]
-        if len(memory_id) != ID_CHARS or not _HANDLE.fullmatch(handle):
-            return memory_id
-        return handle if len(self._ids_starting(ns, handle)) <= 1 else memory_id
-
-    def _ids_starting(self, ns: str, prefix: str) -> list[str]:
-        """At most two ids of the namespace's memories (working and stored) that start
-        with ``prefix``: enough to tell one from many."""
-        return list(dict.fromkeys([*self.working.ids_starting(ns, prefix),
-                                   *self.stores.records.memories.ids_starting(ns, prefix,
-                                                                              limit=2)]))
+        return self._lookup.short_id(self.resolve_namespace(namespace), memory_id)
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryItem:
-        ns = self.resolve_namespace(namespace)
-        memory_id = self.resolve_id(memory_id, namespace=ns)
-        item = self.working.get(ns, memory_id)
-        return item if item is not None else self.stores.records.memories.get_item(ns, memory_id)
+        return self._lookup.get(self.resolve_namespace(namespace), memory_id)
 
     def update(self, memory_id: str, *, namespace: str | None = None, content: str | None = None,
                importance: float | None = None, metadata: Mapping[str, Any] | None = None
