@@ -48,7 +48,7 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -59,9 +59,10 @@ from hello_memory.stores.records import DuplicateKeyError, WriteConflictError
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, VectorHit
 
 if TYPE_CHECKING:
-    from hello_memory.memory.manager import MemoryManager
+    from hello_memory.memory.working import WorkingMemory
+    from hello_memory.stores.bundle import Stores
 
-__all__ = ["DUPLICATE_MODES", "DuplicateMode", "Resolution", "duplicate_mode",
+__all__ = ["DUPLICATE_MODES", "DedupHost", "DuplicateMode", "Resolution", "duplicate_mode",
            "merge_repeat", "near_duplicates", "resolve", "store"]
 
 DuplicateMode = Literal["return", "update", "store"]
@@ -78,6 +79,21 @@ _WORKING_ADDS = threading.Lock()
 # rounds end; past this many the conflict is the caller's (a typed RecordStoreError),
 # never a write over a merge it has not read.
 _REPEAT_ROUNDS = 64
+
+
+class DedupHost(Protocol):
+    """What this module reads of the caller it is given (``mm`` below): the stores, the
+    working memory and the near-duplicate threshold. The ingest service
+    (services/ingest.py) is one; this module never names the facade."""
+
+    @property
+    def stores(self) -> Stores: ...
+
+    @property
+    def working(self) -> WorkingMemory: ...
+
+    @property
+    def dedup_threshold(self) -> float: ...
 
 
 def duplicate_mode(value: object) -> DuplicateMode:
@@ -108,7 +124,7 @@ class Resolution:
     earlier: dict[int, int] = field(default_factory=dict)
 
 
-def resolve(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode) -> Resolution:
+def resolve(mm: DedupHost, items: Sequence[MemoryItem], mode: DuplicateMode) -> Resolution:
     """Which of ``items`` are new, which repeat a stored memory, which repeat an earlier
     item of the batch (everything fresh with ``mode="store"``)."""
     out = Resolution()
@@ -163,7 +179,7 @@ def _covering(found: Sequence[MemoryItem], item: MemoryItem) -> MemoryItem | Non
     return None
 
 
-def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode,
+def store(mm: DedupHost, items: Sequence[MemoryItem], mode: DuplicateMode,
           vectors_out: dict[str, npt.NDArray[np.float32]] | None = None, *,
           embedded: Mapping[str, Any] | None = None
           ) -> tuple[Resolution, list[MemoryItem]]:
@@ -208,7 +224,7 @@ def store(mm: MemoryManager, items: Sequence[MemoryItem], mode: DuplicateMode,
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def merge_repeat(mm: MemoryManager, entry: Mapping[str, Any], existing: MemoryItem
+def merge_repeat(mm: DedupHost, entry: Mapping[str, Any], existing: MemoryItem
                  ) -> MemoryItem:
     """``on_duplicate="update"``: the repeated entry's fields onto the stored memory,
     by compare-and-swap on the version read (its metadata is merged over the old: a
@@ -243,7 +259,7 @@ def update_changes(entry: Mapping[str, Any], existing: MemoryItem) -> dict[str, 
     return changes
 
 
-def near_duplicates(mm: MemoryManager, items: Sequence[MemoryItem],
+def near_duplicates(mm: DedupHost, items: Sequence[MemoryItem],
                     vectors: npt.NDArray[np.float32]) -> list[tuple[tuple[str, float], ...]]:
     """For each of ``items`` (about to be stored, with their embeddings): the stored
     memories of its namespace and type, and the earlier items of the batch of the same

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +26,6 @@ from hello_memory.errors import InvalidInputError
 from hello_memory.memory import dedup
 from hello_memory.memory.dedup import duplicate_mode
 from hello_memory.memory.episodic import EpisodicMemory
-from hello_memory.memory.importance import classify_memory_type, estimate_importance
 from hello_memory.memory.lifecycle import Lifecycle
 from hello_memory.memory.reports import (
     ClearReport,
@@ -50,6 +48,7 @@ from hello_memory.services.convert import (
     item_to_json,
     perceptual_off_error,
 )
+from hello_memory.services.ingest import STORED_TYPES, IngestService, date_in_text
 from hello_memory.services.lookup import HANDLE_CHARS, ID_CHARS, LookupService
 
 if TYPE_CHECKING:
@@ -66,9 +65,7 @@ from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.stores.uploads import remove_namespace_uploads, uploads_root
 from hello_memory.text.entities import EntityExtractor, default_extractor
-from hello_memory.text.people import SELF_ENTITY, role_key, role_links, self_names
 from hello_memory.text.timeparse import TimeRange as TimeSpan
-from hello_memory.text.timeparse import find_time_ranges
 from hello_memory.types import (
     Entity,
     MemoryItem,
@@ -79,7 +76,6 @@ from hello_memory.types import (
 )
 from hello_memory.validation import (
     require_namespace,
-    validate_batch,
     validate_content,
     validate_importance,
     validate_item,
@@ -93,20 +89,6 @@ __all__ = ["HANDLE_CHARS", "ID_CHARS", "MemoryManager", "added_to_json", "date_i
 
 
 TimeRange = tuple[datetime | None, datetime | None]
-STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
-
-
-# A year written with its date: "2026-12-18", "18 December 2026", "2026年12月18日".
-_WRITTEN_YEAR = re.compile(r"\d{4}|[零〇一二三四五六七八九]{4}")
-
-
-def date_in_text(content: str, reference: datetime) -> datetime | None:
-    """The start of the day a text names when it names exactly one full date (day,
-    month and year written), else None: the event time ``memory.event_time_from_text``
-    gives an add without one."""
-    days = {r.start for r in find_time_ranges(content[:20_000], reference)
-            if r.granularity == "day" and _WRITTEN_YEAR.search(r.text)}
-    return days.pop() if len(days) == 1 else None
 
 
 class MemoryManager:
@@ -177,8 +159,14 @@ class MemoryManager:
         # conversation extraction (memory.extract_facts, memory/extraction.py).
         self.superseder = Superseder(self, mode=supersede, candidates=supersede_candidates)
         self.extract_facts = extract_facts
+        # The add path (services/ingest.py): builds, checks and stores new memories.
+        self._ingest = IngestService(
+            stores, self.working, extractor=self.extractor, superseder=self.superseder,
+            namespace=self.resolve_namespace, default_type=self.default_type,
+            dedup_threshold=dedup_threshold, on_duplicate=self.on_duplicate,
+            event_time_from_text=event_time_from_text, clock=clock)
         # Only semantic memories feed the entity graph.
-        stores.install_extractor(self.extract_links)  # runs the replay open() left for it
+        stores.install_extractor(self._ingest.extract_links)  # runs open()'s deferred replay
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, embedder: Embedder | None = None,
@@ -261,63 +249,13 @@ class MemoryManager:
         entities and relations; every stored text memory (episodic too) gives who the
         user is and the people around them, so "my sister" resolves whatever type the
         fact was stored as (issue 26: a type does not switch features off)."""
-        if item.memory_type not in STORED_TYPES:
-            return (), ()
-        entities: list[Entity] = []
-        relations: list[Relation] = []
-        if item.memory_type == MemoryType.SEMANTIC:
-            ex = self.extractor.extract(item.content, item.namespace)
-            entities, relations = list(ex.entities), list(ex.relations)
-        # Who the user is and who the people around them are (text/people.py): the
-        # user's names hang off one node, each role link ("The user's husband is Tom
-        # Berg") off a node of its own, so a question can resolve "my husband".
-        known = {e.id for e in entities}
-
-        def node(name: str, kind: str) -> Entity:
-            ent = Entity(item.namespace, name, kind)
-            if ent.id not in known:
-                known.add(ent.id)
-                entities.append(ent)
-            return ent
-
-        names = self_names(item.content)
-        if names:
-            me = node(SELF_ENTITY, "self")
-            relations += [Relation(item.namespace, me.id, node(n, "person").id, "named")
-                          for n in names]
-        for link in role_links(item.content):
-            role = node(role_key(link.owner, link.role), "role")
-            relations.append(Relation(item.namespace, role.id, node(link.person, "person").id,
-                                      "is"))
-        return entities, relations
+        return self._ingest.extract_links(item)
 
     def resolve_namespace(self, namespace: str | None) -> str:
         """``namespace`` checked, or this manager's ``default_namespace`` when None."""
         return require_namespace(self.default_namespace if namespace is None else namespace)
 
     # --- writes ---------------------------------------------------------------------
-    def _build(self, content: Any, memory_type: MemoryType | str | None, importance: Any,
-               metadata: Mapping[str, Any] | None, namespace: str | None,
-               auto_classify: bool, **ids: Any) -> MemoryItem:
-        validate_content(content)
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise InvalidInputError("metadata must be a mapping")
-        if memory_type is not None:
-            mtype = validate_memory_type(memory_type)
-        elif auto_classify:
-            mtype = classify_memory_type(content)
-        else:
-            mtype = self.default_type
-        if mtype == MemoryType.PERCEPTUAL:
-            raise InvalidInputError("add images, audio and perceptual text through "
-                                    "manager.perceptual.add(...)")
-        imp = (estimate_importance(content, metadata) if importance is None
-               else validate_importance(importance))
-        fields = {k: v for k, v in ids.items() if v is not None}
-        return MemoryItem(content=content, namespace=self.resolve_namespace(namespace),
-                          memory_type=mtype, importance=imp,
-                          metadata=dict(metadata or {}), **fields)
-
     def add(
         self,
         content: str,
@@ -367,44 +305,8 @@ class MemoryManager:
         embedder (:meth:`embed`; the server's writer, memory/write_batching.py): one is
         used for an entry whose stored text is exactly that text, the rest are
         embedded here."""
-        mode = self.on_duplicate if on_duplicate is None else duplicate_mode(on_duplicate)
-        allowed = {"content", "memory_type", "importance", "metadata", "namespace", "user_id",
-                   "agent_id", "session_id", "event_time", "auto_classify"}
-        entries = list(entries)
-        items: list[MemoryItem] = []
-        for n, entry in enumerate(entries):
-            unknown = set(entry) - allowed
-            if unknown:
-                raise InvalidInputError(f"entry {n}: unknown field(s) {sorted(unknown)}")
-            items.append(self._build(
-                entry.get("content"), entry.get("memory_type"), entry.get("importance"),
-                entry.get("metadata"), entry.get("namespace"),
-                bool(entry.get("auto_classify", False)), user_id=entry.get("user_id"),
-                agent_id=entry.get("agent_id"), session_id=entry.get("session_id"),
-                event_time=entry.get("event_time")))
-        if self.event_time_from_text:
-            for entry, item in zip(entries, items, strict=True):
-                if entry.get("event_time") is None:
-                    item.event_time = date_in_text(item.content, self._clock()) or item.event_time
-        for item in items:
-            validate_item(item)
-        validate_batch(len(items))  # before any embedding work
-        # look up, embed, store; identical adds racing store one (issue 28, dedup.store)
-        vectors: dict[str, Any] = {}
-        plan, stored = dedup.store(self, items, mode, vectors, embedded=embedded)
-        self.superseder.apply(stored, vectors)  # facts that update: memory/supersede.py
-        out = list(items)
-        for n, existing in plan.existing.items():
-            if mode == "update":
-                existing = self._merge_repeat(entries[n], existing)
-            out[n] = dedup.as_duplicate(existing, existing.id)
-        for n, first in plan.earlier.items():
-            out[n] = dedup.as_duplicate(items[first], items[first].id)
-        return out
-
-    def _merge_repeat(self, entry: Mapping[str, Any], existing: MemoryItem) -> MemoryItem:
-        """``on_duplicate="update"``: the repeated entry's fields onto the stored memory."""
-        return dedup.merge_repeat(self, entry, existing)
+        return self._ingest.add_embedded(entries, on_duplicate=on_duplicate,
+                                         embedded=embedded)
 
     def mentioned_times(self, memory_id: str, *, namespace: str | None = None
                         ) -> list[TimeSpan]:
@@ -650,10 +552,10 @@ class MemoryManager:
                 skipped += 1
             else:
                 fresh.append(item)
-        plan = dedup.resolve(self, fresh, mode)
+        plan = dedup.resolve(self._ingest, fresh, mode)
         if mode == "update":
             for n, existing in plan.existing.items():
-                self._merge_repeat({"importance": fresh[n].importance,
+                self._ingest.merge_repeat({"importance": fresh[n].importance,
                                     "metadata": fresh[n].metadata,
                                     "event_time": fresh[n].event_time}, existing)
         fresh = [fresh[n] for n in plan.fresh]

@@ -1,0 +1,184 @@
+"""The ingest service: the add path of the facade (issue 31).
+
+``MemoryManager.add`` / ``add_many`` / ``add_embedded`` build and check every entry
+here, then store them through the idempotent add of ``memory/dedup.py`` (look up,
+embed, store; identical adds racing store one memory, issue 28) and let the superseder
+mark the facts they update (``memory/supersede.py``). ``extract_links`` is the function
+the stores call on every write to feed the entity graph (``Stores.install_extractor``).
+
+The service is built by the facade from its parts (docs/ARCHITECTURE.md, Layers): the
+stores, the working memory, the entity extractor, the superseder, the namespace
+resolver and the add settings (``memory.default_type``, ``memory.dedup_threshold``,
+``memory.on_duplicate``, ``memory.event_time_from_text``). It never imports the facade;
+``memory/dedup.py`` reads ``stores``, ``working`` and ``dedup_threshold`` from it
+(``dedup.DedupHost``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.memory import dedup
+from hello_memory.memory.dedup import DuplicateMode, duplicate_mode
+from hello_memory.memory.importance import classify_memory_type, estimate_importance
+from hello_memory.text.people import SELF_ENTITY, role_key, role_links, self_names
+from hello_memory.text.timeparse import find_time_ranges
+from hello_memory.types import Entity, MemoryItem, MemoryType, Relation
+from hello_memory.validation import (
+    validate_batch,
+    validate_content,
+    validate_importance,
+    validate_item,
+    validate_memory_type,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from hello_memory.memory.supersede import Superseder
+    from hello_memory.memory.working import WorkingMemory
+    from hello_memory.stores.bundle import Stores
+    from hello_memory.text.entities import EntityExtractor
+
+__all__ = ["STORED_TYPES", "IngestService", "date_in_text"]
+
+STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
+
+# A year written with its date: "2026-12-18", "18 December 2026", "2026年12月18日".
+_WRITTEN_YEAR = re.compile(r"\d{4}|[零〇一二三四五六七八九]{4}")
+
+
+def date_in_text(content: str, reference: datetime) -> datetime | None:
+    """The start of the day a text names when it names exactly one full date (day,
+    month and year written), else None: the event time ``memory.event_time_from_text``
+    gives an add without one."""
+    days = {r.start for r in find_time_ranges(content[:20_000], reference)
+            if r.granularity == "day" and _WRITTEN_YEAR.search(r.text)}
+    return days.pop() if len(days) == 1 else None
+
+
+class IngestService:
+    """Builds, checks and stores new memories (module doc). Building it reads and
+    writes nothing."""
+
+    def __init__(self, stores: Stores, working: WorkingMemory, *,
+                 extractor: EntityExtractor, superseder: Superseder,
+                 namespace: Callable[[str | None], str], default_type: MemoryType,
+                 dedup_threshold: float, on_duplicate: DuplicateMode,
+                 event_time_from_text: bool, clock: Callable[[], datetime]) -> None:
+        self.stores = stores
+        self.working = working
+        self.extractor = extractor
+        self.superseder = superseder
+        self._namespace = namespace  # None -> the facade's default namespace
+        self.default_type = default_type
+        self.dedup_threshold = dedup_threshold
+        self.on_duplicate = on_duplicate
+        self.event_time_from_text = event_time_from_text
+        self._clock = clock
+
+    def build(self, content: Any, memory_type: MemoryType | str | None, importance: Any,
+              metadata: Mapping[str, Any] | None, namespace: str | None,
+              auto_classify: bool, **ids: Any) -> MemoryItem:
+        """One entry checked and turned into a new, unstored memory."""
+        validate_content(content)
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInputError("metadata must be a mapping")
+        if memory_type is not None:
+            mtype = validate_memory_type(memory_type)
+        elif auto_classify:
+            mtype = classify_memory_type(content)
+        else:
+            mtype = self.default_type
+        if mtype == MemoryType.PERCEPTUAL:
+            raise InvalidInputError("add images, audio and perceptual text through "
+                                    "manager.perceptual.add(...)")
+        imp = (estimate_importance(content, metadata) if importance is None
+               else validate_importance(importance))
+        fields = {k: v for k, v in ids.items() if v is not None}
+        return MemoryItem(content=content, namespace=self._namespace(namespace),
+                          memory_type=mtype, importance=imp,
+                          metadata=dict(metadata or {}), **fields)
+
+    def add_embedded(self, entries: Iterable[Mapping[str, Any]], *,
+                     on_duplicate: str | None = None,
+                     embedded: Mapping[str, npt.NDArray[np.float32]] | None = None
+                     ) -> list[MemoryItem]:
+        """Store ``entries`` (see ``MemoryManager.add_embedded``): all are checked
+        before anything is embedded or written; returned in entry order."""
+        mode = self.on_duplicate if on_duplicate is None else duplicate_mode(on_duplicate)
+        allowed = {"content", "memory_type", "importance", "metadata", "namespace", "user_id",
+                   "agent_id", "session_id", "event_time", "auto_classify"}
+        entries = list(entries)
+        items: list[MemoryItem] = []
+        for n, entry in enumerate(entries):
+            unknown = set(entry) - allowed
+            if unknown:
+                raise InvalidInputError(f"entry {n}: unknown field(s) {sorted(unknown)}")
+            items.append(self.build(
+                entry.get("content"), entry.get("memory_type"), entry.get("importance"),
+                entry.get("metadata"), entry.get("namespace"),
+                bool(entry.get("auto_classify", False)), user_id=entry.get("user_id"),
+                agent_id=entry.get("agent_id"), session_id=entry.get("session_id"),
+                event_time=entry.get("event_time")))
+        if self.event_time_from_text:
+            for entry, item in zip(entries, items, strict=True):
+                if entry.get("event_time") is None:
+                    item.event_time = date_in_text(item.content, self._clock()) or item.event_time
+        for item in items:
+            validate_item(item)
+        validate_batch(len(items))  # before any embedding work
+        # look up, embed, store; identical adds racing store one (issue 28, dedup.store)
+        vectors: dict[str, Any] = {}
+        plan, stored = dedup.store(self, items, mode, vectors, embedded=embedded)
+        self.superseder.apply(stored, vectors)  # facts that update: memory/supersede.py
+        out = list(items)
+        for n, existing in plan.existing.items():
+            if mode == "update":
+                existing = self.merge_repeat(entries[n], existing)
+            out[n] = dedup.as_duplicate(existing, existing.id)
+        for n, first in plan.earlier.items():
+            out[n] = dedup.as_duplicate(items[first], items[first].id)
+        return out
+
+    def merge_repeat(self, entry: Mapping[str, Any], existing: MemoryItem) -> MemoryItem:
+        """``on_duplicate="update"``: the repeated entry's fields onto the stored memory."""
+        return dedup.merge_repeat(self, entry, existing)
+
+    def extract_links(self, item: MemoryItem) -> tuple[Sequence[Entity], Sequence[Relation]]:
+        """The entities and relations ``item`` puts in the graph (see
+        ``MemoryManager.extract_links``)."""
+        if item.memory_type not in STORED_TYPES:
+            return (), ()
+        entities: list[Entity] = []
+        relations: list[Relation] = []
+        if item.memory_type == MemoryType.SEMANTIC:
+            ex = self.extractor.extract(item.content, item.namespace)
+            entities, relations = list(ex.entities), list(ex.relations)
+        # Who the user is and who the people around them are (text/people.py): the
+        # user's names hang off one node, each role link ("The user's husband is Tom
+        # Berg") off a node of its own, so a question can resolve "my husband".
+        known = {e.id for e in entities}
+
+        def node(name: str, kind: str) -> Entity:
+            ent = Entity(item.namespace, name, kind)
+            if ent.id not in known:
+                known.add(ent.id)
+                entities.append(ent)
+            return ent
+
+        names = self_names(item.content)
+        if names:
+            me = node(SELF_ENTITY, "self")
+            relations += [Relation(item.namespace, me.id, node(n, "person").id, "named")
+                          for n in names]
+        for link in role_links(item.content):
+            role = node(role_key(link.owner, link.role), "role")
+            relations.append(Relation(item.namespace, role.id, node(link.person, "person").id,
+                                      "is"))
+        return entities, relations
