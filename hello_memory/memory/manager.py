@@ -48,6 +48,7 @@ from hello_memory.services.convert import (
     item_to_json,
     perceptual_off_error,
 )
+from hello_memory.services.edit import EditService
 from hello_memory.services.ingest import STORED_TYPES, IngestService, date_in_text
 from hello_memory.services.lookup import HANDLE_CHARS, ID_CHARS, LookupService
 
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     from hello_memory.retrieval.recipes import SearchRecipe
 from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
-from hello_memory.stores.uploads import remove_namespace_uploads, uploads_root
+from hello_memory.stores.uploads import uploads_root
 from hello_memory.text.entities import EntityExtractor, default_extractor
 from hello_memory.text.timeparse import TimeRange as TimeSpan
 from hello_memory.types import (
@@ -76,7 +77,6 @@ from hello_memory.types import (
 )
 from hello_memory.validation import (
     require_namespace,
-    validate_content,
     validate_importance,
     validate_item,
     validate_memory_type,
@@ -124,6 +124,7 @@ class MemoryManager:
         # the services the facade delegates to (docs/ARCHITECTURE.md, Layers): each gets
         # its parts here, none imports this module
         self._lookup = LookupService(stores, self.working)  # ids, short handles, get
+        self._edit = EditService(stores, self.working, self._lookup)  # update, remove, clear
         self.episodic = EpisodicMemory(stores, profile=episodic_profile, clock=clock)
         self.semantic = SemanticMemory(stores, self.extractor, max_hops=max_hops, clock=clock)
         self.default_namespace = require_namespace(default_namespace)
@@ -426,30 +427,12 @@ class MemoryManager:
                ) -> MemoryItem:
         """Change content (re-embedded, re-extracted), importance or metadata (payload
         update only)."""
-        ns = self.resolve_namespace(namespace)
-        changes: dict[str, Any] = {}
-        if content is not None:
-            changes["content"] = validate_content(content)
-        if importance is not None:
-            changes["importance"] = validate_importance(importance)
-        if metadata is not None:
-            if not isinstance(metadata, Mapping):
-                raise InvalidInputError("metadata must be a mapping")
-            changes["metadata"] = dict(metadata)
-        if not changes:
-            raise InvalidInputError("nothing to update: give content, importance or metadata")
-        memory_id = self.resolve_id(memory_id, namespace=ns)
-        if self.working.get(ns, memory_id) is not None:
-            return self.working.update(ns, memory_id, **changes)
-        return self.stores.update(ns, memory_id, **changes)
+        return self._edit.update(self.resolve_namespace(namespace), memory_id, content=content,
+                                 importance=importance, metadata=metadata)
 
     def remove(self, memory_id: str, *, namespace: str | None = None) -> bool:
         """Delete one memory from every store; False if it does not exist."""
-        ns = self.resolve_namespace(namespace)
-        memory_id = self.resolve_id(memory_id, namespace=ns)
-        if self.working.remove(ns, memory_id):
-            return True
-        return self.stores.delete(ns, [memory_id]) == 1
+        return self._edit.remove(self.resolve_namespace(namespace), memory_id)
 
     def stats(self, namespace: str | None = None) -> MemoryStats:
         """Counts of one namespace: memories per type, forgotten ones, vectors, the
@@ -481,31 +464,8 @@ class MemoryManager:
         manager's, ``<data_dir>/uploads``). Records go first, in one transaction: a
         clear cut short by a crash leaves only derived data, which running it again
         removes. Returns counts per kind; one audit row of counts (no content) stays."""
-        ns = require_namespace(namespace)
-        if confirm is not True:
-            raise InvalidInputError(f"clear({ns!r}) deletes every memory and document of that "
-                                    "namespace; pass confirm=True")
-        graph = self.stores.graph.stats(ns)
-        rows = self.stores.records.purge_namespace(ns)
-        vectors: dict[str, int] = {}
-        for collection in self.stores.vectors.collections():
-            n = self.stores.vectors.count(collection, namespace=ns)
-            if n:
-                self.stores.vectors.clear(collection, namespace=ns)
-                vectors[collection] = n
-        self.stores.graph.clear(ns)  # a graph server keeps its own copy (SQLite: gone above)
-        working = self.working.clear(ns)
         root = uploads_dir if uploads_dir is not None else self.uploads_dir
-        files = remove_namespace_uploads(root, ns) if root is not None else 0
-        report: ClearReport = {
-            "records": rows.get("hm_memory_items", 0), "working": working,
-            "documents": rows.get("hm_documents", 0), "chunks": rows.get("hm_chunks", 0),
-            "entities": graph.entities, "relations": graph.relations,
-            "audit": rows.get("hm_audit_log", 0), "vectors": vectors, "files": files,
-            "rows": rows}
-        self.stores.records.audit.add(ns, "clear", {
-            k: v for k, v in report.items() if k not in ("rows", "vectors")})
-        return report
+        return self._edit.clear(namespace, confirm=confirm, uploads_dir=root)
 
     # --- export / import --------------------------------------------------------------
     def export_jsonl(self, path: str | Path, *, namespace: str | None = None) -> int:
