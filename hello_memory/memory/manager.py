@@ -14,7 +14,6 @@ are ranked by the fused relevance inside each type's scoring profile
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -23,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from hello_memory import telemetry
 from hello_memory.errors import InvalidInputError
-from hello_memory.memory import dedup
 from hello_memory.memory.dedup import duplicate_mode
 from hello_memory.memory.episodic import EpisodicMemory
 from hello_memory.memory.lifecycle import Lifecycle
@@ -49,8 +47,9 @@ from hello_memory.services.convert import (
     perceptual_off_error,
 )
 from hello_memory.services.edit import EditService
-from hello_memory.services.ingest import STORED_TYPES, IngestService, date_in_text
+from hello_memory.services.ingest import IngestService, date_in_text
 from hello_memory.services.lookup import HANDLE_CHARS, ID_CHARS, LookupService
+from hello_memory.services.maintenance import MaintenanceService
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,15 +61,13 @@ if TYPE_CHECKING:
     from hello_memory.memory.maintenance import OptimizeReport, ReconcileReport, ReindexReport
     from hello_memory.memory.perceptual import PerceptualMemory
     from hello_memory.retrieval.recipes import SearchRecipe
-from hello_memory.stores.bundle import MEMORY_COLLECTION, Stores
-from hello_memory.stores.records import ItemFilter
+from hello_memory.stores.bundle import Stores
 from hello_memory.stores.uploads import uploads_root
 from hello_memory.text.entities import EntityExtractor, default_extractor
 from hello_memory.text.timeparse import TimeRange as TimeSpan
 from hello_memory.types import (
     Entity,
     MemoryItem,
-    MemoryStatus,
     MemoryType,
     Relation,
     utcnow,
@@ -78,7 +75,6 @@ from hello_memory.types import (
 from hello_memory.validation import (
     require_namespace,
     validate_importance,
-    validate_item,
     validate_memory_type,
 )
 
@@ -167,6 +163,8 @@ class MemoryManager:
             dedup_threshold=dedup_threshold, on_duplicate=self.on_duplicate,
             event_time_from_text=event_time_from_text, clock=clock)
         # Only semantic memories feed the entity graph.
+        # stats, export / import, reconcile / reindex / optimize (services/maintenance.py)
+        self._maintenance = MaintenanceService(stores, self.working, self._ingest)
         stores.install_extractor(self._ingest.extract_links)  # runs open()'s deferred replay
 
     @classmethod
@@ -437,22 +435,7 @@ class MemoryManager:
     def stats(self, namespace: str | None = None) -> MemoryStats:
         """Counts of one namespace: memories per type, forgotten ones, vectors, the
         entity graph and working memory's tokens (a ``MemoryStats`` dict)."""
-        ns = self.resolve_namespace(namespace)
-        rec = self.stores.records
-        by_type = {t.value: rec.memories.count_items(ns, ItemFilter(memory_types=(t,)))
-                   for t in (*STORED_TYPES, MemoryType.PERCEPTUAL)}
-        by_type[MemoryType.WORKING.value] = self.working.count(ns)
-        graph = self.stores.graph.stats(ns)
-        return {
-            "namespace": ns,
-            "by_type": by_type,
-            "total": sum(by_type.values()),
-            "forgotten": rec.memories.count_items(ns, ItemFilter(status=MemoryStatus.FORGOTTEN)),
-            "vectors": self.stores.vectors.count(MEMORY_COLLECTION, namespace=ns),
-            "graph": {"entities": graph.entities, "relations": graph.relations,
-                      "mentions": graph.mentions},
-            "working_tokens": self.working.tokens(ns),
-        }
+        return self._maintenance.stats(self.resolve_namespace(namespace))
 
     def clear(self, namespace: str, *, confirm: bool = False,
               uploads_dir: str | Path | None = None) -> ClearReport:
@@ -471,13 +454,7 @@ class MemoryManager:
     def export_jsonl(self, path: str | Path, *, namespace: str | None = None) -> int:
         """Write every memory of a namespace (forgotten ones and working memory too)
         as JSON lines; vectors are not exported (they are recomputed on import)."""
-        ns = self.resolve_namespace(namespace)
-        items = (self.stores.records.memories.list_items(ns, ItemFilter(status=None))
-                 + self.working.list(ns))
-        with Path(path).open("w", encoding="utf-8") as fh:
-            for item in items:
-                fh.write(json.dumps(item_to_json(item), ensure_ascii=False) + "\n")
-        return len(items)
+        return self._maintenance.export_jsonl(self.resolve_namespace(namespace), path)
 
     def import_jsonl(self, path: str | Path, *, namespace: str | None = None,
                      on_duplicate: str | None = None) -> dict[str, int]:
@@ -487,42 +464,8 @@ class MemoryManager:
         follows ``on_duplicate`` as :meth:`add_many` does and counts in
         ``duplicates``: not imported (``return``), merged into the stored one
         (``update``) or imported anyway (``store``)."""
-        mode = self.on_duplicate if on_duplicate is None else duplicate_mode(on_duplicate)
-        items: list[MemoryItem] = []
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as exc:
-            raise InvalidInputError(f"{path}: not a UTF-8 JSON-lines export "
-                                    f"({exc.reason} at byte {exc.start})") from None
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                item = item_from_json(json.loads(line), namespace)
-                validate_item(item)
-            except (json.JSONDecodeError, InvalidInputError) as exc:
-                raise InvalidInputError(f"{path}:{n}: {exc}") from exc
-            items.append(item)
-        skipped = 0
-        fresh: list[MemoryItem] = []
-        for item in items:
-            exists = (self.working.get(item.namespace, item.id) is not None
-                      or self.stores.records.memories.get_items(item.namespace, [item.id]))
-            if exists:
-                skipped += 1
-            else:
-                fresh.append(item)
-        plan = dedup.resolve(self._ingest, fresh, mode)
-        if mode == "update":
-            for n, existing in plan.existing.items():
-                self._ingest.merge_repeat({"importance": fresh[n].importance,
-                                    "metadata": fresh[n].metadata,
-                                    "event_time": fresh[n].event_time}, existing)
-        fresh = [fresh[n] for n in plan.fresh]
-        self.stores.add([i for i in fresh if i.memory_type != MemoryType.WORKING])
-        self.working.add_many([i for i in fresh if i.memory_type == MemoryType.WORKING])
-        return {"imported": len(fresh), "skipped": skipped,
-                "duplicates": len(plan.existing) + len(plan.earlier)}
+        return self._maintenance.import_jsonl(path, namespace=namespace,
+                                              on_duplicate=on_duplicate)
 
     # --- lifecycle (forget / restore / consolidate): the Lifecycle service ----------
     @telemetry.traced("delete_memory", name="forget hello-memory")
@@ -582,26 +525,18 @@ class MemoryManager:
         """Bring vectors and graph in line with the records; a ``ReconcileReport``.
         ``namespace`` None means every namespace; ``retry_failed`` / ``drop_failed``
         name index failures to apply again or to give up (see Maintenance.reconcile)."""
-        from hello_memory.memory.maintenance import Maintenance
-
-        return Maintenance(self.stores).reconcile(namespace=namespace, dry_run=dry_run,
-                                                  retry_failed=retry_failed,
-                                                  drop_failed=drop_failed)
+        return self._maintenance.reconcile(namespace=namespace, dry_run=dry_run,
+                                           retry_failed=retry_failed, drop_failed=drop_failed)
 
     def reindex(self, *, namespace: str | None = None, dry_run: bool = False,
                 progress: bool = False) -> ReindexReport:
         """Rebuild vectors and graph from the records alone; a ``ReindexReport``.
         ``namespace`` None means every namespace."""
-        from hello_memory.memory.maintenance import Maintenance
-
-        return Maintenance(self.stores).reindex(namespace=namespace, dry_run=dry_run,
-                                                progress=progress)
+        return self._maintenance.reindex(namespace=namespace, dry_run=dry_run,
+                                         progress=progress)
 
     def optimize(self) -> OptimizeReport:
         """Build the vector index where the backend builds it only on request (embedded
         Qdrant Edge: HNSW, ``vector.hnsw``); an ``OptimizeReport``. Blocks: about a
         minute per 100k memories on 2 cores."""
-        from hello_memory.memory.maintenance import Maintenance
-
-        self.stores.check_disk()  # 507 before the index build (stores/disk.py)
-        return Maintenance(self.stores).optimize()
+        return self._maintenance.optimize()
