@@ -83,7 +83,6 @@ log = logging.getLogger(__name__)
 __all__ = ["HANDLE_CHARS", "ID_CHARS", "MemoryManager", "added_to_json", "date_in_text",
            "hit_to_json", "item_from_json", "item_to_json", "perceptual_off_error"]
 
-
 TimeRange = tuple[datetime | None, datetime | None]
 
 
@@ -162,9 +161,9 @@ class MemoryManager:
             namespace=self.resolve_namespace, default_type=self.default_type,
             dedup_threshold=dedup_threshold, on_duplicate=self.on_duplicate,
             event_time_from_text=event_time_from_text, clock=clock)
-        # Only semantic memories feed the entity graph.
         # stats, export / import, reconcile / reindex / optimize (services/maintenance.py)
         self._maintenance = MaintenanceService(stores, self.working, self._ingest)
+        # Only semantic memories feed the entity graph.
         stores.install_extractor(self._ingest.extract_links)  # runs open()'s deferred replay
 
     @classmethod
@@ -273,8 +272,10 @@ class MemoryManager:
         """Store one memory. ``memory_type`` defaults to ``default_type`` (episodic:
         persistent, unlike working memory); pass
         ``auto_classify=True`` to let the zh/en cue rules choose. ``importance`` None
-        means "estimate" (see :func:`estimate_importance`). The same content already
-        stored in the namespace and type is not stored again: see :meth:`add_many`."""
+        means "estimate" (see
+        :func:`~hello_memory.memory.importance.estimate_importance`). The same content
+        already stored in the namespace and type is not stored again: see
+        :meth:`add_many`."""
         return self.add_many([dict(content=content, memory_type=memory_type,
                                    importance=importance, metadata=metadata,
                                    namespace=namespace, user_id=user_id, agent_id=agent_id,
