@@ -47,7 +47,7 @@ from hello_memory.services.convert import (
     perceptual_off_error,
 )
 from hello_memory.services.edit import EditService
-from hello_memory.services.ingest import IngestService, date_in_text
+from hello_memory.services.ingest import STORED_TYPES, IngestService, date_in_text
 from hello_memory.services.lookup import HANDLE_CHARS, ID_CHARS, LookupService
 from hello_memory.services.maintenance import MaintenanceService
 
@@ -80,8 +80,9 @@ from hello_memory.validation import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["HANDLE_CHARS", "ID_CHARS", "MemoryManager", "added_to_json", "date_in_text",
-           "hit_to_json", "item_from_json", "item_to_json", "perceptual_off_error"]
+__all__ = ["HANDLE_CHARS", "ID_CHARS", "STORED_TYPES", "MemoryManager", "added_to_json",
+           "date_in_text", "hit_to_json", "item_from_json", "item_to_json",
+           "perceptual_off_error"]
 
 TimeRange = tuple[datetime | None, datetime | None]
 

@@ -1,19 +1,40 @@
 """Services: the work the facade delegates, each over the built stores (issue 31, item 2).
 
-A service is a plain class built from the ``Stores`` bundle (``stores/bundle.py``) and
-reached through :class:`~hello_memory.memory.manager.MemoryManager`, which builds it
-once. It reads and writes the stores only through their repositories and ports, holds
-no settings of its own, and never imports the facade: the import contracts of
-``pyproject.toml`` put this package below ``memory.manager`` and above ``stores``.
+A service is a plain class built once by
+:class:`~hello_memory.memory.manager.MemoryManager` from the parts it needs (the
+``Stores`` bundle of ``stores/bundle.py``, the working memory, another service, the
+settings of its step), passed in by construction. It reads and writes the stores only
+through their repositories and ports, and never imports the facade: the import
+contracts of ``pyproject.toml`` put this package below ``memory.manager`` and above
+``stores`` (docs/ARCHITECTURE.md, Layers). The facade resolves the default namespace
+and keeps every public method's signature; a service method takes what the facade
+resolved.
 
 - :mod:`hello_memory.services.browse`: :class:`BrowseService`, the read-only view of
   the stores that the interfaces (the inspector, the framework adapters, the
   catalogue, the jobs, ``/metrics``) use instead of reaching into the stores
   themselves (``MemoryManager.browse``).
+- :mod:`hello_memory.services.ingest`: :class:`IngestService`, the add path
+  (``add`` / ``add_many`` / ``add_embedded``, the graph links of a write).
+- :mod:`hello_memory.services.lookup`: :class:`LookupService`, ids and short handles,
+  ``get``, ``mentioned_times``.
+- :mod:`hello_memory.services.edit`: :class:`EditService`, ``update``, ``remove``,
+  ``clear``.
+- :mod:`hello_memory.services.maintenance`: :class:`MaintenanceService`, ``stats``,
+  export and import, ``reconcile`` / ``reindex`` / ``optimize``.
+- :mod:`hello_memory.services.convert`: the JSON forms of items and hits (no class).
+
+Forget, restore and consolidate are the ``Lifecycle`` of ``memory/lifecycle.py``, which
+the facade builds the same way.
 """
 
 from __future__ import annotations
 
 from hello_memory.services.browse import BrowseService
+from hello_memory.services.edit import EditService
+from hello_memory.services.ingest import IngestService
+from hello_memory.services.lookup import LookupService
+from hello_memory.services.maintenance import MaintenanceService
 
-__all__ = ["BrowseService"]
+__all__ = ["BrowseService", "EditService", "IngestService", "LookupService",
+           "MaintenanceService"]
