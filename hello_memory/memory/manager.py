@@ -117,10 +117,6 @@ class MemoryManager:
         self._browse = BrowseService(stores)  # the interfaces' read-only view (browse)
         self.extractor = extractor or default_extractor()
         self.working = working or WorkingMemory(clock=clock)
-        # the services the facade delegates to (docs/ARCHITECTURE.md, Layers): each gets
-        # its parts here, none imports this module
-        self._lookup = LookupService(stores, self.working)  # ids, short handles, get
-        self._edit = EditService(stores, self.working, self._lookup)  # update, remove, clear
         self.episodic = EpisodicMemory(stores, profile=episodic_profile, clock=clock)
         self.semantic = SemanticMemory(stores, self.extractor, max_hops=max_hops, clock=clock)
         self.default_namespace = require_namespace(default_namespace)
@@ -146,26 +142,36 @@ class MemoryManager:
         # The one search engine (docs/RETRIEVAL.md), built from the ``retrieval``
         # settings and this manager's LLM; every interface searches through it.
         self.retriever = HybridRetriever(self, settings=retrieval, clock=clock)
+        # Conversation extraction (memory.extract_facts, memory/extraction.py).
+        self.extract_facts = extract_facts
+        self._build_services(lifecycle, supersede, supersede_candidates)
+        # Only semantic memories feed the entity graph.
+        stores.install_extractor(self._ingest.extract_links)  # runs open()'s deferred replay
+
+    def _build_services(self, lifecycle: JobsSettings | None, supersede: str,
+                        supersede_candidates: int) -> None:
+        """The services the facade delegates to (docs/ARCHITECTURE.md, Layers), each
+        given its parts here from this manager's; none imports this module."""
+        stores, working = self.stores, self.working
+        self._lookup = LookupService(stores, working)  # ids, short handles, get
+        self._edit = EditService(stores, working, self._lookup)  # update, remove, clear
         # Forget / restore / consolidate (memory/lifecycle.py), with the lifecycle
         # defaults (the ``jobs`` settings, ARCHITECTURE decision 9) that fill what a call
         # leaves out; REST, the MemoryTool and the jobs read them as ``lifecycle``.
-        self.lifecycle_service = Lifecycle(stores, self.working, defaults=lifecycle,
-                                           dedup_threshold=dedup_threshold, clock=clock,
+        self.lifecycle_service = Lifecycle(stores, working, defaults=lifecycle,
+                                           dedup_threshold=self.dedup_threshold,
+                                           clock=self._clock,
                                            namespace=self.resolve_namespace)
-        # Facts that update (memory.supersede, hello_memory/memory/supersede.py) and
-        # conversation extraction (memory.extract_facts, memory/extraction.py).
+        # Facts that update (memory.supersede, hello_memory/memory/supersede.py).
         self.superseder = Superseder(self, mode=supersede, candidates=supersede_candidates)
-        self.extract_facts = extract_facts
         # The add path (services/ingest.py): builds, checks and stores new memories.
         self._ingest = IngestService(
-            stores, self.working, extractor=self.extractor, superseder=self.superseder,
+            stores, working, extractor=self.extractor, superseder=self.superseder,
             namespace=self.resolve_namespace, default_type=self.default_type,
-            dedup_threshold=dedup_threshold, on_duplicate=self.on_duplicate,
-            event_time_from_text=event_time_from_text, clock=clock)
+            dedup_threshold=self.dedup_threshold, on_duplicate=self.on_duplicate,
+            event_time_from_text=self.event_time_from_text, clock=self._clock)
         # stats, export / import, reconcile / reindex / optimize (services/maintenance.py)
-        self._maintenance = MaintenanceService(stores, self.working, self._ingest)
-        # Only semantic memories feed the entity graph.
-        stores.install_extractor(self._ingest.extract_links)  # runs open()'s deferred replay
+        self._maintenance = MaintenanceService(stores, working, self._ingest)
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, embedder: Embedder | None = None,
