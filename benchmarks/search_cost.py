@@ -81,7 +81,10 @@ def http_server(app: Any) -> Iterator[Mode]:
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
+                                           log_level="warning", lifespan="on",
+                                           # the in-process phases between two REST
+                                           # asks can outlast uvicorn's 5 s default
+                                           timeout_keep_alive=600))
     thread = threading.Thread(target=server.run, name="search-cost-http", daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
