@@ -14,8 +14,8 @@ operations, :mod:`hello_memory.catalogue.admin`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from hello_memory.aio import AsyncMemoryManager
     from hello_memory.catalogue import Catalogue
     from hello_memory.memory.manager import MemoryManager
+    from hello_memory.memory.write_batching import CoalescingWriter
 
 __all__ = ["API_MAX_WORKERS", "SEARCH_PATHS", "Admin", "Namespace", "async_manager_of",
            "create_app", "manager_of"]
@@ -147,10 +148,54 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     :class:`SearchAdmission`). The lifespan owns
     that facade: it closes its pool at shutdown (and the manager, when it opened it)."""
     from hello_memory.aio import AsyncMemoryManager
-    from hello_memory.memory.write_batching import CoalescingWriter
 
     settings = settings or load_settings()
     owned = manager is None
+    writer_for = _writer_factory(settings)
+    lifespan = _lifespan(settings, owned=owned, run_jobs=run_jobs, max_workers=max_workers,
+                         writer_for=writer_for)
+    # /docs is Swagger UI from the package's own files (hello_memory.ui, no CDN)
+    app = FastAPI(title="hello-memory", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None,
+                  description="Long-term memory for LLM agents: working, episodic, semantic "
+                  "and perceptual memory, document RAG. Every call names its namespace.")
+    app.state.manager = manager
+    # A given manager serves at once, lifespan or not (an ASGI transport without one).
+    app.state.amm = (AsyncMemoryManager(manager, max_workers=max_workers)
+                     if manager is not None else None)
+    app.state.writer = writer_for(manager) if manager is not None else None
+    app.state.settings = settings
+    app.state.access = Access(settings.api)
+    app.state.rag = None
+    from hello_memory.scheduler import JobScheduler
+
+    app.state.jobs = JobScheduler(lambda: manager_of_app(app), settings.jobs)
+    _add_problem_handlers(app)
+    _add_routes(app, settings, catalogue)
+    _add_middleware(app, settings, searches_per_key)
+    _add_problems_to_openapi(app)
+    return app
+
+
+def _writer_factory(settings: Settings) -> Callable[[MemoryManager], CoalescingWriter | None]:
+    """What builds the app's writer for a manager (``create_app``'s part)."""
+    from hello_memory.memory.write_batching import CoalescingWriter
+
+    # concurrent adds stored together (api.write_batching; memory/write_batching.py)
+    def writer_for(mm: MemoryManager) -> CoalescingWriter | None:
+        return (CoalescingWriter(mm, embed=mm.embed)
+                if settings.api.write_batching else None)
+
+    return writer_for
+
+
+def _lifespan(settings: Settings, *, owned: bool, run_jobs: bool, max_workers: int,
+              writer_for: Callable[[MemoryManager], CoalescingWriter | None]
+              ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan (``create_app``'s part): it opens what the app was not given,
+    starts the jobs with ``run_jobs``, and closes all of it at shutdown (the manager
+    only when ``owned``: the app opened it)."""
+    from hello_memory.aio import AsyncMemoryManager
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -180,27 +225,11 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
                 app.state.manager.close()
                 app.state.manager = None
 
-    # /docs is Swagger UI from the package's own files (hello_memory.ui, no CDN)
-    app = FastAPI(title="hello-memory", version=__version__, lifespan=lifespan,
-                  docs_url=None, redoc_url=None,
-                  description="Long-term memory for LLM agents: working, episodic, semantic "
-                  "and perceptual memory, document RAG. Every call names its namespace.")
-    app.state.manager = manager
-    # A given manager serves at once, lifespan or not (an ASGI transport without one).
-    app.state.amm = (AsyncMemoryManager(manager, max_workers=max_workers)
-                     if manager is not None else None)
-    # concurrent adds stored together (api.write_batching; memory/write_batching.py)
-    def writer_for(mm: MemoryManager) -> CoalescingWriter | None:
-        return (CoalescingWriter(mm, embed=mm.embed)
-                if settings.api.write_batching else None)
+    return lifespan
 
-    app.state.writer = writer_for(manager) if manager is not None else None
-    app.state.settings = settings
-    app.state.access = Access(settings.api)
-    app.state.rag = None
-    from hello_memory.scheduler import JobScheduler
 
-    app.state.jobs = JobScheduler(lambda: manager_of_app(app), settings.jobs)
+def _add_problem_handlers(app: FastAPI) -> None:
+    """Every error of the API as a JSON problem (``create_app``'s part)."""
 
     @app.exception_handler(HelloMemoryError)
     async def _hm_error(request: Request, exc: HelloMemoryError) -> JSONResponse:
@@ -253,6 +282,10 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
                                          f"{type(exc).__name__} (see the server log)",
                                          error=type(exc).__name__))
 
+
+def _add_routes(app: FastAPI, settings: Settings, catalogue: Catalogue | None) -> None:
+    """/healthz, the catalogue's routes, the UI and the metrics (``create_app``'s part)."""
+
     @app.get("/healthz", tags=["meta"])
     def healthz() -> dict[str, Any]:
         """Liveness: the server answers and its memory manager is open."""
@@ -269,6 +302,11 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         from hello_memory.api.metrics import install_metrics
 
         install_metrics(app, Admin)
+
+
+def _add_middleware(app: FastAPI, settings: Settings, searches_per_key: int | None) -> None:
+    """The middleware around every route (``create_app``'s part): each one added runs
+    before those added earlier."""
     # before a search takes a worker: one key's searches in flight are bounded
     app.add_middleware(SearchAdmission, paths=SEARCH_PATHS,
                        per_key=(settings.api.searches_per_key if searches_per_key is None
@@ -277,6 +315,10 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
                        max_upload_bytes=settings.api.max_upload_bytes)
     # outermost: the Host check runs before anything else, for every route (/docs too)
     app.add_middleware(HostCheck, allowed_hosts=settings.api.allowed_hosts)
+
+
+def _add_problems_to_openapi(app: FastAPI) -> None:
+    """The OpenAPI schema names the problem responses too (``create_app``'s part)."""
     plain_openapi = app.openapi
 
     def openapi_with_problems() -> dict[str, Any]:
@@ -285,4 +327,3 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
         return app.openapi_schema
 
     app.openapi = openapi_with_problems  # type: ignore[method-assign]
-    return app
