@@ -49,6 +49,16 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
              backend: Callable[..., AbstractContextManager[Backend]]) -> None:
     """Add the job commands to ``jobs_app``; ``backend()`` opens where they run (the
     local stores, or the server that holds them)."""
+    execute = _executor(backend)
+    _add_consolidate_and_forget(jobs_app, handled, execute)
+    _add_reindex_and_reconcile(jobs_app, handled, execute)
+    _add_optimize(jobs_app, handled, backend)
+
+
+def _executor(backend: Callable[..., AbstractContextManager[Backend]]) -> Callable[..., None]:
+    """What runs one namespace job for the commands (``register``'s part): the options
+    checked, then the job run once, or again every ``--every`` interval, where ``backend()``
+    opens."""
 
     def execute(job: str, namespace: list[str] | None, all_namespaces: bool, dry_run: bool,
                 every: str | None, max_runs: int | None, as_json: bool,
@@ -82,6 +92,13 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
                 err.print(f"running {job} every {every} {be.where()} (Ctrl-C stops)")
                 run_every(interval, once, max_runs=max_runs, on_runs=show)
 
+    return execute
+
+
+def _add_consolidate_and_forget(jobs_app: typer.Typer, handled: Callable[[Any], Any],
+                                execute: Callable[..., None]) -> None:
+    """``jobs consolidate`` and ``jobs forget`` (``register``'s part)."""
+
     @jobs_app.command("consolidate")
     @handled
     def consolidate(namespace: NsOpt = None, all_namespaces: AllOpt = False,
@@ -113,6 +130,11 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
                 strategy=strategy, threshold=threshold, max_age_days=max_age_days,
                 max_items=max_items, hard=hard or None)
 
+
+def _add_reindex_and_reconcile(jobs_app: typer.Typer, handled: Callable[[Any], Any],
+                               execute: Callable[..., None]) -> None:
+    """``jobs reindex`` and ``jobs reconcile`` (``register``'s part)."""
+
     @jobs_app.command("reindex")
     @handled
     def reindex(namespace: NsOpt = None, all_namespaces: AllOpt = False,
@@ -137,6 +159,11 @@ def register(jobs_app: typer.Typer, *, handled: Callable[[Any], Any],
         the memories whose index work keeps failing (--retry ID / --drop-failed ID)."""
         execute("reconcile", namespace, all_namespaces, dry_run, every, max_runs, as_json,
                 retry_failed=retry or None, drop_failed=drop_failed or None)
+
+
+def _add_optimize(jobs_app: typer.Typer, handled: Callable[[Any], Any],
+                  backend: Callable[..., AbstractContextManager[Backend]]) -> None:
+    """``jobs optimize``, store-wide (``register``'s part)."""
 
     @jobs_app.command("optimize")
     @handled
