@@ -244,6 +244,24 @@ class ScoringMixin:
         # A question that names a time asks about that time: once something is found
         # inside it, memories outside it count TIME_MISS_FACTOR of their score.
         timed = state.in_time or set()
+        says_when = self._saying_when(ns, state, totals)
+        stating = self._stating(state, totals)
+        # advice is about what holds whenever it is asked: "what should I cook for Lotte
+        # on Friday?" is answered by "Lotte is vegetarian", said in June
+        advice = (state.analysis is not None and bool(stating)
+                  and asks_advice(state.analysis.query))
+        if advice and timed:
+            timed = timed | stating
+        plainest = self._plainest(state, totals, stating, timed)
+        bounded = self._bounded(state, totals, now, top=top, graph=graph, gmax=gmax,
+                                plainest=plainest, timed=timed, says_when=says_when,
+                                stating=stating)
+        hits = self._finished(state, fused, context, bounded, timed, advice, stating, limit)
+        return _best_first(hits)
+
+    def _saying_when(self, ns: str, state: _Round, totals: Mapping[str, float]) -> set[str]:
+        """The candidates that say when, for a question asking when (``_final``'s part;
+        empty for any other question)."""
         # A question asking when is answered by a memory that says when (its text
         # mentions a time, hm_memory_times): once the candidates hold one, the others
         # count WHEN_MISS_FACTOR of their score (issue 15).
@@ -259,20 +277,29 @@ class ScoringMixin:
                           and (says_when_text(state.items[m].content)
                                or (state.items[m].memory_type == MemoryType.EPISODIC
                                    and state.items[m].session_id is None))}
-        stating = self._stating(state, totals)
-        # advice is about what holds whenever it is asked: "what should I cook for Lotte
-        # on Friday?" is answered by "Lotte is vegetarian", said in June
-        advice = (state.analysis is not None and bool(stating)
-                  and asks_advice(state.analysis.query))
-        if advice and timed:
-            timed = timed | stating
+        return says_when
+
+    def _plainest(self, state: _Round, totals: Mapping[str, float], stating: set[str],
+                  timed: set[str]) -> float:
+        """How plainly the question is answered at all: the best candidate's evidence,
+        with those stating the attribute asked for and those inside the time asked
+        about counted at least ATTRIBUTE_EVIDENCE and TIME_EVIDENCE (``_final``'s part)."""
         evidence = self._evidence(state, totals)
         evidence.update({m: max(ATTRIBUTE_EVIDENCE, evidence.get(m, 0.0)) for m in stating
                          if m in evidence})
         if timed:
             evidence.update({m: max(TIME_EVIDENCE, evidence.get(m, 0.0)) for m in timed
                              if m in evidence})
-        plainest = max(evidence.values(), default=0.0)
+        return max(evidence.values(), default=0.0)
+
+    def _bounded(self, state: _Round, totals: Mapping[str, float], now: datetime, *,
+                 top: float, graph: Mapping[str, float], gmax: float, plainest: float,
+                 timed: set[str], says_when: set[str], stating: set[str]
+                 ) -> list[tuple[float, str, SearchHit, tuple[float, float, float, float]]]:
+        """Each candidate's bound on its final score, best first, with its profile score
+        and its factors (``_final``'s part: ``top`` and ``gmax`` scale the fused and the
+        graph scores; ``timed``, ``says_when`` and ``stating`` are the candidates inside
+        the time asked about, saying when and stating the attribute asked for)."""
         # Every part but the subject's is cheap; the subject part (reading who a memory
         # is about) is at most 1. So candidates are taken by the product of the other
         # parts, best first, and the subject is read only while that bound can still
@@ -294,6 +321,17 @@ class ScoringMixin:
             bound = scored.breakdown.profile * factors[0] * factors[1] * factors[2] * factors[3]
             bounded.append((bound, m, scored, factors))
         bounded.sort(key=lambda b: -b[0])
+        return bounded
+
+    @staticmethod
+    def _finished(state: _Round, fused: dict[str, tuple[float, dict[str, Any]]],
+                  context: Mapping[str, float],
+                  bounded: list[tuple[float, str, SearchHit, tuple[float, float, float, float]]],
+                  timed: set[str], advice: bool, stating: set[str], limit: int
+                  ) -> list[SearchHit]:
+        """The hits with their subject part read, taken from ``bounded`` (best bound
+        first) while a bound can still reach the ``limit`` best finished scores
+        (``_final``'s part; not yet in their final order)."""
         hits: list[SearchHit] = []
         kept: list[float] = []  # the ``limit`` best finished scores, ascending
         for bound, m, scored, (evidence_part, time_part, when_part, attribute_part) in bounded:
@@ -320,12 +358,17 @@ class ScoringMixin:
             bisect.insort(kept, final)
             if len(kept) > limit:
                 del kept[0]
-        # Ties (reciprocal ranks tie often: ranks 1 + 2 = 2 + 1): the stronger fused
-        # evidence, then the raw evidence of the views (cosine, then BM25), the older
-        # event, the text itself: never an order that changes between processes.
-        def raw(h: SearchHit, view: str) -> float:
-            return h.views[view].score if view in h.views else 0.0
-
-        hits.sort(key=lambda h: (-h.score, -h.fused, -raw(h, "semantic"), -raw(h, "lexical"),
-                                 h.item.event_time.timestamp(), h.item.content, h.item.id))
         return hits
+
+
+def _best_first(hits: list[SearchHit]) -> list[SearchHit]:
+    """``hits`` in their final order, sorted in place (``ScoringMixin._final``'s part)."""
+    # Ties (reciprocal ranks tie often: ranks 1 + 2 = 2 + 1): the stronger fused
+    # evidence, then the raw evidence of the views (cosine, then BM25), the older
+    # event, the text itself: never an order that changes between processes.
+    def raw(h: SearchHit, view: str) -> float:
+        return h.views[view].score if view in h.views else 0.0
+
+    hits.sort(key=lambda h: (-h.score, -h.fused, -raw(h, "semantic"), -raw(h, "lexical"),
+                             h.item.event_time.timestamp(), h.item.content, h.item.id))
+    return hits
