@@ -137,44 +137,7 @@ class PeopleMixin:
         # The user's names: a first-person question is about them, and a question
         # about someone else is not answered by a memory about the user.
         update["self_names"] = self._linked_people(ns, [SELF_ENTITY])
-        resolved: list[str] = []
-        roles: list[str] = []
-        spans: list[tuple[int, int]] = []
-        unnamed: list[str] = []
-        rewritten = analysis.query
-        taken = len(rewritten) + 1
-        for asked in sorted(asked_roles(analysis.query), key=lambda a: -a.span[0]):
-            owners: list[str] = []
-            current = [asked.owner]
-            steps = 0
-            for role in asked.chain:
-                bare = [without_title(o) for o in current]
-                keys = [role_key(o, role) for o in current]
-                # "Lin Qing" is "Qing" too (a family name may come first)
-                keys += [role_key(part, role) for o in bare if " " in o
-                         for part in (o.split(" ", 1)[0], o.rsplit(" ", 1)[-1])]
-                current = self._linked_people(ns, keys, current=not _PAST_ROLE.search(
-                    analysis.query[asked.span[0]:asked.span[1] + 16]))
-                if not current:
-                    break
-                # "my daughter's teacher" with no teacher known is still about the
-                # daughter: the last people the chain reached.
-                owners, steps = current, steps + 1
-                roles.append(role)
-            if not owners and asked.owner == SELF_ENTITY and len(asked.chain) == 1:
-                # "妈妈喜欢什么花？" with no name known for mum is still about mum:
-                # the role itself is the subject ("Mum loves gardenias" names it)
-                unnamed.append(asked.chain[0])
-            if owners:
-                resolved += owners
-                start, end = asked.span
-                if _POSSESSIVE.match(analysis.query, end):
-                    spans.append(asked.span)
-                # Only a chain resolved to its end stands for the whole phrase, and
-                # spans must not overlap an earlier replacement.
-                if steps == len(asked.chain) and end <= taken:
-                    rewritten = rewritten[:start] + " and ".join(owners) + rewritten[end:]
-                    taken = start
+        resolved, roles, spans, unnamed, rewritten = self._asked_people(ns, analysis.query)
         # and the other way round: a person the question names is also who the
         # user's role words mean ("What does Qing do?" is answered by "姐姐…当法务顾问"
         # and by "my sister works at ...", when Qing is the user's sister)
@@ -204,3 +167,50 @@ class PeopleMixin:
                 and _asks_about(rewritten, update["resolved"])):
             queries = (*queries, rewritten)
         return replace(plan, analysis=analysis.model_copy(update=update), queries=queries)
+
+    def _asked_people(self, ns: str, query: str
+                      ) -> tuple[list[str], list[str], list[tuple[int, int]], list[str], str]:
+        """The people the role words of ``query`` refer to, each chain of roles followed
+        through the graph (``about_whom``'s part): the people reached, the roles that
+        found them, the spans of the role phrases that own what is asked, the roles of
+        the user no name is known for, and the query with the names in place of the
+        role phrases that resolved to their end."""
+        resolved: list[str] = []
+        roles: list[str] = []
+        spans: list[tuple[int, int]] = []
+        unnamed: list[str] = []
+        rewritten = query
+        taken = len(rewritten) + 1
+        for asked in sorted(asked_roles(query), key=lambda a: -a.span[0]):
+            owners: list[str] = []
+            current = [asked.owner]
+            steps = 0
+            for role in asked.chain:
+                bare = [without_title(o) for o in current]
+                keys = [role_key(o, role) for o in current]
+                # "Lin Qing" is "Qing" too (a family name may come first)
+                keys += [role_key(part, role) for o in bare if " " in o
+                         for part in (o.split(" ", 1)[0], o.rsplit(" ", 1)[-1])]
+                current = self._linked_people(ns, keys, current=not _PAST_ROLE.search(
+                    query[asked.span[0]:asked.span[1] + 16]))
+                if not current:
+                    break
+                # "my daughter's teacher" with no teacher known is still about the
+                # daughter: the last people the chain reached.
+                owners, steps = current, steps + 1
+                roles.append(role)
+            if not owners and asked.owner == SELF_ENTITY and len(asked.chain) == 1:
+                # "妈妈喜欢什么花？" with no name known for mum is still about mum:
+                # the role itself is the subject ("Mum loves gardenias" names it)
+                unnamed.append(asked.chain[0])
+            if owners:
+                resolved += owners
+                start, end = asked.span
+                if _POSSESSIVE.match(query, end):
+                    spans.append(asked.span)
+                # Only a chain resolved to its end stands for the whole phrase, and
+                # spans must not overlap an earlier replacement.
+                if steps == len(asked.chain) and end <= taken:
+                    rewritten = rewritten[:start] + " and ".join(owners) + rewritten[end:]
+                    taken = start
+        return resolved, roles, spans, unnamed, rewritten
