@@ -156,6 +156,22 @@ DERIVED = 256
 T = TypeVar("T")
 
 
+def _check_arguments(query: str, top_k: int, min_score: float | None, user_id: str | None,
+                     agent_id: str | None, session_id: str | None) -> None:
+    """The checks of a search's arguments (``HybridRetriever.retrieve``'s part), in its
+    order: InvalidInputError for the first one that fails."""
+    if min_score is not None and (isinstance(min_score, bool)
+                                  or not isinstance(min_score, (int, float))
+                                  or not 0 <= min_score <= 1):
+        raise InvalidInputError(f"min_score must be a number in [0, 1], got {min_score!r}")
+    validate_query(query)
+    validate_top_k(top_k)
+    for name, value in (("user_id", user_id), ("agent_id", agent_id),
+                        ("session_id", session_id)):
+        if isinstance(value, str):
+            check_text(name, value)
+
+
 def _own(item: MemoryItem) -> MemoryItem:
     """A copy of a shared record (the record cache's) the caller may change."""
     return replace(item, metadata=copy.deepcopy(item.metadata))
@@ -289,26 +305,12 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         ``min_score`` keeps the hits scored at least that (scores are in [0, 1]).
         """
         ns = require_namespace(namespace)
-        if min_score is not None and (isinstance(min_score, bool)
-                                      or not isinstance(min_score, (int, float))
-                                      or not 0 <= min_score <= 1):
-            raise InvalidInputError(f"min_score must be a number in [0, 1], got {min_score!r}")
-        validate_query(query)
-        validate_top_k(top_k)
-        for name, value in (("user_id", user_id), ("agent_id", agent_id),
-                            ("session_id", session_id)):
-            if isinstance(value, str):
-                check_text(name, value)
+        _check_arguments(query, top_k, min_score, user_id, agent_id, session_id)
         chosen = recipe_named(recipe)
         types = self._types(memory_types)
         active = self._views(views if views is not None else chosen.views)
         weights = {**self._weights(), **(view_weights or {})}
-        if neighbor_weight is None:
-            neighbor_weight = chosen.neighbor_weight
-        context_weight = (self.settings.neighbor_weight if neighbor_weight is None
-                          else float(neighbor_weight))
-        if not 0 <= context_weight <= 1:
-            raise InvalidInputError(f"neighbor_weight must be in [0, 1], got {neighbor_weight!r}")
+        context_weight = self._context_weight(neighbor_weight, chosen)
         flt = self._filter(types, user_id, agent_id, session_id, time_range, min_importance,
                            as_of)
         if chosen.engine == "per_type":
@@ -323,6 +325,16 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
             self._touch(ns, hits)
         return hits
 
+    def _context_weight(self, neighbor_weight: float | None, chosen: SearchRecipe) -> float:
+        """The share of a session neighbour's score a memory gets (``retrieve``'s part):
+        the call's, else the recipe's, else the settings' ``neighbor_weight``."""
+        if neighbor_weight is None:
+            neighbor_weight = chosen.neighbor_weight
+        context_weight = (self.settings.neighbor_weight if neighbor_weight is None
+                          else float(neighbor_weight))
+        if not 0 <= context_weight <= 1:
+            raise InvalidInputError(f"neighbor_weight must be in [0, 1], got {neighbor_weight!r}")
+        return context_weight
 
     def explain(self, hit: SearchHit) -> str:
         """Why ``hit`` ranked where it did: each view's rank and score, the neighbour
