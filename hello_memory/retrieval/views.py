@@ -463,6 +463,33 @@ SPECIFIC_MENTIONS = 3
 HUB_MENTIONS = 100
 
 
+def _graph_groups(stores: Stores, req: ViewRequest, wanted: list[list[str]],
+                  max_hops: int) -> tuple[list[dict[str, float]], list[set[str]], list[bool]]:
+    """Each group of names walked through the graph (``graph_view``'s part): the
+    memories it reaches with their proximity, those naming it directly, and whether it
+    is a person the question names; a group the graph does not know, or a hub, is left
+    out."""
+    persons = set(req.analysis.persons)
+    groups: list[dict[str, float]] = []
+    direct: list[set[str]] = []
+    of_person: list[bool] = []
+    for aliases in wanted:
+        seeds = stores.graph.find_entities(req.namespace, aliases, aliases=True)
+        if not seeds:
+            continue
+        seed_ids = [e.id for e in seeds]
+        # A name this many memories mention is a hub: its neighbourhood is most of the
+        # namespace and singles nothing out, and walking it costs what the rest of the
+        # search costs (docs/PERFORMANCE.md). One cheap read of the seeds decides.
+        if len(stores.graph.memory_ids_for_entities(req.namespace, seed_ids)) > HUB_MENTIONS:
+            continue
+        best = graph_proximity(stores.graph, req.namespace, seed_ids, max_hops=max_hops)
+        groups.append(best)
+        direct.append({m for m, value in best.items() if value == 1.0})  # hops 0: 1 / (1 + 0)
+        of_person.append(aliases[0] in persons)
+    return groups, direct, of_person
+
+
 def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewResult:
     """Relational evidence from the entity graph (only semantic memories feed it).
 
@@ -489,24 +516,7 @@ def graph_view(stores: Stores, req: ViewRequest, *, max_hops: int = 2) -> ViewRe
         wanted.append(list(req.analysis.self_names))
     if not wanted:
         return []
-    persons = set(req.analysis.persons)
-    groups: list[dict[str, float]] = []
-    direct: list[set[str]] = []
-    of_person: list[bool] = []
-    for aliases in wanted:
-        seeds = stores.graph.find_entities(req.namespace, aliases, aliases=True)
-        if not seeds:
-            continue
-        seed_ids = [e.id for e in seeds]
-        # A name this many memories mention is a hub: its neighbourhood is most of the
-        # namespace and singles nothing out, and walking it costs what the rest of the
-        # search costs (docs/PERFORMANCE.md). One cheap read of the seeds decides.
-        if len(stores.graph.memory_ids_for_entities(req.namespace, seed_ids)) > HUB_MENTIONS:
-            continue
-        best = graph_proximity(stores.graph, req.namespace, seed_ids, max_hops=max_hops)
-        groups.append(best)
-        direct.append({m for m, value in best.items() if value == 1.0})  # hops 0: 1 / (1 + 0)
-        of_person.append(aliases[0] in persons)
+    groups, direct, of_person = _graph_groups(stores, req, wanted, max_hops)
     if not groups:
         return []
     total = len(set().union(*groups))
