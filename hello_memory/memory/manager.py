@@ -87,6 +87,19 @@ __all__ = ["HANDLE_CHARS", "ID_CHARS", "STORED_TYPES", "MemoryManager", "added_t
 TimeRange = tuple[datetime | None, datetime | None]
 
 
+def _merged_filters(filters: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword filters ``given`` to :meth:`MemoryManager.search`, with those of its
+    ``filters`` mapping over them (``search``'s part); InvalidInputError for a key that
+    is no search filter."""
+    allowed = {"user_id", "agent_id", "session_id", "min_importance", "time_range",
+               "as_of"}
+    unknown = set(filters) - allowed
+    if unknown:
+        raise InvalidInputError(f"unknown search filter(s) {sorted(unknown)}; "
+                                f"use {sorted(allowed)}")
+    return {**given, **filters}
+
+
 class MemoryManager:
     """Facade over the memory types. Takes built stores; see :meth:`open`."""
 
@@ -374,16 +387,10 @@ class MemoryManager:
         (valid_from <= as_of < valid_to, memory/supersede.py); without it only the
         memories still true are searched."""
         if filters:
-            allowed = {"user_id", "agent_id", "session_id", "min_importance", "time_range",
-                       "as_of"}
-            unknown = set(filters) - allowed
-            if unknown:
-                raise InvalidInputError(f"unknown search filter(s) {sorted(unknown)}; "
-                                        f"use {sorted(allowed)}")
-            given = {"min_importance": min_importance, "time_range": time_range,
-                     "user_id": user_id, "agent_id": agent_id, "session_id": session_id,
-                     "as_of": as_of}
-            merged = {**given, **filters}
+            merged = _merged_filters(filters, {
+                "min_importance": min_importance, "time_range": time_range,
+                "user_id": user_id, "agent_id": agent_id, "session_id": session_id,
+                "as_of": as_of})
             min_importance, time_range = merged["min_importance"], merged["time_range"]
             user_id, agent_id = merged["user_id"], merged["agent_id"]
             session_id, as_of = merged["session_id"], merged["as_of"]
