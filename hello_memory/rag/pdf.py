@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 __all__ = ["pdf_markdown"]
@@ -147,13 +148,7 @@ def pdf_markdown(data: bytes) -> str | None:
         return None
     if not lines:
         return None
-    weight: Counter[float] = Counter()
-    bold_chars = 0
-    for ln in lines:
-        weight[ln.size] += ln.chars
-        bold_chars += ln.chars if ln.bold else 0
-    body = weight.most_common(1)[0][0]
-    body_bold = bold_chars * 2 > sum(weight.values())
+    body, body_bold = _body_style(lines)
 
     def style(ln: _Line) -> tuple[float, bool] | None:
         if not _is_heading_text(ln.text):
@@ -169,23 +164,44 @@ def pdf_markdown(data: bytes) -> str | None:
         return None
     ranked = sorted(styles, key=lambda s: (-s[0], not s[1]))
     level = {s: min(6, i + 1) for i, s in enumerate(ranked)}
+    return "\n\n".join(_blocks(lines, style, level)) + "\n"
 
+
+def _body_style(lines: list[_Line]) -> tuple[float, bool]:
+    """The body text's size (the size most characters are set in) and whether the body
+    is bold (most characters are) (``pdf_markdown``'s part)."""
+    weight: Counter[float] = Counter()
+    bold_chars = 0
+    for ln in lines:
+        weight[ln.size] += ln.chars
+        bold_chars += ln.chars if ln.bold else 0
+    body = weight.most_common(1)[0][0]
+    body_bold = bold_chars * 2 > sum(weight.values())
+    return body, body_bold
+
+
+def _same_paragraph(a: _Line | None, b: _Line) -> bool:
+    """``b`` goes on ``a``'s paragraph: the same text box, or the next line below in
+    the same column, set alike, at most ~0.7 of a line apart."""
+    if a is None:
+        return False
+    if a.box == b.box:
+        return True
+    gap = a.y0 - b.y1
+    return (a.size == b.size and abs(a.x0 - b.x0) <= 2 * a.size
+            and -0.2 * a.size <= gap <= 0.7 * a.size)
+
+
+def _blocks(lines: list[_Line], style: Callable[[_Line], tuple[float, bool] | None],
+            level: Mapping[tuple[float, bool], int]) -> list[str]:
+    """The Markdown blocks of ``lines`` in order (``pdf_markdown``'s part): consecutive
+    heading lines of one style are one heading at its ``level``, the other lines
+    paragraphs."""
     blocks: list[str] = []
     para: list[str] = []
     heading: list[str] = []
     heading_style: tuple[float, bool] | None = None
     prev: _Line | None = None
-
-    def same_paragraph(a: _Line | None, b: _Line) -> bool:
-        """``b`` goes on ``a``'s paragraph: the same text box, or the next line below in
-        the same column, set alike, at most ~0.7 of a line apart."""
-        if a is None:
-            return False
-        if a.box == b.box:
-            return True
-        gap = a.y0 - b.y1
-        return (a.size == b.size and abs(a.x0 - b.x0) <= 2 * a.size
-                and -0.2 * a.size <= gap <= 0.7 * a.size)
 
     def flush_para() -> None:
         if para:
@@ -203,16 +219,16 @@ def pdf_markdown(data: bytes) -> str | None:
         s = style(ln)
         if s is not None:
             flush_para()
-            if heading and (s != heading_style or not same_paragraph(prev, ln)):
+            if heading and (s != heading_style or not _same_paragraph(prev, ln)):
                 flush_heading()
             heading.append(ln.text)
             heading_style = s
         else:
             flush_heading()
-            if not same_paragraph(prev, ln):
+            if not _same_paragraph(prev, ln):
                 flush_para()
             para.append(ln.text)
         prev = ln
     flush_para()
     flush_heading()
-    return "\n\n".join(blocks) + "\n"
+    return blocks
