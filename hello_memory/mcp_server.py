@@ -107,42 +107,9 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
     server = MCPServer("hello-memory", instructions=INSTRUCTIONS + (
         f" The namespace is {default_ns!r} unless a call names it." if default_ns
         else " Every call names a namespace."))
-    rag: list[Any] = []  # the one pipeline, built on the first document call
-
-    def check(namespace: str) -> str:
-        ns = require_namespace(namespace)
-        if not namespace_allowed(ns, grants):
-            raise InvalidInputError(f"namespace {ns!r} is not granted to this server "
-                                    f"(granted: {', '.join(grants)})")
-        return ns
-
-    lock = threading.Lock()
-
-    def pipeline() -> Any:
-        with lock:
-            if not rag:
-                rag.append(build_rag(manager, settings))
-            return rag[0]
-
-    limit = settings.api.max_request_bytes
-
-    def tool(fn: Callable[..., dict[str, Any]], summary: str) -> Callable[..., dict[str, Any]]:
-        @wraps(fn)
-        def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
-            try:
-                # The REST API's body limit holds here too: a model cannot push a
-                # 50 MB "memory" through the tool call.
-                size = _payload_bytes([*args, *kwargs.values()])
-                if size > limit:
-                    raise PayloadTooLargeError(
-                        f"tool arguments of {size} bytes exceed api.max_request_bytes "
-                        f"({limit})")
-                return fn(*args, **kwargs)
-            except HelloMemoryError as exc:  # the model reads this and can correct itself
-                raise ToolError(f"{type(exc).__name__}: {exc}") from exc
-        server.add_tool(run, name=fn.__name__, description=summary)
-        _strip_schema_titles(server, fn.__name__)
-        return fn
+    check = _namespace_check(grants)
+    pipeline = _pipeline(manager, settings)
+    tool = _tool_adder(server, ToolError, settings.api.max_request_bytes)
 
     def register(op: Operation) -> None:
         hits = op.name in HIT_OPERATIONS
@@ -166,6 +133,62 @@ def build_server(manager: MemoryManager, settings: Settings, grants: Sequence[st
         register(op)
 
     return server
+
+
+def _namespace_check(grants: Sequence[str]) -> Callable[[str], str]:
+    """What checks a tool call's namespace against the server's ``grants``
+    (``build_server``'s part): the valid name, or InvalidInputError."""
+
+    def check(namespace: str) -> str:
+        ns = require_namespace(namespace)
+        if not namespace_allowed(ns, grants):
+            raise InvalidInputError(f"namespace {ns!r} is not granted to this server "
+                                    f"(granted: {', '.join(grants)})")
+        return ns
+
+    return check
+
+
+def _pipeline(manager: MemoryManager, settings: Settings) -> Callable[[], Any]:
+    """The document tools' one RAG pipeline, built on the first call that needs it
+    (``build_server``'s part)."""
+    rag: list[Any] = []  # the one pipeline, built on the first document call
+    lock = threading.Lock()
+
+    def pipeline() -> Any:
+        with lock:
+            if not rag:
+                rag.append(build_rag(manager, settings))
+            return rag[0]
+
+    return pipeline
+
+
+def _tool_adder(server: Any, tool_error: type[Exception], limit: int
+                ) -> Callable[[Callable[..., dict[str, Any]], str], Callable[..., dict[str, Any]]]:
+    """What adds one tool to ``server`` (``build_server``'s part): its arguments held to
+    ``limit`` bytes, the library's errors raised as ``tool_error`` (MCP's ToolError:
+    the model reads it)."""
+
+    def tool(fn: Callable[..., dict[str, Any]], summary: str) -> Callable[..., dict[str, Any]]:
+        @wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            try:
+                # The REST API's body limit holds here too: a model cannot push a
+                # 50 MB "memory" through the tool call.
+                size = _payload_bytes([*args, *kwargs.values()])
+                if size > limit:
+                    raise PayloadTooLargeError(
+                        f"tool arguments of {size} bytes exceed api.max_request_bytes "
+                        f"({limit})")
+                return fn(*args, **kwargs)
+            except HelloMemoryError as exc:  # the model reads this and can correct itself
+                raise tool_error(f"{type(exc).__name__}: {exc}") from exc
+        server.add_tool(run, name=fn.__name__, description=summary)
+        _strip_schema_titles(server, fn.__name__)
+        return fn
+
+    return tool
 
 
 def _strip_schema_titles(server: Any, name: str) -> None:
