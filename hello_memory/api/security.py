@@ -279,27 +279,43 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await self._reject(send, limit, scope)
             return
-        from hello_memory.rag.safe_parse import client_gone
+        whole = await self._read(scope, receive, send, limit)
+        if whole is None:
+            return
+        await self._run_watched(scope, receive, send, whole)
 
+    async def _read(self, scope: Scope, receive: Receive, send: Send, limit: int
+                    ) -> bytes | None:
+        """The request's whole body (``__call__``'s part); None when there is nobody to
+        answer, or when the body ran over ``limit`` (answered here with a 413)."""
         chunks: list[bytes] = []
         seen = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return  # nobody to answer
+                return None  # nobody to answer
             if message["type"] != "http.request":
                 continue
             chunk = message.get("body", b"")
             seen += len(chunk)
             if seen > limit:
                 await self._reject(send, limit, scope)
-                return
+                return None
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
+        return b"".join(chunks)
+
+    async def _run_watched(self, scope: Scope, receive: Receive, send: Send, whole: bytes
+                           ) -> None:
+        """Run the app on the body read, while the connection is watched (``__call__``'s
+        part): a client that goes away sets ``client_gone``, and a bug below is answered
+        with a 500 problem while no response has started."""
+        from hello_memory.rag.safe_parse import client_gone
+
         gone = threading.Event()
         gone_async = asyncio.Event()
-        body: bytes | None = b"".join(chunks)
+        body: bytes | None = whole
 
         async def watch() -> None:
             while True:
