@@ -7,7 +7,7 @@ import contextlib
 import os
 import secrets
 from datetime import datetime, timezone
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -17,6 +17,9 @@ from hello_memory.cli.common import _settings, app, console, err, handled
 from hello_memory.config import Settings
 from hello_memory.errors import BackendUnavailableError, InvalidInputError
 from hello_memory.server_info import ServerInfo
+
+if TYPE_CHECKING:
+    from hello_memory.memory.manager import MemoryManager
 
 
 def keyless_warning(settings: Settings, bind: str) -> str | None:
@@ -42,18 +45,7 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
               "in the data directory names it).")] = None) -> None:
     """Run the REST API (FastAPI + uvicorn; OpenAPI at /docs) and the jobs of
     jobs.schedule."""
-    from hello_memory import __version__
-    from hello_memory.api import create_app
     from hello_memory.api.security import check_bind
-    from hello_memory.memory.manager import MemoryManager
-    from hello_memory.server_info import (
-        client_host,
-        install_proof,
-        remove_info,
-        remove_token,
-        write_info,
-        write_token,
-    )
 
     settings = _settings()
     bind = host or settings.api.host
@@ -63,9 +55,18 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
         raise BackendUnavailableError(
             f"the data directory {settings.data_dir} is already served by "
             f"{held.describe()}; stop that server first, or give another --data-dir")
+    _serve(settings, bind, port)
+
+
+def _serve(settings: Settings, bind: str, port: int | None) -> None:
+    """Open the stores and run the server until it stops (``serve``'s part, once no
+    other server holds the data directory)."""
     import uvicorn
 
+    from hello_memory.api import create_app
     from hello_memory.factory import build_server_embedder
+    from hello_memory.memory.manager import MemoryManager
+    from hello_memory.server_info import install_proof
 
     # One embedding worker batches every concurrent request (api.embed_batching,
     # docs/PERFORMANCE.md "A server that batches"); closed after the manager.
@@ -90,6 +91,29 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
     # to a server"): written once the stores are ours, before server.json.
     token = secrets.token_hex(32)
     address = {"url": ""}
+    server_class = _announcing_server(settings, bind, exclusive, address)
+    api = create_app(settings, manager=mm, run_jobs=True)
+    if exclusive:
+        install_proof(api, token, lambda: address["url"])
+    config = uvicorn.Config(api, host=bind,
+                            port=settings.api.port if port is None else port,
+                            log_level="info", timeout_graceful_shutdown=5)
+    server = server_class(config)
+    _run_until_stopped(server, settings, mm, embedder, exclusive, token)
+    if not server.started:
+        raise BackendUnavailableError(f"the server did not start on {bind} (the log line "
+                                      "above says why)")
+
+
+def _announcing_server(settings: Settings, bind: str, exclusive: bool,
+                       address: dict[str, str]) -> type[Any]:
+    """The uvicorn server class of ``serve`` (its part): once listening, it sets
+    ``address["url"]`` and writes server.json (when ``exclusive``), and it stops cleanly
+    on a signal."""
+    import uvicorn
+
+    from hello_memory import __version__
+    from hello_memory.server_info import client_host, write_info
 
     def listening(port: int) -> None:
         if exclusive:
@@ -109,13 +133,16 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
         def capture_signals(self) -> contextlib._GeneratorContextManager[None]:
             return _exit_cleanly(self, super().capture_signals)
 
-    api = create_app(settings, manager=mm, run_jobs=True)
-    if exclusive:
-        install_proof(api, token, lambda: address["url"])
-    config = uvicorn.Config(api, host=bind,
-                            port=settings.api.port if port is None else port,
-                            log_level="info", timeout_graceful_shutdown=5)
-    server = _Server(config)
+    return _Server
+
+
+def _run_until_stopped(server: Any, settings: Settings, mm: MemoryManager, embedder: Any,
+                       exclusive: bool, token: str) -> None:
+    """Run ``server`` with the stores open (``serve``'s part): the token in the data
+    directory while it runs (when ``exclusive``), server.json and the token removed
+    after, the manager and then the embedder closed."""
+    from hello_memory.server_info import remove_info, remove_token, write_token
+
     try:
         with mm:
             try:
@@ -130,9 +157,6 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
         closer = getattr(embedder, "close", None)
         if callable(closer):
             closer()
-    if not server.started:
-        raise BackendUnavailableError(f"the server did not start on {bind} (the log line "
-                                      "above says why)")
 
 
 # --- the memory inspector (issue 18) -----------------------------------------------------
