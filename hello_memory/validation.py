@@ -267,3 +267,17 @@ def validate_item(item: MemoryItem) -> MemoryItem:
     if item.content_hash is None:
         item.content_hash = content_hash(item.content)
     return item
+
+
+# The keys of search's ``filters`` mapping, beside its keyword filters: one list for
+# MemoryManager.search and the HTTP client's search (hello_memory/client/operations.py).
+SEARCH_FILTERS = frozenset({"user_id", "agent_id", "session_id", "min_importance",
+                            "time_range", "as_of"})
+
+
+def check_search_filters(filters: Any) -> None:
+    """InvalidInputError naming any key of ``filters`` that is no search filter."""
+    unknown = set(filters) - SEARCH_FILTERS
+    if unknown:
+        raise InvalidInputError(f"unknown search filter(s) {sorted(unknown)}; use "
+                                f"{sorted(SEARCH_FILTERS)}")

@@ -27,6 +27,7 @@ from hello_memory.memory.reports import (
     MemoryStats,
 )
 from hello_memory.types import MemoryItem, MemoryType
+from hello_memory.validation import check_search_filters
 
 if TYPE_CHECKING:
     from hello_memory.jobs import JobRun
@@ -117,12 +118,7 @@ def _search(c: _Engine, query: str, memory_types: Sequence[MemoryType | str] | N
         raise InvalidInputError("recipe: give a recipe's name (a client cannot send a "
                                 "SearchRecipe object)")
     if filters:
-        allowed = {"user_id", "agent_id", "session_id", "min_importance", "time_range",
-                   "as_of"}
-        unknown = set(filters) - allowed
-        if unknown:
-            raise InvalidInputError(f"unknown search filter(s) {sorted(unknown)}; use "
-                                    f"{sorted(allowed)}")
+        check_search_filters(filters)
         merged = {"min_importance": min_importance, "time_range": time_range,
                   "user_id": user_id, "agent_id": agent_id, "session_id": session_id,
                   "as_of": as_of, **filters}

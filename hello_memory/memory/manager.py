@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hello_memory import telemetry
-from hello_memory.errors import InvalidInputError
 from hello_memory.memory.dedup import duplicate_mode
 from hello_memory.memory.episodic import EpisodicMemory
 from hello_memory.memory.lifecycle import Lifecycle
@@ -73,6 +72,7 @@ from hello_memory.types import (
     utcnow,
 )
 from hello_memory.validation import (
+    check_search_filters,
     require_namespace,
     validate_importance,
     validate_memory_type,
@@ -91,12 +91,7 @@ def _merged_filters(filters: Mapping[str, Any], given: Mapping[str, Any]) -> dic
     """The keyword filters ``given`` to :meth:`MemoryManager.search`, with those of its
     ``filters`` mapping over them (``search``'s part); InvalidInputError for a key that
     is no search filter."""
-    allowed = {"user_id", "agent_id", "session_id", "min_importance", "time_range",
-               "as_of"}
-    unknown = set(filters) - allowed
-    if unknown:
-        raise InvalidInputError(f"unknown search filter(s) {sorted(unknown)}; "
-                                f"use {sorted(allowed)}")
+    check_search_filters(filters)
     return {**given, **filters}
 
 
