@@ -10,7 +10,7 @@ kept here so that no module of the search runs over 600 lines (issue 31).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hello_memory.config import RetrievalSettings
@@ -34,6 +34,8 @@ TEXT_COLLECTION_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
 # largest namespace it reads whole (retrieval/multilingual.py).
 MULTILINGUAL_WEIGHT = 1.0
 MULTILINGUAL_SCAN = 2000
+# what of a memory's text the language rules and the multilingual view read
+LISTED_CHARS = 2000
 # An English-only embedder (all-MiniLM-L6-v2) knows little about Chinese: for a question
 # mostly in CJK characters its dense view weighs this much in the fusion, and its cosine
 # is no evidence (issue 26: the full search must not recall less than BM25 alone on
@@ -70,6 +72,18 @@ class LanguageMixin:
         @staticmethod
         def _stating(state: _Round, totals: Mapping[str, float]) -> set[str]: ...
 
+        def _records_of(self, ns: str, ids: Sequence[str], state: _Round
+                        ) -> list[MemoryItem]: ...
+
+    def _listed_texts(self, ns: str, flt: ItemFilter) -> tuple[list[str], list[str]]:
+        """The ids and texts of the text memories of :meth:`_listing`, kept while the
+        namespace's write generation holds (_kept): a search of a small namespace
+        reads no record the multilingual view does not rank high (issue 27)."""
+        def read() -> tuple[list[str], list[str]]:
+            items = [i for i in self._listing(ns, flt) if i.memory_type in TEXT_COLLECTION_TYPES]
+            return [i.id for i in items], [i.content[:LISTED_CHARS] for i in items]
+        return self._kept(ns, ("listed-texts", flt), read)
+
     def _listing(self, ns: str, flt: ItemFilter) -> list[MemoryItem]:
         """The newest MULTILINGUAL_SCAN memories of ``ns`` matching ``flt`` (the
         multilingual view's small namespace): the ids kept while no write changes the
@@ -81,7 +95,7 @@ class LanguageMixin:
             ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time"))
         return records.get_items(ns, ids, shared=True)
 
-    def _unread(self, state: _Round, analysis: QueryAnalysis) -> list[str]:
+    def _unread(self, ns: str, state: _Round, analysis: QueryAnalysis) -> list[str]:
         """Memories read for the search that no view of the question's language could
         read, and that state a single-valued attribute the question asks for: in a
         small namespace with Chinese text the multilingual view reads every memory,
@@ -97,44 +111,57 @@ class LanguageMixin:
         asked_cjk = _cjk_heavy(analysis.query)
         seen = {m for v, ranked in state.results.items() if v != "multilingual"
                 for m, _ in ranked}
-        return [m for m, item in state.items.items()
-                if m not in seen and item.memory_type in TEXT_COLLECTION_TYPES
-                and _cjk_heavy(item.content[:2000]) != asked_cjk
-                and asked & attributes_of(item.content[:2000])]
+        # what the search read: its records, then the listing's memories no view read
+        listed = {m for m, _ in state.listed}
+        read = [(m, item.content[:LISTED_CHARS]) for m, item in state.items.items()
+                if m not in listed and item.memory_type in TEXT_COLLECTION_TYPES]
+        found = [m for m, text in [*read, *state.listed]
+                 if m not in seen and _cjk_heavy(text) != asked_cjk
+                 and asked & attributes_of(text)]
+        self._take(ns, found, state)
+        return [m for m in found if m in state.items]
 
     def _multilingual_view(self, ns: str, query: str, state: _Round) -> None:
         """The candidates read again by a multilingual model when the question or one of
         them holds CJK text (retrieval/multilingual.py; issue 26). In a namespace of at
         most MULTILINGUAL_SCAN memories every memory is read (an English question finds
-        the Chinese note no other view could); in a larger one, the views' pool."""
-        pool = {m: state.items[m] for r in state.results.values() for m, _ in r
+        the Chinese note no other view could); in a larger one, the views' pool. Only
+        the records of the memories it ranks high are read (_take); the others' ids and
+        texts wait in ``state.listed`` for _unread."""
+        pool = {m: state.items[m].content[:LISTED_CHARS] for r in state.results.values()
+                for m, _ in r
                 if m in state.items and state.items[m].memory_type in TEXT_COLLECTION_TYPES}
         records = self.stores.records.memories
         totals = self._kept(ns, ("totals",), lambda: records.namespace_totals(ns))
         small = totals[0] <= MULTILINGUAL_SCAN
         # an English question over a small namespace that holds Chinese memories: the
         # pool of the English views may hold none of them
-        if not pool or not (self.multilingual.wanted(query, pool)
+        if not pool or not (self.multilingual.wanted_texts(query, pool.values())
                             or (small and self._holds_cjk(ns, totals))):
             return
-        listing: tuple[Any, list[str]] | None = None
+        listing: tuple[Any, list[str], list[str]] | None = None
         if small:
-            listed: list[str] = []
-            for item in self._listing(ns, state.flt):
-                if item.memory_type in TEXT_COLLECTION_TYPES:
-                    listed.append(item.id)
-                    if item.id not in pool:
-                        pool[item.id] = item
-                        if item.id not in state.items:
-                            state.items[item.id] = item
-                            state.shared.add(item.id)
+            ids, texts = self._listed_texts(ns, state.flt)
+            state.listed = [(m, t) for m, t in zip(ids, texts, strict=True)
+                            if m not in state.items]
             generation = self._generation(ns)
             if generation is not None:  # the listing is the same while it holds
-                listing = ((ns, state.flt, generation), listed)
-        ranked = self.multilingual.rank(query, pool, limit=self.settings.candidates,
-                                        listing=listing)
+                listing = ((ns, state.flt, generation), ids, texts)
+            else:
+                pool.update(kv for kv in state.listed if kv[0] not in pool)
+        ranked = self.multilingual.rank_texts(query, pool, limit=self.settings.candidates,
+                                              listing=listing)
+        self._take(ns, [m for m, _ in ranked], state)
+        ranked = [(m, c) for m, c in ranked if m in state.items]
         if ranked:
             state.results["multilingual"] = ranked
+
+    def _take(self, ns: str, ids: Sequence[str], state: _Round) -> None:
+        """The records of ``ids`` the search has not read yet, read (shared)."""
+        missing = [m for m in ids if m not in state.items]
+        if missing:
+            for item in self._records_of(ns, missing, state):
+                state.items[item.id] = item
 
     def _holds_cjk(self, ns: str, totals: tuple[int, int]) -> bool:
         """Whether the (small) namespace holds CJK text, read once per write generation

@@ -146,6 +146,8 @@ class _Round:
     unread: list[str] = field(default_factory=list)
     # ids of the items read from the record cache: shared, copied before they leave
     shared: set[str] = field(default_factory=set)
+    # a small namespace's memories no view read, with their texts (_multilingual_view)
+    listed: list[tuple[str, str]] = field(default_factory=list)
 
 
 # What a retriever keeps of a namespace's records for the multilingual view (its
@@ -368,7 +370,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
                 and self.use_embeddings:
             self._multilingual_view(ns, query, state)
             if "symbolic" in active and state.analysis is not None:
-                state.unread = self._unread(state, state.analysis)
+                state.unread = self._unread(ns, state, state.analysis)
                 if state.unread:  # the soft constraints again, on the widened pool
                     state.results["symbolic"] = self._symbolic(state, state.analysis)
             # the only reader of meaning MiniLM leaves when the question is Chinese

@@ -29,7 +29,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -49,6 +49,23 @@ _MAX_CHARS = 2000
 LISTINGS = 8
 
 
+# a kept listing: the row of each listed id, the text each row read, the stacked
+# vectors, their norms
+_Listing = tuple[dict[str, int], list[str], np.ndarray, np.ndarray]
+
+
+def _dots(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Each row's dot product with ``q``, summed the same way wherever the row sits (a
+    BLAS product's last bits depend on the row's place in the matrix), so a memory's
+    cosine is the same read from a kept listing or from the pool alone."""
+    return np.einsum("ij,j->i", matrix, q)
+
+
+def _cosines(dots: np.ndarray, norms: np.ndarray, q_norm: float) -> np.ndarray:
+    scale = norms * q_norm
+    return np.asarray(dots / np.where(scale == 0, 1.0, scale), dtype=np.float32)
+
+
 class MultilingualReader:
     """Ranks a pool of memories by a multilingual model's cosine to the question."""
 
@@ -64,9 +81,8 @@ class MultilingualReader:
         self._call_lock = threading.Lock()
         self._cache_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        # mark -> (row of each listed id, the text each row read, their stacked vectors)
-        self._listings: OrderedDict[Hashable, tuple[dict[str, int], list[str], np.ndarray]] = (
-            OrderedDict())
+        # mark -> a kept listing (_Listing)
+        self._listings: OrderedDict[Hashable, _Listing] = OrderedDict()
 
     def _model(self) -> Any:
         if self._embedder is not None or self._missing:
@@ -97,8 +113,11 @@ class MultilingualReader:
 
     def wanted(self, query: str, items: Mapping[str, MemoryItem]) -> bool:
         """Whether the question or any candidate holds CJK text."""
-        return contains_cjk(query) or any(contains_cjk(i.content[:_MAX_CHARS])
-                                          for i in items.values())
+        return self.wanted_texts(query, (i.content for i in items.values()))
+
+    def wanted_texts(self, query: str, texts: Iterable[str]) -> bool:
+        """Whether the question or any of the candidates' texts holds CJK text."""
+        return contains_cjk(query) or any(contains_cjk(t[:_MAX_CHARS]) for t in texts)
 
     def _vectors(self, texts: list[str]) -> np.ndarray:
         keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
@@ -120,43 +139,24 @@ class MultilingualReader:
                     self._cache.popitem(last=False)
         return np.stack([found[k] for k in keys])
 
-    def _listed(self, mark: Hashable, listed: Sequence[str], text_of: Mapping[str, str]
-                ) -> tuple[dict[str, int], list[str], np.ndarray]:
-        """The ``listed`` ids with their texts and vectors, stacked, kept under ``mark``."""
+    def _listed(self, mark: Hashable, listed: Sequence[str], texts: Sequence[str]
+                ) -> _Listing:
+        """The ``listed`` ids with their texts, vectors and the vectors' norms, kept
+        under ``mark`` (a kept listing that read other texts is read again)."""
         with self._cache_lock:
             kept = self._listings.get(mark)
             if kept is not None:
                 self._listings.move_to_end(mark)
-                return kept
-        texts = [text_of[m] for m in listed]
-        kept = ({m: n for n, m in enumerate(listed)}, texts, self._vectors(texts))
+        if kept is not None and kept[1] == list(texts):
+            return kept
+        stacked = self._vectors(list(texts))
+        kept = ({m: n for n, m in enumerate(listed)}, list(texts), stacked,
+                np.linalg.norm(stacked, axis=1))
         with self._cache_lock:
             self._listings[mark] = kept
             while len(self._listings) > LISTINGS:
                 self._listings.popitem(last=False)
         return kept
-
-    def _matrix(self, ids: Sequence[str], texts: Sequence[str],
-                listing: tuple[Hashable, Sequence[str]] | None) -> np.ndarray:
-        """The vectors of ``texts`` (one per id), in order: a kept listing's row where
-        it read the same text (a mark that outlived an edit only costs a lookup, never
-        an old vector), the rest from the cache."""
-        if listing is None or not listing[1]:
-            return self._vectors(list(texts))
-        text_of = dict(zip(ids, texts, strict=True))
-        rows, kept, stacked = self._listed(listing[0], listing[1], text_of)
-        picks: list[int] = []
-        rest: list[str] = []
-        for m, text in zip(ids, texts, strict=True):
-            row = rows.get(m)
-            if row is not None and kept[row] == text:
-                picks.append(row)
-            else:
-                picks.append(len(kept) + len(rest))
-                rest.append(text)
-        if rest:
-            stacked = np.concatenate([stacked, self._vectors(rest)])
-        return stacked[picks]
 
     def rank(self, query: str, items: Mapping[str, MemoryItem], *, limit: int | None = None,
              listing: tuple[Hashable, Sequence[str]] | None = None
@@ -164,15 +164,57 @@ class MultilingualReader:
         """(memory id, cosine) for every item (the best ``limit``), best first; [] when
         the model is not installed or there is nothing to rank. ``listing``: (mark,
         ids among ``items``) whose vectors are kept stacked under ``mark`` for the next
-        call with it (the caller's write generation of a namespace read whole; a row
-        is reused only for the text it read)."""
-        if not items or self._model() is None:
+        call with it (:meth:`rank_texts`)."""
+        texts = {m: item.content[:_MAX_CHARS] for m, item in items.items()}
+        return self.rank_texts(query, texts, limit=limit, listing=None if listing is None
+                               else (listing[0], listing[1], [texts[m] for m in listing[1]]))
+
+    def rank_texts(self, query: str, pool: Mapping[str, str], *, limit: int | None = None,
+                   listing: tuple[Hashable, Sequence[str], Sequence[str]] | None = None
+                   ) -> list[tuple[str, float]]:
+        """(id, cosine) for the ids of ``pool`` (id -> text) and of ``listing`` (mark,
+        ids, their texts: a namespace read whole) together, the best ``limit``, best
+        first; equal cosines keep the order of ``pool``, then of the listed ids not in
+        it. The listing's vectors and their norms are kept under its mark (the
+        caller's write generation), so a small namespace read on every search costs
+        one product of its stacked vectors with the question's (issue 27). A pool id
+        takes a listed row only where the row read the same text (a mark that outlived
+        an edit costs a lookup, never an old vector). [] without the model."""
+        if not (pool or (listing is not None and listing[1])) or self._model() is None:
             return []
-        ids = list(items)
-        matrix = self._matrix(ids, [items[m].content[:_MAX_CHARS] for m in ids], listing)
         with self._call_lock:
             q = np.asarray(self._model().embed_query(query[:_MAX_CHARS]), dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
-        cosines = matrix @ q / np.where(norms == 0, 1.0, norms)
+        q_norm = float(np.linalg.norm(q)) or 1.0
+        ids = list(pool)
+        if listing is None or not listing[1]:
+            matrix = self._vectors([pool[m][:_MAX_CHARS] for m in ids])
+            cosines = _cosines(_dots(matrix, q), np.linalg.norm(matrix, axis=1), q_norm)
+        else:
+            ids, cosines = self._listed_cosines(q, q_norm, pool, listing)
         order = np.argsort(-cosines, kind="stable")[:limit]
         return [(ids[i], float(cosines[i])) for i in order]
+
+    def _listed_cosines(self, q: np.ndarray, q_norm: float, pool: Mapping[str, str],
+                        listing: tuple[Hashable, Sequence[str], Sequence[str]]
+                        ) -> tuple[list[str], np.ndarray]:
+        """rank_texts' ids and cosines with a listing: the pool's, then the listed rest."""
+        rows, kept, stacked, norms = self._listed(*listing)
+        listed_cos = _cosines(_dots(stacked, q), norms, q_norm)
+        ids = list(pool)
+        out = np.empty(len(ids), dtype=np.float32)
+        own: list[int] = []  # positions in ids of the pool texts no listed row read
+        read = np.zeros(len(kept), dtype=bool)
+        for n, m in enumerate(ids):
+            row = rows.get(m)
+            if row is not None:
+                read[row] = True
+                if kept[row] == pool[m][:_MAX_CHARS]:
+                    out[n] = listed_cos[row]
+                    continue
+            own.append(n)
+        if own:
+            matrix = self._vectors([pool[ids[n]][:_MAX_CHARS] for n in own])
+            out[own] = _cosines(_dots(matrix, q), np.linalg.norm(matrix, axis=1), q_norm)
+        left = np.flatnonzero(~read)
+        listed = listing[1]
+        return ids + [listed[i] for i in left.tolist()], np.concatenate([out, listed_cos[left]])
