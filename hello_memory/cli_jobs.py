@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 from rich.console import Console
@@ -43,7 +43,10 @@ MaxRunsOpt = Annotated[int | None, typer.Option(
     "--max-runs", min=1, help="With --every: stop after this many rounds.")]
 # The job options that are run_job's request fields come from the catalogue (JobRequest,
 # hello_memory/catalogue/cli_options.py): default, bounds, help and choices as REST takes them.
-JobStrategy = field_type(JobRequest, "strategy")
+if TYPE_CHECKING:  # typer reads the catalogue's Literal; a type checker its plain form
+    JobStrategy: TypeAlias = str | None
+else:
+    JobStrategy = field_type(JobRequest, "strategy")
 JsonOpt = Annotated[bool, typer.Option("--json", help=(
     "The runs as POST /v1/jobs/{name} answers them: one JSON object per line ("
     "per round with --every)."))]

@@ -32,7 +32,7 @@ import json
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 from rich.markup import escape
@@ -125,11 +125,19 @@ DEMO_QUERIES = [
 
 # The types of the options whose choices a catalogue request model's Literal gives
 # (hello_memory/catalogue/cli_options.py): the same values as REST, MCP and the tools take.
-AddType = field_type(AddMemory, "memory_type")
-SearchTypes = field_type(SearchRequest, "memory_types")
-ForgetStrategy = field_type(ForgetRequest, "strategy")
-ConsolidateFrom = field_type(ConsolidateRequest, "from_type")
-ConsolidateTo = field_type(ConsolidateRequest, "to_type")
+# typer reads them at run time; a type checker sees their plain form.
+if TYPE_CHECKING:
+    AddType: TypeAlias = str | None
+    SearchTypes: TypeAlias = list[Any] | None  # str enum members
+    ForgetStrategy: TypeAlias = str | None
+    ConsolidateFrom: TypeAlias = str | None
+    ConsolidateTo: TypeAlias = str | None
+else:
+    AddType = field_type(AddMemory, "memory_type")
+    SearchTypes = field_type(SearchRequest, "memory_types")
+    ForgetStrategy = field_type(ForgetRequest, "strategy")
+    ConsolidateFrom = field_type(ConsolidateRequest, "from_type")
+    ConsolidateTo = field_type(ConsolidateRequest, "to_type")
 
 BREAKDOWN_MIN_WIDTH = 110  # narrower terminals get score, type and memory only
 # A table shows at most this much of a memory's text; `hello-memory show ID` shows it all.
