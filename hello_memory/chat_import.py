@@ -47,14 +47,15 @@ from hello_memory.adapters._common import add_keyed, existing, keyed_item, stabl
 from hello_memory.errors import HelloMemoryError, InvalidInputError
 from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import (
+    DEFAULT_LIMITS,
     check_text,
-    current_limits,
     normalized_length,
     require_namespace,
     validate_time,
 )
 
 if TYPE_CHECKING:
+    from hello_memory.config import LimitsSettings
     from hello_memory.memory.manager import MemoryManager
 
 __all__ = ["FORMATS", "MAX_JSON_DEPTH", "ChatTurn", "import_chats", "prepare_chats",
@@ -307,15 +308,17 @@ def _fit(text: str, limit: int) -> str:
 
 
 def prepare_chats(turns: Sequence[ChatTurn], fmt: str, namespace: str, *,
-                  user_id: str | None = None) -> list[MemoryItem]:
+                  user_id: str | None = None, limits: LimitsSettings | None = None
+                  ) -> list[MemoryItem]:
     """The validated memory of every turn with text, before anything is stored: ids,
     text, times and metadata checked as the write path checks them
-    (``validation.validate_item``); the first bad turn is an InvalidInputError naming
-    it."""
+    (``validation.validate_item``, against ``limits``: the settings' ``limits``, default
+    their defaults); the first bad turn is an InvalidInputError naming it."""
     ns = require_namespace(namespace)
     if user_id is not None:
         check_text("user_id", user_id)
-    limit = current_limits().max_content_chars
+    limits = limits or DEFAULT_LIMITS
+    limit = limits.max_content_chars
     items: list[MemoryItem] = []
     for turn in turns:
         if not turn.text:
@@ -334,7 +337,8 @@ def prepare_chats(turns: Sequence[ChatTurn], fmt: str, namespace: str, *,
             if turn.time is not None:
                 fields["event_time"] = turn.time
             memory_id = stable_id("chat-import", ns, fmt, turn.conversation, turn.turn_id)
-            items.append(keyed_item(memory_id, ns, text, MemoryType.EPISODIC, meta, **fields))
+            items.append(keyed_item(memory_id, ns, text, MemoryType.EPISODIC, meta,
+                                    limits=limits, **fields))
         except HelloMemoryError as exc:
             where = turn.where or f"conversation {turn.conversation!r}"
             raise InvalidInputError(f"{where}, turn {turn.turn_id!r}: {exc}; nothing of the "
@@ -358,7 +362,7 @@ def import_chats(manager: MemoryManager, path: str | Path, fmt: str, *,
     ns = require_namespace(manager.default_namespace if namespace is None else namespace)
     if turns is None:
         turns = read_chats(path, fmt)
-    items = prepare_chats(turns, fmt, ns, user_id=user_id)
+    items = prepare_chats(turns, fmt, ns, user_id=user_id, limits=manager.limits)
     counts = {"conversations": len({t.conversation for t in turns}), "turns": len(turns),
               "imported": 0, "skipped": 0, "left_out": len(turns) - len(items)}
     # the disk guard before the first batch (docs/RELIABILITY.md "Disk space")

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 from rich.console import Console
 
+from hello_memory.catalogue.admin import JobRequest
+from hello_memory.catalogue.cli_options import field_type, option
 from hello_memory.errors import InvalidInputError
 from hello_memory.jobs import JobRun, parse_duration, run_every
 from hello_memory.remote import Backend
@@ -35,11 +37,16 @@ err = Console(stderr=True)
 NsOpt = Annotated[list[str] | None, typer.Option(
     "--namespace", "-n", help="Namespace to process (repeatable).")]
 AllOpt = Annotated[bool, typer.Option("--all-namespaces", help="Process every namespace.")]
-DryOpt = Annotated[bool, typer.Option("--dry-run", help="Report only; change nothing.")]
 EveryOpt = Annotated[str | None, typer.Option(
     "--every", help="Repeat every DURATION (30s, 15m, 1h, 1d) until interrupted.")]
 MaxRunsOpt = Annotated[int | None, typer.Option(
     "--max-runs", min=1, help="With --every: stop after this many rounds.")]
+# The job options that are run_job's request fields come from the catalogue (JobRequest,
+# hello_memory/catalogue/cli_options.py): default, bounds, help and choices as REST takes them.
+if TYPE_CHECKING:  # typer reads the catalogue's Literal; a type checker its plain form
+    JobStrategy: TypeAlias = str | None
+else:
+    JobStrategy = field_type(JobRequest, "strategy")
 JsonOpt = Annotated[bool, typer.Option("--json", help=(
     "The runs as POST /v1/jobs/{name} answers them: one JSON object per line ("
     "per round with --every)."))]
@@ -102,13 +109,11 @@ def _add_consolidate_and_forget(jobs_app: typer.Typer, handled: Callable[[Any], 
     @jobs_app.command("consolidate")
     @handled
     def consolidate(namespace: NsOpt = None, all_namespaces: AllOpt = False,
-                    dry_run: DryOpt = False, every: EveryOpt = None,
+                    dry_run: bool = option(JobRequest, "dry_run", "--dry-run"),
+                    every: EveryOpt = None,
                     max_runs: MaxRunsOpt = None, as_json: JsonOpt = False,
-                    threshold: Annotated[float | None, typer.Option(
-                        min=0.0, max=1.0, help="Default: jobs.consolidate_importance.")
-                    ] = None,
-                    min_access: Annotated[int | None, typer.Option(
-                        min=0, help="Default: jobs.consolidate_min_access.")] = None) -> None:
+                    threshold: float | None = option(JobRequest, "threshold"),
+                    min_access: int | None = option(JobRequest, "min_access")) -> None:
         """Promote important episodic memories to semantic ones, merging duplicates."""
         execute("consolidate", namespace, all_namespaces, dry_run, every, max_runs, as_json,
                 importance_threshold=threshold, min_access_count=min_access)
@@ -116,15 +121,14 @@ def _add_consolidate_and_forget(jobs_app: typer.Typer, handled: Callable[[Any], 
     @jobs_app.command("forget")
     @handled
     def forget(namespace: NsOpt = None, all_namespaces: AllOpt = False,
-               dry_run: DryOpt = False, every: EveryOpt = None, max_runs: MaxRunsOpt = None,
+               dry_run: bool = option(JobRequest, "dry_run", "--dry-run"),
+               every: EveryOpt = None, max_runs: MaxRunsOpt = None,
                as_json: JsonOpt = False,
-               strategy: Annotated[str | None, typer.Option(
-                   help="importance | time | capacity (default: jobs.forget_strategy).")
-               ] = None,
-               threshold: Annotated[float | None, typer.Option(min=0.0, max=1.0)] = None,
-               max_age_days: Annotated[float | None, typer.Option(min=0.0)] = None,
-               max_items: Annotated[int | None, typer.Option(min=0)] = None,
-               hard: Annotated[bool, typer.Option(help="Delete for good.")] = False) -> None:
+               strategy: JobStrategy = option(JobRequest, "strategy"),
+               threshold: float | None = option(JobRequest, "threshold"),
+               max_age_days: float | None = option(JobRequest, "max_age_days"),
+               max_items: int | None = option(JobRequest, "max_items"),
+               hard: bool = option(JobRequest, "hard")) -> None:
         """Forget low-value memories (soft: `hello-memory restore ID...` undoes it)."""
         execute("forget", namespace, all_namespaces, dry_run, every, max_runs, as_json,
                 strategy=strategy, threshold=threshold, max_age_days=max_age_days,
@@ -138,7 +142,8 @@ def _add_reindex_and_reconcile(jobs_app: typer.Typer, handled: Callable[[Any], A
     @jobs_app.command("reindex")
     @handled
     def reindex(namespace: NsOpt = None, all_namespaces: AllOpt = False,
-                dry_run: DryOpt = False, every: EveryOpt = None, max_runs: MaxRunsOpt = None,
+                dry_run: bool = option(JobRequest, "dry_run", "--dry-run"),
+                every: EveryOpt = None, max_runs: MaxRunsOpt = None,
                 as_json: JsonOpt = False) -> None:
         """Rebuild the vector index and the graph from the records."""
         execute("reindex", namespace, all_namespaces, dry_run, every, max_runs, as_json,
@@ -147,7 +152,8 @@ def _add_reindex_and_reconcile(jobs_app: typer.Typer, handled: Callable[[Any], A
     @jobs_app.command("reconcile")
     @handled
     def reconcile(namespace: NsOpt = None, all_namespaces: AllOpt = False,
-                  dry_run: DryOpt = False, every: EveryOpt = None,
+                  dry_run: bool = option(JobRequest, "dry_run", "--dry-run"),
+                  every: EveryOpt = None,
                   max_runs: MaxRunsOpt = None, as_json: JsonOpt = False,
                   retry: Annotated[list[str] | None, typer.Option(
                       "--retry", help="Retry the index work of this failing memory "

@@ -127,16 +127,25 @@ def build_server_embedder(settings: Settings) -> Embedder:
                               max_batch=settings.embedding.batch_size, threads=api.embed_threads)
 
 
-def build_extractor(cfg: SemanticSettings) -> EntityExtractor:
+def build_extractor(cfg: SemanticSettings, analysis_chars: int | None = None
+                    ) -> EntityExtractor:
     """The entity extractor ``semantic.extractor`` names: ``rules``, ``spacy`` (the
-    pipeline must load) or, by default, spaCy when a pipeline is installed, else rules."""
-    from hello_memory.text.entities import RuleExtractor, SpacyExtractor, default_extractor
+    pipeline must load) or, by default, spaCy when a pipeline is installed, else rules;
+    it reads the first ``analysis_chars`` characters of a text (``limits.analysis_chars``;
+    None: that setting's default)."""
+    from hello_memory.text.entities import (
+        DEFAULT_ANALYSIS_CHARS,
+        RuleExtractor,
+        SpacyExtractor,
+        default_extractor,
+    )
 
+    n = DEFAULT_ANALYSIS_CHARS if analysis_chars is None else analysis_chars
     if cfg.extractor == "rules":
-        return RuleExtractor()
+        return RuleExtractor(n)
     if cfg.extractor == "spacy":
-        return SpacyExtractor(cfg.spacy_model, require=True)
-    return default_extractor(spacy_model=cfg.spacy_model)
+        return SpacyExtractor(cfg.spacy_model, require=True, max_chars=n)
+    return default_extractor(spacy_model=cfg.spacy_model, max_chars=n)
 
 
 def build_perceptual(settings: Settings, stores: Stores) -> PerceptualMemory:
@@ -166,17 +175,15 @@ def open_stores(
 ) -> Stores:
     """Build and open every store named by ``settings``. Close with ``.close()``."""
     from hello_memory.embedding.identity import check_embedder, record_embedder
-    from hello_memory.rag.safe_parse import configure_parse
     from hello_memory.stores.bundle import Stores
     from hello_memory.stores.lexical_version import check_lexical_version
     from hello_memory.stores.records import RecordStore
-    from hello_memory.text.entities import configure_analysis
-    from hello_memory.validation import configure_limits
 
-    configure_limits(settings.limits)  # request bounds (docs/RELIABILITY.md)
-    configure_analysis(settings.limits.analysis_chars)
-    configure_parse(settings.limits)
-    records = RecordStore(settings.records_url(), echo=settings.records.echo)
+    # The request bounds (docs/RELIABILITY.md) go with the records: every part built
+    # over these stores reads them as ``stores.limits`` (docs/ARCHITECTURE.md, "Where
+    # settings reach the parts"), none from a module global.
+    records = RecordStore(settings.records_url(), echo=settings.records.echo,
+                          limits=settings.limits)
     records.open()
     try:
         text_embedder = embedder or build_embedder(settings.embedding)

@@ -20,11 +20,10 @@ from hello_memory.errors import (
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "MAX_CONTENT_CHARS",
     "check_text",
-    "configure_limits",
     "content_hash",
-    "current_limits",
     "normalized_length",
     "require_namespace",
     "validate_batch",
@@ -45,18 +44,11 @@ __all__ = [
 # per-query limits of ``limits`` (LimitsSettings) are lower; this one holds for any text.
 MAX_CONTENT_CHARS = 1_000_000
 
-_limits = LimitsSettings()
-
-
-def configure_limits(limits: LimitsSettings) -> None:
-    """Use ``limits`` (the ``limits`` settings section) for every check of this process
-    (the server and MemoryManager.open call this; defaults otherwise)."""
-    global _limits
-    _limits = limits
-
-
-def current_limits() -> LimitsSettings:
-    return _limits
+# The ``limits`` section's defaults. A check that is given no ``limits`` uses these;
+# the parts that validate hold their own (the record store's ``limits``, set from the
+# settings by open_stores), so two managers in one process keep theirs apart
+# (docs/ARCHITECTURE.md, "Where settings reach the parts").
+DEFAULT_LIMITS = LimitsSettings()
 
 
 def normalized_length(text: str) -> int:
@@ -98,12 +90,12 @@ def _bounded(name: str, text: str, limit: int, hint: str) -> None:
 
 
 def validate_content(content: object, *, max_chars: int | None = None,
-                     name: str = "content") -> str:
+                     name: str = "content", limits: LimitsSettings | None = None) -> str:
     """``content`` when it is non-blank valid Unicode text of at most ``max_chars``
     characters after NFKC (default: :data:`MAX_CONTENT_CHARS`, or
     ``limits.max_content_chars`` when that is set higher)."""
     if max_chars is None:
-        max_chars = max(MAX_CONTENT_CHARS, _limits.max_content_chars)
+        max_chars = max(MAX_CONTENT_CHARS, (limits or DEFAULT_LIMITS).max_content_chars)
     if not isinstance(content, str):
         raise InvalidInputError(f"{name} must be a str, got {type(content).__name__}")
     if not content.strip():
@@ -114,25 +106,29 @@ def validate_content(content: object, *, max_chars: int | None = None,
     return content
 
 
-def validate_query(query: object) -> str:
+def validate_query(query: object, limits: LimitsSettings | None = None) -> str:
     """A search query: text, within ``limits.max_query_chars``."""
-    return validate_content(query, max_chars=_limits.max_query_chars, name="query")
+    max_chars = (limits or DEFAULT_LIMITS).max_query_chars
+    return validate_content(query, max_chars=max_chars, name="query")
 
 
-def validate_batch(n: int) -> None:
-    if n > _limits.max_batch:
+def validate_batch(n: int, limits: LimitsSettings | None = None) -> None:
+    max_batch = (limits or DEFAULT_LIMITS).max_batch
+    if n > max_batch:
         raise PayloadTooLargeError(f"a batch of {n:,} memories is more than limits.max_batch "
-                                   f"({_limits.max_batch:,}) allows")
+                                   f"({max_batch:,}) allows")
 
 
-def validate_metadata(metadata: object, name: str = "metadata") -> dict[str, Any]:
+def validate_metadata(metadata: object, name: str = "metadata",
+                      limits: LimitsSettings | None = None) -> dict[str, Any]:
     """``metadata`` when the record store can hold it and give it back unchanged: JSON
     values only (finite numbers, valid Unicode strings), nested at most
     ``limits.max_metadata_depth`` deep and at most ``limits.max_metadata_bytes`` as JSON.
     Walked without recursion, so 100,000 levels are a typed error, not RecursionError."""
     if not isinstance(metadata, dict):
         raise InvalidInputError(f"{name} must be a dict")
-    max_depth = _limits.max_metadata_depth
+    limits = limits or DEFAULT_LIMITS
+    max_depth = limits.max_metadata_depth
     stack: list[tuple[Any, int, str]] = [(metadata, 1, name)]
     while stack:
         value, depth, where = stack.pop()
@@ -162,9 +158,9 @@ def validate_metadata(metadata: object, name: str = "metadata") -> dict[str, Any
             raise InvalidInputError(f"{name} must be JSON-serialisable: {where} is a "
                                     f"{type(value).__name__}")
     size = len(json.dumps(metadata, ensure_ascii=False, allow_nan=False).encode("utf-8"))
-    if size > _limits.max_metadata_bytes:
+    if size > limits.max_metadata_bytes:
         raise PayloadTooLargeError(f"{name} is {size:,} bytes as JSON, more than "
-                                   f"limits.max_metadata_bytes ({_limits.max_metadata_bytes:,})")
+                                   f"limits.max_metadata_bytes ({limits.max_metadata_bytes:,})")
     return metadata
 
 
@@ -242,10 +238,12 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def validate_item(item: MemoryItem) -> MemoryItem:
-    """Check every field of ``item`` and normalise enums in place; returns it."""
+def validate_item(item: MemoryItem, limits: LimitsSettings | None = None) -> MemoryItem:
+    """Check every field of ``item`` against ``limits`` (default :data:`DEFAULT_LIMITS`)
+    and normalise enums in place; returns it."""
+    limits = limits or DEFAULT_LIMITS
     require_namespace(item.namespace)
-    validate_content(item.content, max_chars=_limits.max_content_chars)
+    validate_content(item.content, max_chars=limits.max_content_chars)
     item.importance = validate_importance(item.importance)
     try:
         item.memory_type = MemoryType(item.memory_type)
@@ -257,7 +255,7 @@ def validate_item(item: MemoryItem) -> MemoryItem:
         if getattr(item, name) is not None:
             validate_time(name, getattr(item, name))
     # the record store keeps metadata as JSON: refuse what it cannot hold or give back
-    validate_metadata(item.metadata)
+    validate_metadata(item.metadata, limits=limits)
     for name in ("user_id", "agent_id", "session_id"):
         v = getattr(item, name)
         if v is not None and not isinstance(v, str):

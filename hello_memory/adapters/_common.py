@@ -19,6 +19,7 @@ from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
 from hello_memory.validation import require_namespace, validate_item
 
 if TYPE_CHECKING:
+    from hello_memory.config import LimitsSettings
     from hello_memory.memory.manager import MemoryManager
 
 __all__ = ["ADAPTER_ID_NAMESPACE", "active", "add_keyed", "existing", "join_namespace",
@@ -76,14 +77,17 @@ def add_keyed(manager: MemoryManager, items: Sequence[MemoryItem]) -> list[Memor
 
 
 def keyed_item(memory_id: str, namespace: str, content: str, memory_type: MemoryType,
-               metadata: dict[str, Any], **fields: Any) -> MemoryItem:
-    """A record with a chosen id, already validated (so a replacement is checked before
-    the record it replaces is removed); importance estimated as ``MemoryManager.add``
-    does unless ``importance`` is given."""
+               metadata: dict[str, Any], *, limits: LimitsSettings | None = None,
+               **fields: Any) -> MemoryItem:
+    """A record with a chosen id, already validated against ``limits`` (the manager's,
+    ``MemoryManager.limits``), so a replacement is checked before the record it
+    replaces is removed; importance estimated as ``MemoryManager.add`` does unless
+    ``importance`` is given."""
     if fields.get("importance") is None:
         fields["importance"] = estimate_importance(content, metadata)
     return validate_item(MemoryItem(id=memory_id, namespace=namespace, content=content,
-                                    memory_type=memory_type, metadata=metadata, **fields))
+                                    memory_type=memory_type, metadata=metadata, **fields),
+                         limits)
 
 
 def active(item: MemoryItem | None) -> bool:

@@ -88,7 +88,8 @@ class HelloMemoryService(BaseMemoryService):
             fields: dict[str, Any] = {"session_id": session_id}
             if event.timestamp:
                 fields["event_time"] = datetime.fromtimestamp(event.timestamp, tz=timezone.utc)
-            items.append(keyed_item(memory_id, ns, text, MemoryType.EPISODIC, meta, **fields))
+            items.append(keyed_item(memory_id, ns, text, MemoryType.EPISODIC, meta,
+                                    limits=self.manager.limits, **fields))
         add_keyed(self.manager, items)
         return len(items)
 

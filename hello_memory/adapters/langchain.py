@@ -156,7 +156,8 @@ class HelloMemoryVectorStore(VectorStore):
         latest = dict(zip(doc_ids, documents, strict=True))  # a repeated id: the last wins
         items = [keyed_item(self._id(doc_id), self.namespace, doc.page_content,
                             self.memory_type,
-                            {META: {"id": doc_id, "metadata": dict(doc.metadata)}})
+                            {META: {"id": doc_id, "metadata": dict(doc.metadata)}},
+                            limits=self.manager.limits)
                  for doc_id, doc in latest.items()]   # validated: a bad one removes nothing
         self.delete(list(latest))
         add_keyed(self.manager, items)

@@ -260,7 +260,8 @@ class HelloMemoryStore(BaseStore):
             meta["expires_at"] = (now + timedelta(minutes=op.ttl)).isoformat()
         fields = op.index if isinstance(op.index, list) else self.index_fields
         item = keyed_item(memory_id, ns, self._text(value, fields), self.memory_type,
-                          {META: meta}, event_time=now)  # validated before the old goes
+                          {META: meta}, event_time=now,  # validated before the old goes
+                          limits=self.manager.limits)
         if old is not None:
             self.manager.remove(old.id, namespace=ns)
         add_keyed(self.manager, [item])

@@ -126,7 +126,8 @@ class HelloMemorySession:
                     stable_id("openai-agents", self.namespace, self.session_id, str(seq + n)),
                     self.namespace, text, MemoryType.EPISODIC, meta,
                     importance=None if kind == "message" else OTHER_IMPORTANCE,
-                    session_id=self.session_id, user_id=self.user_id))
+                    session_id=self.session_id, user_id=self.user_id,
+                    limits=self.manager.limits))
             add_keyed(self.manager, records)
 
     def _pop(self) -> Any:

@@ -30,14 +30,18 @@ class JobRequest(Request):
                       "optimize.")
     namespace: list[str] | None = Field(None, description="namespaces to process")
     all_namespaces: bool = False
-    dry_run: bool = False
+    dry_run: bool = Field(False, description="Report only; change nothing.")
     threshold: float | None = Field(None, ge=0, le=1, description=(
-        "consolidate: importance threshold; forget: the importance strategy's threshold"))
-    min_access: int | None = Field(None, ge=0, description="consolidate")
+        "consolidate: importance at least this (default: jobs.consolidate_importance); "
+        "forget: the importance strategy's threshold (default: jobs.forget_threshold)"))
+    min_access: int | None = Field(None, ge=0, description=(
+        "consolidate: accessed at least this often (default: jobs.consolidate_min_access)"))
     strategy: Literal["importance", "time", "capacity"] | None = Field(
-        None, description="forget")
-    max_age_days: float | None = Field(None, ge=0, description="forget")
-    max_items: int | None = Field(None, ge=0, description="forget")
+        None, description="forget (default: jobs.forget_strategy)")
+    max_age_days: float | None = Field(None, ge=0, description=(
+        "forget: the time strategy's age (default: jobs.forget_max_age_days)"))
+    max_items: int | None = Field(None, ge=0, description=(
+        "forget: the capacity strategy keeps this many (default: jobs.forget_max_items)"))
     hard: bool = Field(False, description="forget: delete for good")
     retry_failed: list[str] | None = Field(None, max_length=1000, description=(
         "reconcile: retry the index work of these failing memories"))

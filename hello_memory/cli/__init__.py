@@ -32,12 +32,19 @@ import json
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from hello_memory.catalogue.cli_options import field_type, option
+from hello_memory.catalogue.memory_requests import (
+    AddMemory,
+    ConsolidateRequest,
+    ForgetRequest,
+    SearchRequest,
+)
 from hello_memory.cli.backend import (
     _backend,
     _given,
@@ -115,6 +122,22 @@ DEMO_QUERIES = [
     "how do we roll out a new release of the backend",
 ]
 
+
+# The types of the options whose choices a catalogue request model's Literal gives
+# (hello_memory/catalogue/cli_options.py): the same values as REST, MCP and the tools take.
+# typer reads them at run time; a type checker sees their plain form.
+if TYPE_CHECKING:
+    AddType: TypeAlias = str | None
+    SearchTypes: TypeAlias = list[Any] | None  # str enum members
+    ForgetStrategy: TypeAlias = str | None
+    ConsolidateFrom: TypeAlias = str | None
+    ConsolidateTo: TypeAlias = str | None
+else:
+    AddType = field_type(AddMemory, "memory_type")
+    SearchTypes = field_type(SearchRequest, "memory_types")
+    ForgetStrategy = field_type(ForgetRequest, "strategy")
+    ConsolidateFrom = field_type(ConsolidateRequest, "from_type")
+    ConsolidateTo = field_type(ConsolidateRequest, "to_type")
 
 BREAKDOWN_MIN_WIDTH = 110  # narrower terminals get score, type and memory only
 # A table shows at most this much of a memory's text; `hello-memory show ID` shows it all.
@@ -224,11 +247,11 @@ def init(path: Annotated[Path, typer.Argument(help="Config file to write.")
 def add(
     content: str,
     namespace: NamespaceOpt = None,
-    memory_type: Annotated[MemoryType | None, typer.Option("--type")] = None,
-    importance: Annotated[float | None, typer.Option(min=0.0, max=1.0)] = None,
-    session_id: Annotated[str | None, typer.Option("--session")] = None,
-    user_id: Annotated[str | None, typer.Option("--user")] = None,
-    metadata: Annotated[str | None, typer.Option(help="JSON object of tags.")] = None,
+    memory_type: AddType = option(AddMemory, "memory_type", "--type"),
+    importance: float | None = option(AddMemory, "importance"),
+    session_id: str | None = option(AddMemory, "session_id", "--session"),
+    user_id: str | None = option(AddMemory, "user_id", "--user"),
+    metadata: str | None = option(AddMemory, "metadata", note="(a JSON object)"),
     as_json: JsonOpt = False,
 ) -> None:
     """Store one memory (importance estimated when not given); prints its id.
@@ -242,14 +265,14 @@ def add(
     if meta is not None and not isinstance(meta, dict):
         raise InvalidInputError("--metadata must be a JSON object")
     settings = _settings()
-    if (memory_type or MemoryType(settings.memory.default_type)) == MemoryType.WORKING:
+    if MemoryType(memory_type or settings.memory.default_type) == MemoryType.WORKING:
         raise InvalidInputError(
             "--type working: working memory lives only as long as the process, so no "
             "later command could find it; use --type episodic or semantic, or add working "
             "memory through the REST API, the MCP server or Python")
     with _backend() as be:  # the catalogue's add: the JSON of POST /v1/memories
         item = be.invoke("add", _given(
-            content=content, memory_type=memory_type.value if memory_type else None,
+            content=content, memory_type=memory_type,
             importance=importance, metadata=meta, session_id=session_id, user_id=user_id),
             namespace=namespace)
     if as_json:
@@ -298,17 +321,15 @@ def _namespace_hint(namespace: str | None, be: Backend | None = None) -> None:
 @app.command()
 @handled
 def search(query: str, namespace: NamespaceOpt = None,
-           top_k: int = typer.Option(5, min=1, max=100),
-           memory_type: Annotated[list[MemoryType] | None, typer.Option(
-               "--type", help="Limit to a memory type (repeatable).")] = None,
-           recipe: Annotated[str, typer.Option(
-               help="Search recipe: hybrid (default) or an ablation, e.g. per-type, "
-               "dense-only, bm25-only.")] = "hybrid",
+           top_k: int = option(SearchRequest, "top_k"),
+           memory_type: SearchTypes = option(SearchRequest, "memory_types", "--type",
+                                             note="(repeatable)"),
+           recipe: str = option(SearchRequest, "recipe", note="(e.g. per-type, dense-only, "
+                                "bm25-only)"),
            explain: Annotated[bool, typer.Option(
                "--explain", help="Show each hit's per-view ranks and profile parts.")] = False,
-           as_of: Annotated[str | None, typer.Option(
-               "--as-of", help="What was true then (ISO 8601, UTC if no offset): "
-               "memories superseded since are found too.")] = None,
+           as_of: str | None = option(SearchRequest, "as_of", "--as-of",
+                                      note="(ISO 8601, UTC if no offset)"),
            as_json: JsonOpt = False) -> None:
     """Search every memory type (or --type ones) with the one hybrid search."""
     when = _as_of_option(as_of)
@@ -381,13 +402,12 @@ def _stats_table(data: dict[str, Any]) -> Table:
 def forget(
     ids: Annotated[list[str] | None, typer.Argument(help="Forget these ids.")] = None,
     namespace: NamespaceOpt = None,
-    strategy: Annotated[str | None, typer.Option(
-        help="importance | time | capacity (default: jobs.forget_strategy)")] = None,
-    threshold: Annotated[float | None, typer.Option(min=0.0, max=1.0)] = None,
-    max_age_days: Annotated[float | None, typer.Option(min=0.0)] = None,
-    max_items: Annotated[int | None, typer.Option(min=0)] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
-    hard: Annotated[bool, typer.Option(help="Delete for good (no restore).")] = False,
+    strategy: ForgetStrategy = option(ForgetRequest, "strategy"),
+    threshold: float | None = option(ForgetRequest, "threshold"),
+    max_age_days: float | None = option(ForgetRequest, "max_age_days"),
+    max_items: int | None = option(ForgetRequest, "max_items"),
+    dry_run: bool = option(ForgetRequest, "dry_run", "--dry-run"),
+    hard: bool = option(ForgetRequest, "hard"),
     as_json: JsonOpt = False,
 ) -> None:
     """Forget memories: the given ids, or those a strategy picks. Soft by default
@@ -436,13 +456,11 @@ def restore(ids: Annotated[list[str], typer.Argument(help="Ids to bring back.")]
 @handled
 def consolidate(
     namespace: NamespaceOpt = None,
-    from_type: Annotated[str | None, typer.Option("--from", help=(
-        "working or episodic (default: jobs.consolidate_from, episodic)."))] = None,
-    to_type: Annotated[str | None, typer.Option("--to", help=(
-        "episodic or semantic (default: jobs.consolidate_to, semantic)."))] = None,
-    threshold: Annotated[float | None, typer.Option(min=0.0, max=1.0, help=(
-        "Importance at least this (default: jobs.consolidate_importance)."))] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
+    from_type: ConsolidateFrom = option(ConsolidateRequest, "from_type", "--from"),
+    to_type: ConsolidateTo = option(ConsolidateRequest, "to_type", "--to"),
+    threshold: float | None = option(ConsolidateRequest, "importance_threshold",
+                                     "--threshold"),
+    dry_run: bool = option(ConsolidateRequest, "dry_run", "--dry-run"),
     as_json: JsonOpt = False,
 ) -> None:
     """Promote important memories (episodic -> semantic by default), merging duplicates."""

@@ -193,12 +193,10 @@ def import_chats(
         if path.exists():
             raise InvalidInputError(f"{path} is not a file")
         raise NotFoundError(f"{path}: no such file")
-    from hello_memory.validation import configure_limits
-
     settings = _local_only("import-chats")
-    # The whole file is read and every turn validated before the stores open: a bad
-    # file is one line, exit 2, and nothing of it is stored (docs/ADAPTERS.md).
-    configure_limits(settings.limits)
+    # The whole file is read and every turn validated (against settings.limits) before
+    # the stores open: a bad file is one line, exit 2, and nothing of it is stored
+    # (docs/ADAPTERS.md).
     # No line before the check: a refused file is one line on stderr (tests/interfaces/
     # test_import_chats.py); the count below says the reading is done.
     try:
@@ -210,7 +208,7 @@ def import_chats(
         raise InvalidInputError(f"{exc}; this file looks like a {guess} export: try "
                                 f"--format {guess}") from None
     chat_import.prepare_chats(turns, fmt, namespace or settings.default_namespace,
-                              user_id=user_id)
+                              user_id=user_id, limits=settings.limits)
     err.print(f"{len({t.conversation for t in turns})} conversations, {len(turns)} turns "
               "checked; storing them (each turn is embedded)", highlight=False,
               soft_wrap=True)

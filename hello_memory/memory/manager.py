@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from hello_memory.config import JobsSettings, RetrievalSettings, Settings
+    from hello_memory.config import JobsSettings, LimitsSettings, RetrievalSettings, Settings
     from hello_memory.embedding.base import Embedder
     from hello_memory.llm.base import LLMClient
     from hello_memory.memory.maintenance import OptimizeReport, ReconcileReport, ReindexReport
@@ -123,8 +123,8 @@ class MemoryManager:
     ) -> None:
         self.stores = stores
         self._browse = BrowseService(stores)  # the interfaces' read-only view (browse)
-        self.extractor = extractor or default_extractor()
-        self.working = working or WorkingMemory(clock=clock)
+        self.extractor = extractor or default_extractor(max_chars=stores.limits.analysis_chars)
+        self.working = working or WorkingMemory(clock=clock, limits=stores.limits)
         self.episodic = EpisodicMemory(stores, profile=episodic_profile, clock=clock)
         self.semantic = SemanticMemory(stores, self.extractor, max_hops=max_hops, clock=clock)
         self.default_namespace = require_namespace(default_namespace)
@@ -200,8 +200,9 @@ class MemoryManager:
         w, m, sem = settings.working, settings.memory, settings.semantic
         return cls(open_stores(settings, embedder=embedder),
                    working=WorkingMemory(capacity=w.capacity, ttl_minutes=w.ttl_minutes,
-                                         token_budget=w.token_budget),
-                   extractor=build_extractor(sem), default_namespace=settings.default_namespace,
+                                         token_budget=w.token_budget, limits=settings.limits),
+                   extractor=build_extractor(sem, settings.limits.analysis_chars),
+                   default_namespace=settings.default_namespace,
                    default_type=m.default_type, dedup_threshold=m.dedup_threshold,
                    episodic_profile=EPISODIC.model_copy(
                        update={"half_life_days": m.episodic_half_life_days}),
@@ -226,6 +227,12 @@ class MemoryManager:
         """Read-only listing and lookups of the stores (services/browse.py): what the
         inspector, the adapters, the catalogue, the jobs and /metrics read."""
         return self._browse
+
+    @property
+    def limits(self) -> LimitsSettings:
+        """The ``limits`` settings this manager's stores were opened with: what its checks
+        enforce (docs/ARCHITECTURE.md, "Where settings reach the parts")."""
+        return self.stores.limits
 
     @property
     def lifecycle(self) -> JobsSettings:

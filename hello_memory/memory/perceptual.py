@@ -198,7 +198,7 @@ class PerceptualMemory:
                       target: Modality) -> npt.NDArray[np.float32]:
         """Encode ``query`` in the TARGET collection's space."""
         if query_modality is Modality.TEXT:
-            validate_content(query)
+            validate_content(query, limits=self.records.limits)
             self._require(target)
             return np.asarray(self._encoder_or_none(target).embed_query(query), dtype=np.float32)
         if target is not query_modality:
@@ -237,12 +237,12 @@ class PerceptualMemory:
             raise InvalidInputError(f"metadata keys {taken} are set by perceptual memory")
         meta: dict[str, Any] = dict(metadata or {})
         if caption is not None:
-            meta["caption"] = validate_content(caption)
+            meta["caption"] = validate_content(caption, limits=self.records.limits)
         data, path = None, None
         if mod is Modality.TEXT:
             if source is not None:
                 raise InvalidInputError("a text memory takes content=, not source=")
-            body = validate_content(content)
+            body = validate_content(content, limits=self.records.limits)
         else:
             if content is not None or source is None:
                 raise InvalidInputError(f"an {mod.value} memory takes source= (a path or bytes) "
@@ -259,7 +259,7 @@ class PerceptualMemory:
                           session_id=session_id, metadata=meta)
         if event_time is not None:
             item.event_time = event_time
-        validate_item(item)
+        validate_item(item, self.records.limits)
         try:  # encode the bytes just hashed, so the vector matches source_sha256
             vector = self._encode(mod, body if data is None else data)
         except InvalidInputError as exc:

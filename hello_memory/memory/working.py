@@ -41,6 +41,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
+from hello_memory.config import LimitsSettings
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.scoring import (
     WORKING,
@@ -53,6 +54,7 @@ from hello_memory.memory.scoring import (
 from hello_memory.text import TokenCounter, default_token_counter, tokenize
 from hello_memory.types import MemoryItem, MemoryType, utcnow
 from hello_memory.validation import (
+    DEFAULT_LIMITS,
     require_namespace,
     validate_content,
     validate_importance,
@@ -108,7 +110,11 @@ class WorkingMemory:
         token_counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = utcnow,
         profile: ScoringProfile = WORKING,
+        limits: LimitsSettings | None = None,
     ) -> None:
+        # the ``limits`` settings its items and queries are checked against
+        # (docs/ARCHITECTURE.md, "Where settings reach the parts")
+        self.limits = limits or DEFAULT_LIMITS
         self._capacity = _positive_int("capacity", capacity)
         self._budget = _positive_int("token_budget", token_budget)
         if (isinstance(ttl_minutes, bool) or not isinstance(ttl_minutes, (int, float))
@@ -171,7 +177,7 @@ class WorkingMemory:
         if not isinstance(item, MemoryItem):
             raise InvalidInputError(f"expected a MemoryItem, got {type(item).__name__}")
         item.memory_type = MemoryType.WORKING
-        validate_item(item)
+        validate_item(item, self.limits)
         tokens = self._counter.count(item.content)
         if tokens > self._budget:
             raise InvalidInputError(
@@ -369,7 +375,7 @@ class WorkingMemory:
         """Best ``top_k`` live items for ``query`` (formula in the module docstring);
         ties go to the newer event. ``time_range`` bounds ``event_time``, inclusive."""
         require_namespace(namespace)
-        validate_content(query)
+        validate_content(query, limits=self.limits)
         _positive_int("top_k", top_k)
         floor = validate_importance(min_importance) if min_importance is not None else None
         start, end = validate_time_range(time_range)

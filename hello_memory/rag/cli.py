@@ -17,6 +17,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from hello_memory.catalogue.cli_options import option
+from hello_memory.catalogue.documents import AskRequest
+
 __all__ = ["register"]
 
 console = Console()
@@ -103,13 +106,9 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     namespace: NamespaceOpt = None,
     config: ConfigOpt = None,
-    top_k: Annotated[int | None, typer.Option(min=1, max=100, help="Passages retrieved.")
-                     ] = None,
-    max_context_tokens: Annotated[int | None, typer.Option(
-        min=1, help="Token budget of the passages given to the LLM.")] = None,
-    llm_calls: Annotated[int | None, typer.Option(
-        min=0, max=3, help="LLM calls at most: the answer, then HyDE, then MQE "
-                           "(default rag.llm_calls; 0: passages only).")] = None,
+    top_k: int | None = option(AskRequest, "top_k"),
+    max_context_tokens: int | None = option(AskRequest, "max_context_tokens"),
+    llm_calls: int | None = option(AskRequest, "llm_calls", note="(0: passages only)"),
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from ingested documents, with numbered citations."""

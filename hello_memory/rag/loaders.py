@@ -20,13 +20,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hello_memory.rag.errors import (
     DocumentReadError,
     EmptyDocumentError,
     UnsupportedDocumentError,
 )
+
+if TYPE_CHECKING:
+    from hello_memory.rag.safe_parse import ParseLimits
 
 __all__ = [
     "MARKITDOWN_TYPES", "SUPPORTED_SUFFIXES", "TEXT_TYPES", "FoundFile", "LoadedDocument",
@@ -171,8 +174,10 @@ def _control_share(text: str) -> float:
     return control / max(1, len(text))
 
 
-def load_file(path: Path, *, max_bytes: int, max_line_chars: int) -> LoadedDocument:
-    """Read and convert one file (already resolved). Raises DocumentError."""
+def load_file(path: Path, *, max_bytes: int, max_line_chars: int,
+              parse_limits: ParseLimits | None = None) -> LoadedDocument:
+    """Read and convert one file (already resolved) under ``parse_limits`` (the
+    ``limits.document_*`` settings; default: their defaults). Raises DocumentError."""
     name = str(path)
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
@@ -189,7 +194,7 @@ def load_file(path: Path, *, max_bytes: int, max_line_chars: int) -> LoadedDocum
         raise DocumentReadError(name, f"cannot be read: {exc.strerror or exc}") from exc
     from hello_memory.rag.safe_parse import convert  # limits, worker (PDF, Office)
 
-    markdown, title = convert(name, suffix, data)
+    markdown, title = convert(name, suffix, data, parse_limits)
     check_text(name, markdown, max_line_chars=max_line_chars)
     return LoadedDocument(
         path=path, markdown=markdown, content_hash=hashlib.sha256(data).hexdigest(),

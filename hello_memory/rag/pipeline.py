@@ -37,6 +37,7 @@ from hello_memory.rag.loaders import (
     collect_files,
     load_file,
 )
+from hello_memory.rag.safe_parse import ParseLimits
 from hello_memory.rag.search import (
     CrossEncoderReranker,
     Reranker,
@@ -73,6 +74,11 @@ class RAGPipeline:
                  counter: TokenCounter | None = None) -> None:
         self.settings = settings or RagSettings()
         s = self.settings
+        # the ``limits`` the stores were opened with: texts and queries are checked
+        # against them, documents parsed under their ``document_*`` bounds
+        # (docs/ARCHITECTURE.md, "Where settings reach the parts")
+        self.limits = stores.limits
+        self.parse_limits = ParseLimits.from_settings(stores.limits)
         self.llm = llm
         self.counter = counter or default_token_counter()
         self.chunker = MarkdownChunker(s.chunk_size, s.chunk_overlap, self.counter)
@@ -158,7 +164,8 @@ class RAGPipeline:
         source = str(path)
         try:
             loaded = load_file(path, max_bytes=int(s.max_file_mb * 1024 * 1024),
-                               max_line_chars=s.max_line_chars)
+                               max_line_chars=s.max_line_chars,
+                               parse_limits=self.parse_limits)
         except DocumentError as exc:
             report.failed.append((source, exc.reason))
             return
@@ -207,7 +214,7 @@ class RAGPipeline:
         text added again under the same source replaces it (the same text is a no-op).
         With the default ``"text"`` each distinct text is its own document."""
         ns = self._ready(namespace)
-        validate_content(text)
+        validate_content(text, limits=self.limits)
         if not isinstance(source, str) or not source.strip():
             raise InvalidInputError("source must be a non-empty string")
         if metadata is not None and not isinstance(metadata, Mapping):
@@ -240,7 +247,7 @@ class RAGPipeline:
         and run only while ``llm_calls`` (default ``rag.llm_calls``) allows: HyDE
         first, then MQE."""
         ns = self._ready(namespace)
-        validate_content(query)
+        validate_content(query, limits=self.limits)
         validate_top_k(top_k)
         s = self.settings
         calls = self._llm_budget(llm_calls)

@@ -46,8 +46,7 @@ from hello_memory.rag.errors import (
     UnsupportedDocumentError,
 )
 
-__all__ = ["ParseLimits", "check_zip", "client_gone", "configure_parse", "convert",
-           "current_parse_limits"]
+__all__ = ["ParseLimits", "check_zip", "client_gone", "convert"]
 
 # Set (by hello_memory.api.security.BodyLimit) to an Event that fires when the HTTP
 # client of the current request disconnects; None outside a request.
@@ -59,6 +58,10 @@ _MB = 1_048_576
 
 @dataclass(frozen=True)
 class ParseLimits:
+    """The bounds of one parse; the defaults are the ``limits`` section's. The RAG
+    pipeline builds its own from its settings (:meth:`from_settings`) and passes it to
+    every :func:`convert` (docs/ARCHITECTURE.md, "Where settings reach the parts")."""
+
     max_pages: int = 500
     max_expanded_bytes: int = 200 * _MB
     max_ratio: float = 100.0
@@ -66,22 +69,15 @@ class ParseLimits:
     memory_bytes: int = 2048 * _MB
     max_chars: int = 10_000_000
 
-
-_limits = ParseLimits()
-
-
-def configure_parse(limits: Any) -> None:
-    """Take the ``document_*`` fields of a :class:`~hello_memory.config.LimitsSettings`."""
-    global _limits
-    _limits = ParseLimits(
-        max_pages=limits.document_max_pages,
-        max_expanded_bytes=int(limits.document_max_expanded_mb * _MB),
-        max_ratio=limits.document_max_ratio, timeout_s=limits.document_timeout_s,
-        memory_bytes=limits.document_memory_mb * _MB, max_chars=limits.document_max_chars)
-
-
-def current_parse_limits() -> ParseLimits:
-    return _limits
+    @classmethod
+    def from_settings(cls, limits: Any) -> ParseLimits:
+        """The ``document_*`` fields of a :class:`~hello_memory.config.LimitsSettings`."""
+        return cls(
+            max_pages=limits.document_max_pages,
+            max_expanded_bytes=int(limits.document_max_expanded_mb * _MB),
+            max_ratio=limits.document_max_ratio, timeout_s=limits.document_timeout_s,
+            memory_bytes=limits.document_memory_mb * _MB,
+            max_chars=limits.document_max_chars)
 
 
 def check_zip(path: str, data: bytes, limits: ParseLimits) -> None:
@@ -109,14 +105,16 @@ def check_zip(path: str, data: bytes, limits: ParseLimits) -> None:
                                       f"than limits.document_max_ratio ({limits.max_ratio:g})")
 
 
-def convert(path: str, suffix: str, data: bytes) -> tuple[str, str | None]:
+def convert(path: str, suffix: str, data: bytes, limits: ParseLimits | None = None
+            ) -> tuple[str, str | None]:
     """Markdown and title of a file's bytes, as :func:`loaders.to_markdown` gives them,
-    under the limits (see the module doc). Raises DocumentError."""
+    under ``limits`` (see the module doc; default: the settings' defaults). Raises
+    DocumentError."""
     from hello_memory.rag import loaders
 
     if suffix not in loaders.MARKITDOWN_TYPES:
         return loaders.to_markdown(path, suffix, data)
-    limits = _limits
+    limits = limits or ParseLimits()
     if suffix in _ZIP_TYPES:
         check_zip(path, data, limits)
     return _in_worker(path, suffix, data, limits)

@@ -45,7 +45,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hello_memory import telemetry
-from hello_memory.config import RetrievalSettings
+from hello_memory.config import LimitsSettings, RetrievalSettings
 from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
 from hello_memory.memory.episodic import matches, payload_filters
@@ -159,14 +159,15 @@ T = TypeVar("T")
 
 
 def _check_arguments(query: str, top_k: int, min_score: float | None, user_id: str | None,
-                     agent_id: str | None, session_id: str | None) -> None:
+                     agent_id: str | None, session_id: str | None,
+                     limits: LimitsSettings | None = None) -> None:
     """The checks of a search's arguments (``HybridRetriever.retrieve``'s part), in its
     order: InvalidInputError for the first one that fails."""
     if min_score is not None and (isinstance(min_score, bool)
                                   or not isinstance(min_score, (int, float))
                                   or not 0 <= min_score <= 1):
         raise InvalidInputError(f"min_score must be a number in [0, 1], got {min_score!r}")
-    validate_query(query)
+    validate_query(query, limits)
     validate_top_k(top_k)
     for name, value in (("user_id", user_id), ("agent_id", agent_id),
                         ("session_id", session_id)):
@@ -250,7 +251,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
     def plan(self, query: str, *, reference_time: datetime | None = None,
              enable_planning: bool | None = None) -> RetrievalPlan:
         """Analyse ``query`` and choose the queries to run (see the module docstring)."""
-        validate_query(query)
+        validate_query(query, self.stores.limits)
         if reference_time is not None and (not isinstance(reference_time, datetime)
                                            or reference_time.tzinfo is None):
             raise InvalidInputError("reference_time must be a timezone-aware datetime")
@@ -307,7 +308,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         ``min_score`` keeps the hits scored at least that (scores are in [0, 1]).
         """
         ns = require_namespace(namespace)
-        _check_arguments(query, top_k, min_score, user_id, agent_id, session_id)
+        _check_arguments(query, top_k, min_score, user_id, agent_id, session_id, self.stores.limits)
         chosen = recipe_named(recipe)
         types = self._types(memory_types)
         active = self._views(views if views is not None else chosen.views)

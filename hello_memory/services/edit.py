@@ -45,7 +45,7 @@ class EditService:
         """Change content, importance or metadata (see ``MemoryManager.update``)."""
         changes: dict[str, Any] = {}
         if content is not None:
-            changes["content"] = validate_content(content)
+            changes["content"] = validate_content(content, limits=self.stores.limits)
         if importance is not None:
             changes["importance"] = validate_importance(importance)
         if metadata is not None:

@@ -86,7 +86,7 @@ class IngestService:
               metadata: Mapping[str, Any] | None, namespace: str | None,
               auto_classify: bool, **ids: Any) -> MemoryItem:
         """One entry checked and turned into a new, unstored memory."""
-        validate_content(content)
+        validate_content(content, limits=self.stores.limits)
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInputError("metadata must be a mapping")
         if memory_type is not None:
@@ -131,8 +131,8 @@ class IngestService:
                 if entry.get("event_time") is None:
                     item.event_time = date_in_text(item.content, self._clock()) or item.event_time
         for item in items:
-            validate_item(item)
-        validate_batch(len(items))  # before any embedding work
+            validate_item(item, self.stores.limits)
+        validate_batch(len(items), self.stores.limits)  # before any embedding work
         # look up, embed, store; identical adds racing store one (issue 28, dedup.store)
         vectors: dict[str, Any] = {}
         plan, stored = dedup.store(self, items, mode, vectors, embedded=embedded)

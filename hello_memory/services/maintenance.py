@@ -90,7 +90,7 @@ class MaintenanceService:
                 continue
             try:
                 item = item_from_json(json.loads(line), namespace)
-                validate_item(item)
+                validate_item(item, self.stores.limits)
             except (json.JSONDecodeError, InvalidInputError) as exc:
                 raise InvalidInputError(f"{path}:{n}: {exc}") from exc
             items.append(item)

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from hello_memory.config import LimitsSettings
 from hello_memory.embedding.base import Embedder
 from hello_memory.errors import (
     InvalidInputError,
@@ -158,6 +159,12 @@ class Stores:
         self.disk = DiskGuard()
 
     @property
+    def limits(self) -> LimitsSettings:
+        """The ``limits`` settings these stores were opened with (held by the record
+        store); the parts built over the stores check input against them."""
+        return self.records.limits
+
+    @property
     def index_failures(self) -> dict[str, IndexFailure]:
         """Item id -> its failing index work (this process's view; every open replays)."""
         return self.engine.failures
@@ -235,9 +242,9 @@ class Stores:
         embeddings when the caller already has them (the add path's duplicate check).
         ``keyed``: the idempotent add's unique key (``MemoryRepository.add_items``;
         ``DuplicateKeyError`` when an identical add committed first)."""
-        validate_batch(len(items))
+        validate_batch(len(items), self.limits)
         for item in items:
-            validate_item(item)
+            validate_item(item, self.limits)
         if not items:
             return []
         # a generous estimate: text, metadata, vectors and index overhead

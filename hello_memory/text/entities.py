@@ -48,7 +48,7 @@ __all__ = [
     "Extraction",
     "RuleExtractor",
     "SpacyExtractor",
-    "configure_analysis",
+    "DEFAULT_ANALYSIS_CHARS",
     "default_extractor",
 ]
 
@@ -116,19 +116,19 @@ def _build(
 
 # Extraction reads at most this many characters of a text (after NFKC): its time and
 # memory grow with the length (spaCy: about 57 s and 4.7 GB for a million characters),
-# and the entities that matter in a memory or a query are in its opening. Set from
-# ``limits.analysis_chars`` by open_stores.
-_analysis_chars = 20_000
+# and the entities that matter in a memory or a query are in its opening. The default
+# of ``limits.analysis_chars``; each extractor is built with its own (factory.
+# build_extractor passes the setting; docs/ARCHITECTURE.md, "Where settings reach the
+# parts").
+DEFAULT_ANALYSIS_CHARS = 20_000
 
 
-def configure_analysis(max_chars: int) -> None:
-    """Bound every extractor of this process to the first ``max_chars`` characters."""
-    global _analysis_chars
-    _analysis_chars = max(1, int(max_chars))
+def _analysis_limit(max_chars: int) -> int:
+    return max(1, int(max_chars))
 
 
-def _checked(text: object, namespace: str) -> str | None:
-    """Validate the arguments; the NFKC-normalised text (its first ``_analysis_chars``
+def _checked(text: object, namespace: str, limit: int) -> str | None:
+    """Validate the arguments; the NFKC-normalised text (its first ``limit``
     characters), or None when it is blank."""
     require_namespace(namespace)
     if not isinstance(text, str):
@@ -137,15 +137,18 @@ def _checked(text: object, namespace: str) -> str | None:
         return None
     # NFKC so full-width ＧＰＴ４ / ９８４２３３ match (and name) like their ASCII forms.
     # Cut before (NFKC only lengthens: U+FDFA becomes 18 characters) and after.
-    limit = _analysis_chars
     return unicodedata.normalize("NFKC", text[:limit])[:limit]
 
 
 class RuleExtractor:
-    """Deterministic English + Chinese extractor: regexes and jieba, no model."""
+    """Deterministic English + Chinese extractor: regexes and jieba, no model. It reads
+    the first ``max_chars`` characters of a text (``limits.analysis_chars``)."""
+
+    def __init__(self, max_chars: int = DEFAULT_ANALYSIS_CHARS) -> None:
+        self.max_chars = _analysis_limit(max_chars)
 
     def extract(self, text: str, namespace: str) -> Extraction:
-        if (norm := _checked(text, namespace)) is None:
+        if (norm := _checked(text, namespace, self.max_chars)) is None:
             return Extraction((), ())
         sentences = _sentence_bounds(norm)
         occ = _Occupied()
@@ -198,9 +201,11 @@ class SpacyExtractor:
     otherwise it loads on first use and, if missing, extraction falls back to rules.
     """
 
-    def __init__(self, model: str = DEFAULT_SPACY_MODEL, *, require: bool = False) -> None:
+    def __init__(self, model: str = DEFAULT_SPACY_MODEL, *, require: bool = False,
+                 max_chars: int = DEFAULT_ANALYSIS_CHARS) -> None:
         self.model = model
-        self._rules = RuleExtractor()
+        self.max_chars = _analysis_limit(max_chars)
+        self._rules = RuleExtractor(self.max_chars)
         self._failed = False
         if require:
             _load_pipeline(model)
@@ -214,7 +219,7 @@ class SpacyExtractor:
         return True
 
     def extract(self, text: str, namespace: str) -> Extraction:
-        if (norm := _checked(text, namespace)) is None:
+        if (norm := _checked(text, namespace, self.max_chars)) is None:
             return Extraction((), ())
         if contains_cjk(norm) or self._failed:
             return self._rules.extract(text, namespace)
@@ -300,12 +305,14 @@ def _installed(model: str) -> bool:
 
 
 def default_extractor(
-    prefer_spacy: bool = True, spacy_model: str = DEFAULT_SPACY_MODEL
+    prefer_spacy: bool = True, spacy_model: str = DEFAULT_SPACY_MODEL,
+    max_chars: int = DEFAULT_ANALYSIS_CHARS,
 ) -> EntityExtractor:
     """A :class:`SpacyExtractor` when preferred and its pipeline loads, else a
-    :class:`RuleExtractor`. Logs the choice at INFO."""
+    :class:`RuleExtractor`; either reads the first ``max_chars`` characters of a text.
+    Logs the choice at INFO."""
     if prefer_spacy:
-        extractor = SpacyExtractor(spacy_model)
+        extractor = SpacyExtractor(spacy_model, max_chars=max_chars)
         if _installed(spacy_model):
             # Loaded on first use, not now: commands that never extract (stats, show)
             # start without spaCy and the torch it imports (docs/CLI.md: the commands
@@ -319,5 +326,5 @@ def default_extractor(
         logger.info("entity extraction: spaCy pipeline %r unavailable, using rules", spacy_model)
     else:
         logger.info("entity extraction: rules (spaCy not preferred)")
-    return RuleExtractor()
+    return RuleExtractor(max_chars)
 

@@ -321,7 +321,7 @@ class MemoryTool:
         conversation's own turns. The standing facts (the most important semantic
         memories, at most STANDING_SHARE of the budget) follow under a header of
         their own."""
-        validate_content(query)
+        validate_content(query, limits=getattr(self.manager, "limits", None))
         budget = self.context_tokens if max_tokens is None else max_tokens
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise InvalidInputError(f"max_tokens must be a non-negative integer, got {budget!r}")

@@ -16,9 +16,10 @@ from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import hit_to_json
 from hello_memory.services.browse import ItemFilter
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
-from hello_memory.validation import current_limits, validate_importance
+from hello_memory.validation import DEFAULT_LIMITS, validate_importance
 
 if TYPE_CHECKING:
+    from hello_memory.config import LimitsSettings
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.ui.web import Viewer
 
@@ -269,7 +270,8 @@ def json_depth(text: str) -> int:
     return deepest
 
 
-def parse_edit(importance: str, metadata: str) -> dict[str, Any]:
+def parse_edit(importance: str, metadata: str, limits: LimitsSettings | None = None
+               ) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     if importance.strip():
         try:
@@ -277,7 +279,7 @@ def parse_edit(importance: str, metadata: str) -> dict[str, Any]:
         except ValueError:
             raise InvalidInputError("importance must be a number in [0, 1]") from None
     if metadata.strip():
-        depth, limit = json_depth(metadata), current_limits().max_metadata_depth
+        depth, limit = json_depth(metadata), (limits or DEFAULT_LIMITS).max_metadata_depth
         if depth > limit:
             raise InvalidInputError(f"metadata is nested {depth} levels deep, more than "
                                     f"limits.max_metadata_depth ({limit}) allows")

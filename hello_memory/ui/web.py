@@ -214,7 +214,7 @@ def edit_memory(request: Request, viewer: ViewerDep, memory_id: str, namespace: 
     _check_csrf(viewer, csrf)
     mm = _manager(request)
     try:
-        changes = P.parse_edit(importance, metadata)
+        changes = P.parse_edit(importance, metadata, mm.limits)
         mm.update(memory_id, namespace=ns, **changes)
     except InvalidInputError as exc:
         page = P.memory_page(mm, ns, memory_id)

@@ -214,9 +214,9 @@ def test_a_text_over_the_limit_after_nfkc_is_cut_to_fit(manager: MemoryManager,
                                                          tmp_path: Path) -> None:
     """The limit counts characters after NFKC (U+FDFA becomes 18): a turn within it by
     raw length but over it normalised is cut to fit and marked, not refused."""
-    from hello_memory.validation import current_limits, normalized_length
+    from hello_memory.validation import normalized_length
 
-    limit = current_limits().max_content_chars
+    limit = manager.limits.max_content_chars
     path = tmp_path / "long.jsonl"
     path.write_text(json.dumps({"role": "user", "content": "\ufdfa" * limit,
                                 "timestamp": 1709460000}) + "\n")

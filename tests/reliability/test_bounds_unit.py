@@ -13,7 +13,7 @@ from hello_memory.api.security import host_allowed, safe_upload_name
 from hello_memory.errors import InvalidInputError, PayloadTooLargeError
 from hello_memory.rag.errors import DocumentReadError
 from hello_memory.rag.safe_parse import ParseLimits, check_zip
-from hello_memory.text.entities import RuleExtractor, configure_analysis
+from hello_memory.text.entities import RuleExtractor
 from hello_memory.validation import (
     normalized_length,
     validate_content,
@@ -101,11 +101,7 @@ def test_zip_check_refuses_bombs_from_the_directory_alone() -> None:
 def test_entity_analysis_reads_a_bounded_prefix() -> None:
     text = "Ada Lovelace met Charles Babbage in London. " + "filler words here. " * 50_000
     text += "Grace Hopper lived in Arlington."
-    try:
-        configure_analysis(2_000)
-        names = {e.name for e in RuleExtractor().extract(text, "ns").entities}
-    finally:
-        configure_analysis(20_000)
+    names = {e.name for e in RuleExtractor(2_000).extract(text, "ns").entities}
     assert "Ada Lovelace" in names and not any("Grace" in n for n in names)
 
 

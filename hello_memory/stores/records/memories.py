@@ -162,7 +162,7 @@ class MemoryRepository(MemoryQueries):
         :class:`DuplicateKeyError` is raised (the unique index decides, so two
         processes racing on one PostgreSQL database are serialised too)."""
         for item in items:
-            validate_item(item)
+            validate_item(item, self._records.limits)
         ids = [i.id for i in items]
         if len(set(ids)) != len(ids):
             raise InvalidInputError("duplicate ids in one batch")
@@ -382,7 +382,7 @@ class MemoryRepository(MemoryQueries):
         content_changed = item.content != old_content
         if content_changed and "content_hash" not in changes:
             item.content_hash = None
-        validate_item(item)
+        validate_item(item, self._records.limits)
         new = _to_row(item)
         # Only the columns this update changes: a search's access count, bumped in
         # between without a version (bookkeeping), is not written back stale.
@@ -522,7 +522,7 @@ class MemoryRepository(MemoryQueries):
                         raise WriteConflictError(f"memory {memory_id!r} changed since "
                                                  "it was read")
             if add is not None:
-                validate_item(add)
+                validate_item(add, self._records.limits)
                 row = _to_row(add)
                 s.add(row)
                 s.flush()

@@ -25,6 +25,7 @@ from sqlalchemy import Engine, MetaData, create_engine, delete, event, select
 from sqlalchemy.exc import DataError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from hello_memory.config import LimitsSettings
 from hello_memory.errors import BackendUnavailableError, InvalidInputError, RecordStoreError
 from hello_memory.stores.records.audit import AuditRepository
 from hello_memory.stores.records.documents import DocumentRepository
@@ -33,7 +34,7 @@ from hello_memory.stores.records.memories import MemoryRepository
 from hello_memory.stores.records.migrations import migrate
 from hello_memory.stores.records.models import ChunkRow, DocumentRow, MemoryRow
 from hello_memory.stores.records.outbox import OutboxRepository
-from hello_memory.validation import require_namespace
+from hello_memory.validation import DEFAULT_LIMITS, require_namespace
 
 __all__ = ["RecordStore"]
 
@@ -65,8 +66,13 @@ class RecordStore:
     """Typed records in a relational database. ``open()`` creates or upgrades the schema."""
 
     def __init__(self, url: str, *, echo: bool = False, mention_times: bool = True,
-                 item_cache: bool | None = None) -> None:
+                 item_cache: bool | None = None, limits: LimitsSettings | None = None
+                 ) -> None:
         self.url = url
+        # The bounds every record written here is checked against (the ``limits``
+        # settings, given by open_stores; docs/ARCHITECTURE.md, "Where settings reach
+        # the parts"). The parts built over these records read them from here.
+        self.limits = limits or DEFAULT_LIMITS
         self._echo = echo
         # Whether writes store the time ranges a memory's text mentions (hm_memory_times,
         # the ``memory.times_from_text`` setting); reads work either way.
