@@ -3,9 +3,9 @@
 :class:`SearchParts` is what :class:`~hello_memory.retrieval.hybrid.HybridRetriever`
 reads besides the stores: working memory (its own view), the episodic and semantic
 memories (the ``per-type`` recipe), perceptual memory (the media view), the entity
-extractor, the LLM, the clock and the default namespace. The search service builds one
-from the facade's parts; ``HybridRetriever(stores)`` reads bare stores as parts with
-none of these.
+extractor, the LLM and the clock (the namespace is every call's own). The search
+service builds one from the facade's parts; ``HybridRetriever(stores)`` reads bare
+stores as parts with none of these.
 
 The progressive loader and the task-aware retriever take a host: anything with a
 ``search`` and a default namespace (:class:`SearchHost`), and, for the task-aware
@@ -51,7 +51,6 @@ class SearchParts:
     extractor: EntityExtractor | None = None
     llm: LLMClient | None = None
     clock: Callable[[], datetime] | None = None
-    default_namespace: str = "default"
 
 
 @runtime_checkable

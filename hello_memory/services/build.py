@@ -189,7 +189,7 @@ def build_facade(stores: Stores, options: FacadeOptions) -> FacadeParts:
         extract_facts=o["extract_facts"])
     search = SearchService(SearchParts(
         stores, working=working, episodic=episodic, semantic=semantic, perceptual=perceptual,
-        extractor=extractor, llm=llm, clock=clock, default_namespace=default_namespace),
+        extractor=extractor, llm=llm, clock=clock),
         settings=o["retrieval"])
     # Whether writes store the times the text mentions (issue 15, memory.times_from_text).
     stores.records.mention_times = o["times_from_text"]
