@@ -394,18 +394,16 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         hits: list[SearchHit] = []
         if MemoryType.WORKING in types:
             hits += working.retrieve(ns, query, top_k=top_k,
-                                           min_importance=flt.min_importance,
-                                           time_range=time_range, user_id=flt.user_id,
-                                           session_id=flt.session_id)
+                                     min_importance=flt.min_importance,
+                                     time_range=time_range, user_id=flt.user_id,
+                                     session_id=flt.session_id)
         stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
         if stored and self.use_embeddings:
             qv = self.stores.embedder.embed_query(query)
             if MemoryType.EPISODIC in stored:
-                hits += episodic.retrieve(ns, query, top_k=top_k, flt=flt,
-                                                  query_vector=qv)
+                hits += episodic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
             if MemoryType.SEMANTIC in stored:
-                hits += semantic.retrieve(ns, query, top_k=top_k, flt=flt,
-                                                  query_vector=qv)
+                hits += semantic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
         if MemoryType.PERCEPTUAL in types and self.parts.perceptual is not None:
             hits += self._media_hits(ns, query, top_k, flt)
         hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
@@ -529,9 +527,9 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
                       time_range: TimeRange | None, state: _Round) -> None:
         assert self.parts.working is not None
         hits = self.parts.working.retrieve(ns, query, top_k=self.settings.candidates,
-                                           min_importance=flt.min_importance,
-                                           time_range=time_range, user_id=flt.user_id,
-                                           session_id=flt.session_id)
+                                         min_importance=flt.min_importance,
+                                         time_range=time_range, user_id=flt.user_id,
+                                         session_id=flt.session_id)
         if hits:
             state.results["working"] = [(h.id, h.score) for h in hits]
             for h in hits:
