@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,11 +27,8 @@ from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient, Message, call_or_fallback
 from hello_memory.types import MemoryItem, MemoryType
 
-if TYPE_CHECKING:
-    from hello_memory.memory.manager import MemoryManager
-
-__all__ = ["ROLES", "ExtractedFact", "ExtractedFacts", "extract_facts", "normalise_turns",
-           "remember_conversation"]
+__all__ = ["ROLES", "ExtractedFact", "ExtractedFacts", "FactWriter", "extract_facts",
+           "normalise_turns", "remember_conversation"]
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +95,22 @@ def _ask(llm: LLMClient, turns: Sequence[tuple[str, str]]) -> ExtractedFacts:
     return llm.complete_json(messages, ExtractedFacts)
 
 
-def extract_facts(manager: MemoryManager, turns: Sequence[tuple[str, str]],
+class FactWriter(Protocol):
+    """What extraction writes through: the configured LLM (None: keep the turns),
+    ``memory.extract_facts`` and the add path. ``MemoryManager`` and the ingest service
+    (services/ingest.py) are ones by their shape; this module imports neither."""
+
+    @property
+    def llm(self) -> LLMClient | None: ...
+
+    @property
+    def extract_facts(self) -> bool: ...
+
+    def add_many(self, entries: Iterable[Mapping[str, Any]], *,
+                 on_duplicate: str | None = None) -> list[MemoryItem]: ...
+
+
+def extract_facts(manager: FactWriter, turns: Sequence[tuple[str, str]],
                   **common: Any) -> list[MemoryItem] | None:
     """The LLM path alone: the facts of ``turns`` stored with ``common`` fields
     (namespace, user_id, ...), or None when there is no LLM, it fails, its answer does
@@ -125,7 +137,7 @@ def extract_facts(manager: MemoryManager, turns: Sequence[tuple[str, str]],
 
 
 def remember_conversation(
-    manager: MemoryManager,
+    manager: FactWriter,
     turns: Sequence[Mapping[str, Any] | tuple[str, str]],
     *,
     namespace: str | None = None,

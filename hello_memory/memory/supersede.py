@@ -55,7 +55,7 @@ from hello_memory.text.facts import fact_key, fact_of, same_value
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, VectorHit
 
 if TYPE_CHECKING:
-    from hello_memory.memory.manager import MemoryManager
+    from hello_memory.stores.bundle import Stores
 
 __all__ = ["MODES", "SupersedeDecision", "Superseder", "Supersession"]
 
@@ -158,8 +158,8 @@ class _Links:
     them: the fact chain of a held member's key, or a held member read by id. So
     every decision reads what writing each link at once would have left."""
 
-    def __init__(self, manager: MemoryManager) -> None:
-        self.manager = manager
+    def __init__(self, stores: Stores) -> None:
+        self.stores = stores
         self.held: dict[str, dict[str, dict[str, Any]]] = {}  # namespace -> id -> changes
         self.keys: set[tuple[str, str | None]] = set()  # (namespace, fact key) held
 
@@ -180,23 +180,25 @@ class _Links:
     def write(self) -> None:
         held, self.held, self.keys = self.held, {}, set()
         for namespace, changes in held.items():
-            self.manager.stores.update_each(namespace, changes)
+            self.stores.update_each(namespace, changes)
 
 
 class Superseder:
-    """The supersede step of a :class:`MemoryManager` (see the module doc)."""
+    """The supersede step of the add path (see the module doc), over the stores and
+    the configured LLM (None: the rules decide), given by construction (issue 31)."""
 
-    def __init__(self, manager: MemoryManager, *, mode: str = "auto",
+    def __init__(self, stores: Stores, llm: LLMClient | None = None, *, mode: str = "auto",
                  candidates: int = 5) -> None:
         if mode not in MODES:
             raise ValueError(f"memory.supersede must be one of {MODES}, got {mode!r}")
-        self.manager = manager
+        self.stores = stores
+        self._llm = llm
         self.mode = mode
         self.candidates = candidates
 
     @property
     def llm(self) -> LLMClient | None:
-        return self.manager.llm if self.mode == "auto" else None
+        return self._llm if self.mode == "auto" else None
 
     def apply(self, items: Sequence[MemoryItem],
               vectors: Mapping[str, Any] | None = None) -> list[Supersession]:
@@ -207,7 +209,7 @@ class Superseder:
         if self.mode == "off":
             return []
         neighbours = {} if self.llm is not None else self._neighbours(items, vectors or {})
-        links = _Links(self.manager)
+        links = _Links(self.stores)
         done: list[Supersession] = []
         try:
             for item in items:
@@ -223,7 +225,7 @@ class Superseder:
                         general = self._general(item, neighbours.get(item.id, []), links)
                         result = general or result
                 if result is not None and (result.superseded or result.action == "NOOP"):
-                    self.manager.stores.records.audit.add(item.namespace, "supersede", {
+                    self.stores.records.audit.add(item.namespace, "supersede", {
                         "memory": result.memory_id, "action": result.action,
                         "by": result.decided_by, "superseded": list(result.superseded)})
                     done.append(result)
@@ -241,7 +243,7 @@ class Superseder:
         fact = fact_of(item.content, item.metadata, item.user_id)
         if fact is None:
             return None
-        memories = self.manager.stores.records.memories
+        memories = self.stores.records.memories
         start = _valid_from(item)
         links.before_chain(item.namespace, fact.key)
         window = memories.same_fact(item.namespace, fact.key, around=start,
@@ -288,7 +290,7 @@ class Superseder:
                    if m.superseded_by is not None and m.superseded_by not in ids}
         if outside:
             links.before_items(item.namespace, sorted(outside))
-            for other in self.manager.stores.records.memories.get_items(
+            for other in self.stores.records.memories.get_items(
                     item.namespace, sorted(outside)):
                 parsed = fact_of(other.content, other.metadata, other.user_id)
                 if (other.memory_type in FACT_TYPES and other.status == MemoryStatus.ACTIVE
@@ -313,7 +315,7 @@ class Superseder:
         so the neighbours found before the first decision are the ones each would find."""
         todo = [i for i in items if i.memory_type in FACT_TYPES and states_now(i.content)
                 and attributes_of(i.content)]
-        stores = self.manager.stores
+        stores = self.stores
         by_ns: dict[str, list[MemoryItem]] = {}
         for item in todo:
             by_ns.setdefault(item.namespace, []).append(item)
@@ -339,7 +341,7 @@ class Superseder:
         write it)."""
         if not hits:
             return None
-        stores = self.manager.stores
+        stores = self.stores
         flt = ItemFilter(memory_types=FACT_TYPES)
         ids = [h.id for h in hits if h.id != item.id and h.score >= GENERAL_MIN_COSINE]
         links.before_items(item.namespace, ids)
@@ -389,7 +391,7 @@ class Superseder:
     def _candidates(self, item: MemoryItem) -> list[MemoryItem]:
         """The nearest current memories of ``item``'s namespace (not itself), then the
         ones the rules say state the same fact."""
-        stores = self.manager.stores
+        stores = self.stores
         flt = ItemFilter(memory_types=FACT_TYPES)
         vector = stores.embedder.embed_query(item.content)
         hits = stores.vectors.nearest(MEMORY_COLLECTION, vector.tolist(),

@@ -3,7 +3,7 @@ symbolic / graph views, weighted reciprocal-rank fusion, reflection), task-aware
 retrieval, the BM25 lexical view and the progressive loader (index -> timeline -> full
 memory under a token budget).
 
-Imported lazily (PEP 562): the progressive loader pulls in the memory manager."""
+Imported lazily (PEP 562): each name's module loads on first use."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ _LAZY = {
     "SearchRecipe": "hello_memory.retrieval.recipes",
     "QueryPlanner": "hello_memory.retrieval.planning",
     "RetrievalPlan": "hello_memory.retrieval.hybrid",
+    "SearchParts": "hello_memory.retrieval.parts",
     "TASK_SIGNALS": "hello_memory.retrieval.task_aware",
     "TASK_STRATEGIES": "hello_memory.retrieval.task_aware",
     "TaskAwareRetriever": "hello_memory.retrieval.task_aware",

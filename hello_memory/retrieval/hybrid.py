@@ -14,7 +14,7 @@ One call of :meth:`HybridRetriever.retrieve` (the engine behind
 2. **views** - semantic, lexical, symbolic (time constraints) and graph, run in
    parallel; then the symbolic soft constraints (persons, entities, locations) on the
    records of the candidate pool; working memory joins as its own view when the
-   retriever wraps a :class:`~hello_memory.memory.manager.MemoryManager`;
+   retriever's parts have one (:class:`~hello_memory.retrieval.parts.SearchParts`);
 3. **fusion** - weighted reciprocal-rank fusion keeping each view's rank and score;
    optionally a share of a memory's fused score flows to its neighbours in the same
    session (``neighbor_weight``), for answers spread over consecutive turns;
@@ -80,6 +80,7 @@ from hello_memory.retrieval._hybrid_views import ViewsMixin
 from hello_memory.retrieval.bounds import bounded_analysis
 from hello_memory.retrieval.fusion import ViewResult, explain
 from hello_memory.retrieval.multilingual import MultilingualReader
+from hello_memory.retrieval.parts import HasSearchParts, SearchParts, parts_of, perceptual_hits
 from hello_memory.retrieval.planning import (
     InformationPlan,
     QueryAnalysis,
@@ -90,7 +91,6 @@ from hello_memory.retrieval.planning import (
 from hello_memory.retrieval.recipes import SearchRecipe, recipe_named
 from hello_memory.retrieval.registry import RESERVED, registered_views, view_names
 from hello_memory.retrieval.views import ViewRequest
-from hello_memory.stores.bundle import Stores
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
@@ -103,7 +103,7 @@ from hello_memory.validation import (
 )
 
 if TYPE_CHECKING:
-    from hello_memory.memory.manager import MemoryManager
+    from hello_memory.stores.bundle import Stores
 
 __all__ = ["HybridRetriever", "RetrievalPlan"]
 
@@ -181,13 +181,14 @@ def _own(item: MemoryItem) -> MemoryItem:
 
 
 class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
-    """Hybrid retrieval over a :class:`MemoryManager` (or bare :class:`Stores`).
+    """Hybrid retrieval over :class:`~hello_memory.retrieval.parts.SearchParts`.
 
     Args:
-        source: the manager (working memory, its extractor and clock are used) or stores.
-        llm: an optional chat model for planning and reflection.
+        source: the parts; or what lends them (``MemoryManager``: its working memory,
+            extractor, LLM and clock are used); or bare stores (none of those).
+        llm: an optional chat model for planning and reflection (default: the parts').
         settings: view weights, rrf k, candidate depth, switches (``RetrievalSettings``).
-        extractor: entity extraction for query analysis (default: the manager's, else
+        extractor: entity extraction for query analysis (default: the parts', else
             rules).
         use_embeddings: False runs without the dense view (keyword fallback); also the
             case when the stores carry no embedder.
@@ -196,7 +197,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
 
     def __init__(
         self,
-        source: MemoryManager | Stores,
+        source: SearchParts | HasSearchParts | Stores,
         *,
         llm: LLMClient | None = None,
         settings: RetrievalSettings | None = None,
@@ -205,28 +206,24 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         profiles: Mapping[MemoryType, ScoringProfile] | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
-        if isinstance(source, Stores):
-            self.manager: MemoryManager | None = None
-            self.stores = source
-        else:
-            self.manager = source
-            self.stores = source.stores
-        # A manager opened with an LLM configured lends it; without one, every LLM
-        # step (planning, reflection) stays off.
-        self.llm = llm if llm is not None else getattr(self.manager, "llm", None)
+        self.parts = parts = parts_of(source)  # retrieval/parts.py
+        self.stores = parts.stores
+        # Parts with an LLM configured lend it; without one, every LLM step (planning,
+        # reflection) stays off.
+        self.llm = llm if llm is not None else parts.llm
         self.settings = settings or RetrievalSettings()
         names = view_names()
         unknown = set(self.settings.view_weights) - set(names) - set(OWN_VIEWS)
         if unknown:
             raise InvalidInputError(f"unknown view(s) {sorted(unknown)} in view_weights; "
                                     f"use {list(names + OWN_VIEWS)}")
-        self.extractor = extractor or (self.manager.extractor if self.manager else RuleExtractor())
+        self.extractor = extractor or parts.extractor or RuleExtractor()
         self.use_embeddings = use_embeddings and getattr(self.stores, "embedder", None) is not None
         self.profiles = dict(profiles or PROFILES)
         self.multilingual = MultilingualReader()
-        self._clock = clock or utcnow
+        self._clock = clock or parts.clock or utcnow
         # The planner uses the same LLM as every other step: the caller's, else the
-        # manager's (a configured LLM plans; docs/RETRIEVAL.md).
+        # parts' (a configured LLM plans; docs/RETRIEVAL.md).
         self.planner = QueryPlanner(self.llm, max_queries=self.settings.max_sub_queries)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()  # one pool, however many searches start it
@@ -361,7 +358,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
             self._run_views(ns, plan.queries, plan.analysis, filters, active, state)
         # Working memory has its own (TF-IDF + keyword) search: it votes as one more view
         # whenever a similarity view runs.
-        if (MemoryType.WORKING in types and self.manager is not None
+        if (MemoryType.WORKING in types and self.parts.working is not None
                 and {"semantic", "lexical"} & set(active)):
             self._working_view(ns, query, flt, time_range, state)
         # Images and audio are found through CLIP / CLAP text towers: one more dense view.
@@ -393,25 +390,24 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         """The ``per-type`` recipe: each memory type ranks its own candidates with its
         scoring profile on the raw cosine (working memory: TF-IDF), merged by final
         score. Kept for ablations; the hybrid engine replaced it everywhere."""
-        manager = self.manager
-        if manager is None:
-            raise InvalidInputError("the per-type recipe needs a MemoryManager, not bare stores")
+        working, episodic, semantic = self.parts.working, self.parts.episodic, self.parts.semantic
+        if working is None or episodic is None or semantic is None:
+            raise InvalidInputError("the per-type recipe needs the memory types (a "
+                                    "MemoryManager or SearchParts), not bare stores")
         hits: list[SearchHit] = []
         if MemoryType.WORKING in types:
-            hits += manager.working.retrieve(ns, query, top_k=top_k,
-                                           min_importance=flt.min_importance,
-                                           time_range=time_range, user_id=flt.user_id,
-                                           session_id=flt.session_id)
+            hits += working.retrieve(ns, query, top_k=top_k,
+                                     min_importance=flt.min_importance,
+                                     time_range=time_range, user_id=flt.user_id,
+                                     session_id=flt.session_id)
         stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
         if stored and self.use_embeddings:
             qv = self.stores.embedder.embed_query(query)
             if MemoryType.EPISODIC in stored:
-                hits += manager.episodic.retrieve(ns, query, top_k=top_k, flt=flt,
-                                                  query_vector=qv)
+                hits += episodic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
             if MemoryType.SEMANTIC in stored:
-                hits += manager.semantic.retrieve(ns, query, top_k=top_k, flt=flt,
-                                                  query_vector=qv)
-        if MemoryType.PERCEPTUAL in types and manager.has_perceptual:
+                hits += semantic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
+        if MemoryType.PERCEPTUAL in types and self.parts.perceptual is not None:
             hits += self._media_hits(ns, query, top_k, flt)
         hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
         return hits[:top_k]
@@ -421,13 +417,13 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         stored = [h.id for h in hits if h.memory_type != MemoryType.WORKING]
         if stored:
             self.stores.records.memories.record_access(ns, stored)
-        if self.manager is not None:
-            self.manager.working.record_access(ns, [h.id for h in hits
-                                                    if h.memory_type == MemoryType.WORKING])
+        if self.parts.working is not None:
+            self.parts.working.record_access(ns, [h.id for h in hits
+                                                  if h.memory_type == MemoryType.WORKING])
 
     # --- internals --------------------------------------------------------------------
     def _types(self, memory_types: Sequence[MemoryType | str] | None) -> list[MemoryType]:
-        perceptual = self.manager is not None and self.manager.has_perceptual
+        perceptual = self.parts.perceptual is not None
         if not memory_types:
             return list(SEARCHED_TYPES) + ([MemoryType.PERCEPTUAL] if perceptual else [])
         out: list[MemoryType] = []
@@ -532,11 +528,11 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
 
     def _working_view(self, ns: str, query: str, flt: ItemFilter,
                       time_range: TimeRange | None, state: _Round) -> None:
-        assert self.manager is not None
-        hits = self.manager.working.retrieve(ns, query, top_k=self.settings.candidates,
-                                           min_importance=flt.min_importance,
-                                           time_range=time_range, user_id=flt.user_id,
-                                           session_id=flt.session_id)
+        assert self.parts.working is not None
+        hits = self.parts.working.retrieve(ns, query, top_k=self.settings.candidates,
+                                         min_importance=flt.min_importance,
+                                         time_range=time_range, user_id=flt.user_id,
+                                         session_id=flt.session_id)
         if hits:
             state.results["working"] = [(h.id, h.score) for h in hits]
             for h in hits:
@@ -545,8 +541,9 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
     def _media_hits(self, ns: str, query: str, limit: int, flt: ItemFilter) -> list[SearchHit]:
         """Perceptual memory's hits under the caller's filters (session, agent, time,
         status hold for media too)."""
-        assert self.manager is not None
-        hits = self.manager.perceptual_search(ns, query, limit, flt.min_importance, flt.user_id)
+        assert self.parts.perceptual is not None
+        hits = perceptual_hits(self.parts.perceptual, ns, query, limit, flt.min_importance,
+                               flt.user_id)
         media_flt = replace(flt, memory_types=None)
         return [h for h in hits if matches(h.item, media_flt)]
 

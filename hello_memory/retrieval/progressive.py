@@ -44,7 +44,8 @@ from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
-    from hello_memory.memory.manager import MemoryManager
+    # the host: MemoryManager by its shape (retrieval/parts.py; docs/ARCHITECTURE.md)
+    from hello_memory.retrieval.parts import SearchHost
 
 __all__ = [
     "DETAIL_KEYWORDS_EN", "DETAIL_KEYWORDS_ZH", "ContextPlan", "IndexLayer",
@@ -153,7 +154,7 @@ class Topic:
 class IndexLayer:
     """Layer 1: the topics a query touches, each rendered as one short index line."""
 
-    def __init__(self, manager: MemoryManager, *, token_counter: TokenCounter | None = None,
+    def __init__(self, manager: SearchHost, *, token_counter: TokenCounter | None = None,
                  label_tokens: int = 12) -> None:
         self.manager = manager
         self.counter = token_counter or default_token_counter()
@@ -205,7 +206,7 @@ class IndexLayer:
 class TimelineLayer:
     """Layer 2: a topic's most recent memories, one truncated line each."""
 
-    def __init__(self, manager: MemoryManager, *, token_counter: TokenCounter | None = None,
+    def __init__(self, manager: SearchHost, *, token_counter: TokenCounter | None = None,
                  entries: int = 3, content_tokens: int = 24) -> None:
         self.manager = manager
         self.counter = token_counter or default_token_counter()
@@ -261,7 +262,7 @@ class TimelineLayer:
         return out
 
 
-def available_tokens(manager: MemoryManager, namespace: str | None) -> int:
+def available_tokens(manager: SearchHost, namespace: str | None) -> int:
     """Tokens of every live memory of a namespace (the savings baseline): the record
     store's running total of its active memories plus working memory's, O(1)."""
     ns = require_namespace(manager.default_namespace if namespace is None else namespace)
@@ -336,7 +337,8 @@ def optimize_context(items: Sequence[ContextItem], budget: int, *,
 
 
 class ProgressiveLoader:
-    """Loads index → timeline → full memories of a :class:`MemoryManager` under a budget.
+    """Loads index → timeline → full memories of a :class:`MemoryManager` (any
+    :class:`~hello_memory.retrieval.parts.SearchHost`) under a budget.
 
     ``metrics`` describe the last :meth:`load_relevant_context` call (or manual
     :meth:`track_token_usage` calls) and ``last_index`` holds that call's index text
@@ -353,7 +355,7 @@ class ProgressiveLoader:
 
     DESCRIPTIONS = {1: "Index (topics)", 2: "Timeline (recent entries)", 3: "Full memories"}
 
-    def __init__(self, manager: MemoryManager, *, token_counter: TokenCounter | None = None,
+    def __init__(self, manager: SearchHost, *, token_counter: TokenCounter | None = None,
                  relevance_threshold: float = 0.5, high_relevance_threshold: float = 0.8,
                  timeline_entries: int = 3, default_max_tokens: int = 2000,
                  standing_share: float = 0.0, standing_limit: int = 3,

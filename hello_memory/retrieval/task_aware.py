@@ -36,7 +36,8 @@ from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
-    from hello_memory.memory.manager import MemoryManager
+    # the host: MemoryManager by its shape (retrieval/parts.py; docs/ARCHITECTURE.md)
+    from hello_memory.retrieval.parts import RetrieverHost
 
 __all__ = [
     "CATEGORIES", "CROSS_NAMESPACE_FACTOR", "GLOBAL_NAMESPACE", "TASK_SIGNALS",
@@ -148,7 +149,8 @@ class TaskAwareRetriever:
     """Seed 000's ``MemoryRetrieval`` over a :class:`MemoryManager`.
 
     Args:
-        manager: the memory front door (its stores, working memory and extractor).
+        manager: the memory front door (its stores, working memory, engine and search
+            parts; any :class:`~hello_memory.retrieval.parts.RetrieverHost`).
         namespace: the namespace searched (default: the manager's default namespace).
         retriever: a configured :class:`HybridRetriever` to share (default: a new one).
         settings: retrieval settings; ``task_strategies`` there add or override
@@ -159,7 +161,7 @@ class TaskAwareRetriever:
 
     def __init__(
         self,
-        manager: MemoryManager,
+        manager: RetrieverHost,
         *,
         namespace: str | None = None,
         retriever: HybridRetriever | None = None,

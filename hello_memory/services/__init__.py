@@ -15,7 +15,10 @@ resolved.
   catalogue, the jobs, ``/metrics``) use instead of reaching into the stores
   themselves (``MemoryManager.browse``).
 - :mod:`hello_memory.services.ingest`: :class:`IngestService`, the add path
-  (``add`` / ``add_many`` / ``add_embedded``, the graph links of a write).
+  (``add`` / ``add_many`` / ``add_embedded``, ``remember_conversation``, the graph
+  links of a write).
+- :mod:`hello_memory.services.search`: :class:`SearchService`, ``search`` and
+  ``perceptual_search`` over the one retriever (``retrieval/hybrid.py``).
 - :mod:`hello_memory.services.lookup`: :class:`LookupService`, ids and short handles,
   ``get``, ``mentioned_times``.
 - :mod:`hello_memory.services.edit`: :class:`EditService`, ``update``, ``remove``,
@@ -23,6 +26,9 @@ resolved.
 - :mod:`hello_memory.services.maintenance`: :class:`MaintenanceService`, ``stats``,
   export and import, ``reconcile`` / ``reindex`` / ``optimize``.
 - :mod:`hello_memory.services.convert`: the JSON forms of items and hits (no class).
+- :mod:`hello_memory.services.build`: :func:`~hello_memory.services.build.build_facade`,
+  which builds every service above from built stores and the facade's keyword options
+  (``FacadeOptions``).
 
 Forget, restore and consolidate are the ``Lifecycle`` of ``memory/lifecycle.py``, which
 the facade builds the same way.
@@ -35,6 +41,7 @@ from hello_memory.services.edit import EditService
 from hello_memory.services.ingest import IngestService
 from hello_memory.services.lookup import LookupService
 from hello_memory.services.maintenance import MaintenanceService
+from hello_memory.services.search import SearchService
 
 __all__ = ["BrowseService", "EditService", "IngestService", "LookupService",
-           "MaintenanceService"]
+           "MaintenanceService", "SearchService"]

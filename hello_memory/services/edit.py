@@ -42,7 +42,8 @@ class EditService:
     def update(self, ns: str, memory_id: str, *, content: str | None = None,
                importance: float | None = None, metadata: Mapping[str, Any] | None = None
                ) -> MemoryItem:
-        """Change content, importance or metadata (see ``MemoryManager.update``)."""
+        """Change content (re-embedded, re-extracted), importance or metadata (payload
+        update only)."""
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = validate_content(content, limits=self.stores.limits)
@@ -68,8 +69,14 @@ class EditService:
 
     def clear(self, namespace: str, *, confirm: bool, uploads_dir: str | Path | None
               ) -> ClearReport:
-        """Delete everything of one namespace, records first, then the files kept for
-        it under ``uploads_dir`` (None: none); see ``MemoryManager.clear``."""
+        """Delete everything of ONE namespace (``MemoryManager.clear``): memories of
+        every type, documents and their chunks, outbox and audit rows, entity graph,
+        namespace totals (every row of every table that belongs to it, see
+        RecordStore.purge_namespace), its points in every vector collection (memories,
+        chunks, each perceptual modality), working memory, and the files kept for it
+        under ``uploads_dir`` (None: none). Records go first, in one transaction: a
+        clear cut short by a crash leaves only derived data, which running it again
+        removes. Returns counts per kind; one audit row of counts (no content) stays."""
         ns = require_namespace(namespace)
         if confirm is not True:
             raise InvalidInputError(f"clear({ns!r}) deletes every memory and document of that "

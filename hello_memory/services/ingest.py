@@ -9,9 +9,11 @@ the stores call on every write to feed the entity graph (``Stores.install_extrac
 The service is built by the facade from its parts (docs/ARCHITECTURE.md, Layers): the
 stores, the working memory, the entity extractor, the superseder, the namespace
 resolver and the add settings (``memory.default_type``, ``memory.dedup_threshold``,
-``memory.on_duplicate``, ``memory.event_time_from_text``). It never imports the facade;
+``memory.on_duplicate``, ``memory.event_time_from_text``), the configured LLM and
+``memory.extract_facts`` (``remember_conversation``). It never imports the facade;
 ``memory/dedup.py`` reads ``stores``, ``working`` and ``dedup_threshold`` from it
-(``dedup.DedupHost``).
+(``dedup.DedupHost``), ``memory/extraction.py`` ``llm``, ``extract_facts`` and
+``add_many`` (``extraction.FactWriter``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from hello_memory.llm.base import LLMClient
     from hello_memory.memory.supersede import Superseder
     from hello_memory.memory.working import WorkingMemory
     from hello_memory.stores.bundle import Stores
@@ -70,7 +73,8 @@ class IngestService:
                  extractor: EntityExtractor, superseder: Superseder,
                  namespace: Callable[[str | None], str], default_type: MemoryType,
                  dedup_threshold: float, on_duplicate: DuplicateMode,
-                 event_time_from_text: bool, clock: Callable[[], datetime]) -> None:
+                 event_time_from_text: bool, clock: Callable[[], datetime],
+                 llm: LLMClient | None = None, extract_facts: bool = False) -> None:
         self.stores = stores
         self.working = working
         self.extractor = extractor
@@ -81,6 +85,8 @@ class IngestService:
         self.on_duplicate = on_duplicate
         self.event_time_from_text = event_time_from_text
         self._clock = clock
+        self.llm = llm  # conversation extraction (memory/extraction.py); None: off
+        self.extract_facts = extract_facts
 
     def build(self, content: Any, memory_type: MemoryType | str | None, importance: Any,
               metadata: Mapping[str, Any] | None, namespace: str | None,
@@ -109,8 +115,17 @@ class IngestService:
                      on_duplicate: str | None = None,
                      embedded: Mapping[str, npt.NDArray[np.float32]] | None = None
                      ) -> list[MemoryItem]:
-        """Store ``entries`` (see ``MemoryManager.add_embedded``): all are checked
-        before anything is embedded or written; returned in entry order."""
+        """Store ``entries`` (``MemoryManager.add_many`` / ``add_embedded``): every
+        entry is validated first (one bad entry stores nothing), then one embedding
+        batch and one transaction for the stored types; ``embedded`` gives vectors by
+        text computed beforehand, used for an entry whose stored text is exactly that.
+
+        Idempotent (issue 15, memory/dedup.py): an entry whose content is already
+        stored in its namespace and type (or repeats an earlier entry) follows
+        ``on_duplicate`` (default ``memory.on_duplicate``): ``return`` gives back the
+        stored memory, ``update`` merges the entry into it first, ``store`` keeps a
+        copy. Returned items are in entry order; a repeated one has ``duplicate_of`` set
+        (its own id), a new one lists ``near_duplicates`` (cosine >= dedup_threshold)."""
         mode = self.on_duplicate if on_duplicate is None else duplicate_mode(on_duplicate)
         allowed = {"content", "memory_type", "importance", "metadata", "namespace", "user_id",
                    "agent_id", "session_id", "event_time", "auto_classify"}
@@ -146,13 +161,31 @@ class IngestService:
             out[n] = dedup.as_duplicate(items[first], items[first].id)
         return out
 
+    def add_many(self, entries: Iterable[Mapping[str, Any]], *,
+                 on_duplicate: str | None = None) -> list[MemoryItem]:
+        """:meth:`add_embedded` with every vector computed here."""
+        return self.add_embedded(entries, on_duplicate=on_duplicate)
+
+    def remember_conversation(self, turns: Sequence[Mapping[str, Any] | tuple[str, str]],
+                              **options: Any) -> list[MemoryItem]:
+        """Store the lasting facts of a conversation (``[{"role", "content"}, ...]``):
+        extracted by the LLM when ``memory.extract_facts`` (or ``extract=True``) and
+        an LLM is configured, else the turns themselves; see memory/extraction.py.
+        ``options``: namespace, user_id, agent_id, session_id, event_time, extract."""
+        from hello_memory.memory.extraction import remember_conversation
+
+        return remember_conversation(self, turns, **options)
+
     def merge_repeat(self, entry: Mapping[str, Any], existing: MemoryItem) -> MemoryItem:
         """``on_duplicate="update"``: the repeated entry's fields onto the stored memory."""
         return dedup.merge_repeat(self, entry, existing)
 
     def extract_links(self, item: MemoryItem) -> tuple[Sequence[Entity], Sequence[Relation]]:
-        """The entities and relations ``item`` puts in the graph (see
-        ``MemoryManager.extract_links``)."""
+        """The entities and relations ``item`` puts in the graph; the stores call this
+        on every write, the inspector to show them. A semantic memory gives its
+        entities and relations; every stored text memory (episodic too) gives who the
+        user is and the people around them, so "my sister" resolves whatever type the
+        fact was stored as (issue 26: a type does not switch features off)."""
         if item.memory_type not in STORED_TYPES:
             return (), ()
         entities: list[Entity] = []

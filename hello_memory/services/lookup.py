@@ -38,8 +38,11 @@ class LookupService:
         self.working = working
 
     def resolve_id(self, ns: str, memory_id: str) -> str:
-        """The full id of ``memory_id``, which may be a short handle (see
-        ``MemoryManager.resolve_id``)."""
+        """The full id of ``memory_id``, which may be a short handle: the first
+        HANDLE_CHARS or more characters of an id, as the context block shows them
+        (docs/TOOLS.md, "The context block"). A full id, or a handle no memory of the
+        namespace starts with, is returned as it is (the caller then finds it or
+        not); a handle more than one memory starts with is an InvalidInputError."""
         if not (isinstance(memory_id, str) and HANDLE_CHARS <= len(memory_id) < ID_CHARS
                 and _HANDLE.fullmatch(memory_id)):
             return memory_id
@@ -50,8 +53,8 @@ class LookupService:
         return found[0] if found else memory_id
 
     def short_id(self, ns: str, memory_id: str) -> str:
-        """The shortest handle of ``memory_id`` that is unique in ``ns`` (see
-        ``MemoryManager.short_id``)."""
+        """The shortest handle of ``memory_id`` of at least HANDLE_CHARS characters that
+        no other memory of ``ns`` starts with (the full id if none is)."""
         handle = memory_id[:HANDLE_CHARS]
         if len(memory_id) != ID_CHARS or not _HANDLE.fullmatch(handle):
             return memory_id
@@ -71,8 +74,9 @@ class LookupService:
         return item if item is not None else self.stores.records.memories.get_item(ns, memory_id)
 
     def mentioned_times(self, ns: str, memory_id: str) -> list[TimeSpan]:
-        """The time ranges the memory's text mentions (see
-        ``MemoryManager.mentioned_times``)."""
+        """The time ranges the memory's text mentions, resolved against its event time
+        when it was written (``memory.times_from_text``; the symbolic view filters on
+        them, see hello_memory/retrieval/views.py)."""
         memory_id = self.resolve_id(ns, memory_id)
         self.stores.records.memories.get_item(ns, memory_id)  # NotFoundError for an unknown id
         return self.stores.records.memories.mentioned_times(ns, memory_id)

@@ -47,7 +47,8 @@ class MaintenanceService:
         self._ingest = ingest
 
     def stats(self, ns: str) -> MemoryStats:
-        """Counts of one namespace (see ``MemoryManager.stats``)."""
+        """Counts of one namespace: memories per type, forgotten ones, vectors, the
+        entity graph and working memory's tokens (a ``MemoryStats`` dict)."""
         rec = self.stores.records
         by_type = {t.value: rec.memories.count_items(ns, ItemFilter(memory_types=(t,)))
                    for t in (*STORED_TYPES, MemoryType.PERCEPTUAL)}
@@ -66,7 +67,8 @@ class MaintenanceService:
 
     # --- export / import --------------------------------------------------------------
     def export_jsonl(self, ns: str, path: str | Path) -> int:
-        """Write every memory of ``ns`` as JSON lines (see ``MemoryManager.export_jsonl``)."""
+        """Write every memory of ``ns`` (forgotten ones and working memory too) as JSON
+        lines; vectors are not exported (they are recomputed on import)."""
         items = (self.stores.records.memories.list_items(ns, ItemFilter(status=None))
                  + self.working.list(ns))
         with Path(path).open("w", encoding="utf-8") as fh:
@@ -76,7 +78,12 @@ class MaintenanceService:
 
     def import_jsonl(self, path: str | Path, *, namespace: str | None = None,
                      on_duplicate: str | None = None) -> dict[str, int]:
-        """Load an export, every line checked first (see ``MemoryManager.import_jsonl``)."""
+        """Load an export (``MemoryManager.import_jsonl``). Every line is validated
+        before anything is written; ids that already exist are skipped, so importing
+        twice changes nothing. A record whose content is already stored in its
+        namespace and type (another export, an add) follows ``on_duplicate`` as
+        ``add_many`` does and counts in ``duplicates``: not imported (``return``),
+        merged into the stored one (``update``) or imported anyway (``store``)."""
         mode = (self._ingest.on_duplicate if on_duplicate is None
                 else duplicate_mode(on_duplicate))
         items: list[MemoryItem] = []

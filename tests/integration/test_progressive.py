@@ -505,3 +505,29 @@ def test_exclude_and_working_last(mm: MemoryManager) -> None:
                                                      charge_index=False)
     assert metrics.layer1_tokens == 0 and loader.last_index
     assert metrics.total_tokens == sum(COUNT(m["content"]) for m in memories) <= 60
+
+
+class _Host:
+    """A search host that is not the facade (retrieval/parts.py ``SearchHost``): the
+    loader needs a search, a default namespace, the stores and working memory."""
+
+    def __init__(self, mm: MemoryManager) -> None:
+        self.stores, self.working, self.default_namespace = mm.stores, mm.working, NS
+        self.searches: list[str] = []
+        self._mm = mm
+
+    def search(self, query: str, memory_types: Any = None, top_k: int = 5, *,
+               namespace: str | None = None) -> list[SearchHit]:
+        self.searches.append(query)
+        return self._mm.search(query, memory_types, top_k, namespace=namespace)
+
+
+def test_the_loader_takes_any_search_host(mm: MemoryManager) -> None:
+    """Issue 31: the loader names no facade; anything shaped like one will do."""
+    host = _Host(mm)
+    ours, metrics = ProgressiveLoader(host).load_relevant_context(BROAD)  # host's namespace
+    assert host.searches == [BROAD]
+    stored = {i.id for i in all_items(mm)}
+    assert ours and {m["id"] for m in ours} <= stored
+    assert metrics.total_tokens <= 2000
+    assert available_tokens(host, None) == available_tokens(mm, NS)

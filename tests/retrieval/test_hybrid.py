@@ -18,6 +18,7 @@ from hello_memory.llm import OpenAICompatClient
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.memory.working import WorkingMemory
 from hello_memory.retrieval.hybrid import HybridRetriever
+from hello_memory.retrieval.parts import SearchParts
 from hello_memory.text.entities import RuleExtractor
 
 pytestmark = pytest.mark.slow
@@ -273,3 +274,23 @@ def test_neighbours_obey_the_callers_filters(manager: MemoryManager) -> None:
         important = r.retrieve("tractor engine repair", 5, namespace=ns, min_importance=0.5)
     assert any(h.item.content.startswith("Eli") and h.context > 0 for h in everything)
     assert [h.item.content[:4] for h in important] == ["Dana"]
+
+
+def test_a_retriever_built_from_parts_needs_no_manager(manager: MemoryManager) -> None:
+    """Issue 31: the retriever takes SearchParts (retrieval/parts.py), not the facade;
+    the manager lends the same parts, and bare stores are parts with none of them."""
+    query = "What bike did Alice buy?"
+    parts = SearchParts(manager.stores, working=manager.working, extractor=RuleExtractor(),
+                        clock=Clock())
+    with HybridRetriever(parts) as from_parts, \
+            HybridRetriever(manager, clock=Clock()) as from_manager:
+        assert from_parts.parts is parts and from_manager.parts is manager.search_parts
+        assert [h.id for h in from_parts.retrieve(query, 3, namespace=NS, touch=False)] == \
+            [h.id for h in from_manager.retrieve(query, 3, namespace=NS, touch=False)]
+    with HybridRetriever(manager.stores, clock=Clock()) as bare:
+        assert bare.parts.working is None and bare.llm is None
+        assert bare.retrieve(query, 3, namespace=NS, touch=False)
+        with pytest.raises(InvalidInputError, match="per-type recipe needs the memory types"):
+            bare.retrieve(query, 3, namespace=NS, recipe="per-type")
+        with pytest.raises(InvalidInputError, match="perceptual"):
+            bare.retrieve(query, 3, namespace=NS, memory_types=["perceptual"])
