@@ -29,17 +29,24 @@ if TYPE_CHECKING:
     from hello_memory.text.entities import EntityExtractor
 
 __all__ = [
-    "build_embedder", "build_extractor", "build_graph_store", "build_perceptual",
+    "GRAPH_BACKENDS", "RECORD_BACKENDS", "VECTOR_BACKENDS", "build_embedder",
+    "build_extractor", "build_graph_store", "build_perceptual", "build_record_store",
     "build_server_embedder", "build_vector_store", "open_stores",
 ]
 
 
 def build_vector_store(settings: Settings) -> VectorStore:
+    """The backend ``vector.provider`` names, from VECTOR_BACKENDS."""
+    factory = VECTOR_BACKENDS.get(settings.vector.provider)
+    if factory is None:  # unreachable when settings validated; kept for direct callers
+        raise ConfigError(f"unknown vector provider {settings.vector.provider!r}")
+    return factory(settings)
+
+
+def _qdrant_store(settings: Settings) -> VectorStore:
     """An embedded directory runs on Qdrant Edge unless ``vector.embedded`` is
     ``local``; ``:memory:`` and ``url=`` go through qdrant-client (one code path)."""
     v = settings.vector
-    if v.provider == "pgvector":
-        return _pgvector_store(settings)
     path = settings.qdrant_path()
     if path and not v.location and not v.url and v.embedded == "edge":
         from hello_memory.stores.vector.base import HnswParams
@@ -72,6 +79,16 @@ def _pgvector_store(settings: Settings) -> VectorStore:
                          pool_size=cfg.pool_size)
 
 
+def _sql_records(settings: Settings) -> RecordStore:
+    from hello_memory.stores.records import RecordStore
+
+    # The request bounds (docs/RELIABILITY.md) go with the records: every part built
+    # over these stores reads them as ``stores.limits`` (docs/ARCHITECTURE.md, "Where
+    # settings reach the parts"), none from a module global.
+    return RecordStore(settings.records_url(), echo=settings.records.echo,
+                       limits=settings.limits)
+
+
 def _sqlite_graph(cfg: SqliteGraphSettings, records: RecordStore) -> GraphStore:
     from hello_memory.stores.graph import SQLiteGraphStore
 
@@ -85,11 +102,34 @@ def _neo4j_graph(cfg: Neo4jGraphSettings, records: RecordStore) -> GraphStore:
                            database=cfg.database, connection_timeout=cfg.connection_timeout)
 
 
-# One registry per kind; its keys are the `provider` literals of the config models.
+# One registry per kind of backend (issue 31): a new backend is one builder and one line
+# here. The vector and graph keys are the `provider` literals of the config models; the
+# records' are the SQLAlchemy dialect of `records.url` (one SQLAlchemy store serves both:
+# the dialect differences stay inside stores/records/).
+VECTOR_BACKENDS: dict[str, Callable[[Settings], VectorStore]] = {
+    "qdrant": _qdrant_store,
+    "pgvector": _pgvector_store,
+}
 GRAPH_BACKENDS: dict[str, Callable[..., GraphStore]] = {
     "sqlite": _sqlite_graph,
     "neo4j": _neo4j_graph,
 }
+RECORD_BACKENDS: dict[str, Callable[[Settings], RecordStore]] = {
+    "sqlite": _sql_records,
+    "postgresql": _sql_records,
+}
+
+
+def build_record_store(settings: Settings) -> RecordStore:
+    """The record store of ``records.url`` (default: SQLite in the data directory), not
+    yet opened, from RECORD_BACKENDS by the URL's dialect."""
+    url = settings.records_url()
+    dialect = url.split(":", 1)[0].split("+", 1)[0]
+    factory = RECORD_BACKENDS.get(dialect)
+    if factory is None:
+        raise ConfigError(f"records.url: no records backend for {dialect!r} "
+                          f"(known: {sorted(RECORD_BACKENDS)})")
+    return factory(settings)
 
 
 def build_graph_store(settings: Settings, records: RecordStore) -> GraphStore:
@@ -177,13 +217,8 @@ def open_stores(
     from hello_memory.embedding.identity import check_embedder, record_embedder
     from hello_memory.stores.bundle import Stores
     from hello_memory.stores.lexical_version import check_lexical_version
-    from hello_memory.stores.records import RecordStore
 
-    # The request bounds (docs/RELIABILITY.md) go with the records: every part built
-    # over these stores reads them as ``stores.limits`` (docs/ARCHITECTURE.md, "Where
-    # settings reach the parts"), none from a module global.
-    records = RecordStore(settings.records_url(), echo=settings.records.echo,
-                          limits=settings.limits)
+    records = build_record_store(settings)
     records.open()
     try:
         text_embedder = embedder or build_embedder(settings.embedding)
