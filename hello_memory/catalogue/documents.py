@@ -146,13 +146,10 @@ def ask(call: Call, req: AskRequest) -> Answer:
 
 def _remove_uploads(call: Call, sources: Sequence[str]) -> None:
     """The kept uploads of deleted documents (a file the server was only pointed at is
-    never touched: stores/uploads.py)."""
+    never touched: RAGPipeline.remove_uploads)."""
     if call.settings is None:
         return
-    from hello_memory.stores.uploads import remove_upload
-
-    for source in sources:
-        remove_upload(call.settings.data_dir, "documents", call.namespace, source)
+    call.rag().remove_uploads(call.settings.data_dir, call.namespace, sources)
 
 
 def delete_document(call: Call, req: DocumentRef) -> int:

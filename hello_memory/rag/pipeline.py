@@ -341,6 +341,17 @@ class RAGPipeline:
             return 0
         return self.index.delete_documents(doc.namespace, [doc.id])[1]
 
+    def remove_uploads(self, data_dir: str | os.PathLike[str], namespace: str,
+                       sources: Sequence[str]) -> int:
+        """Delete the files kept in ``data_dir``'s upload area for deleted documents of
+        ``namespace`` (by their source paths); a file the server was only pointed at is
+        never touched (stores/uploads.py). How many went. The interfaces call this
+        after :meth:`delete_document` or :meth:`clear` (docs/ARCHITECTURE.md, Layers)."""
+        from hello_memory.stores.uploads import remove_upload
+
+        ns = self._ready(namespace)
+        return sum(remove_upload(data_dir, "documents", ns, source) for source in sources)
+
     def documents(self, namespace: str) -> list[DocumentRecord]:
         return self.index.records.documents.list_documents(self._ready(namespace))
 
