@@ -5,6 +5,9 @@ Backends: ``QdrantEdgeVectorStore`` (embedded, the default), ``QdrantVectorStore
 (qdrant-client: its local mode for ``:memory:`` and a Qdrant server) and
 ``PgVectorStore`` (PostgreSQL) in ``stores/vector/``.
 
+The value types the port speaks (:class:`CollectionSpec`, :data:`PayloadIndex`) are
+defined here; ``stores/vector/base.py`` re-exports them under their old paths.
+
 :class:`VectorFilter` is defined here and not yet used: callers still pass the
 backends a ``Mapping[str, Any]`` (``stores/vector/base.py`` ``FieldCondition``), and
 turning those into a ``VectorFilter`` is a later step of issue 31.
@@ -16,17 +19,28 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
 
-if TYPE_CHECKING:
-    # a value type that still lives beside the backends (a known debt, pyproject.toml)
-    from hello_memory.stores.vector.base import CollectionSpec
-
 Scalar = str | int | float | bool
 Bound = float | datetime | None
+
+# What a payload field may be indexed as (where the backend has payload indexes).
+PayloadIndex = Literal["keyword", "integer", "float", "datetime", "bool", "text"]
+
+
+@dataclass(frozen=True)
+class CollectionSpec:
+    """Shape of a collection: dense vector sizes by name, sparse vector names, and the
+    payload fields to index (where the server supports payload indexes)."""
+
+    name: str
+    dense: Mapping[str, int]
+    sparse: tuple[str, ...] = ()
+    payload_indexes: Mapping[str, PayloadIndex] | None = None
+    distance: Literal["cosine", "dot", "euclid"] = "cosine"
 
 
 @dataclass(frozen=True)

@@ -10,25 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+# The value types the vector port speaks live in the port (docs/ARCHITECTURE.md,
+# "Ports"); their old import paths stay.
+from hello_memory.ports.vector import CollectionSpec, PayloadIndex
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
 
 __all__ = ["CollectionSpec", "FieldCondition", "HnswParams", "PayloadIndex", "Range", "VectorStore"]
-
-PayloadIndex = Literal["keyword", "integer", "float", "datetime", "bool", "text"]
-
-
-@dataclass(frozen=True)
-class CollectionSpec:
-    """Shape of a collection: dense vector sizes by name, sparse vector names, and the
-    payload fields to index (where the server supports payload indexes)."""
-
-    name: str
-    dense: Mapping[str, int]
-    sparse: tuple[str, ...] = ()
-    payload_indexes: Mapping[str, PayloadIndex] | None = None
-    distance: Literal["cosine", "dot", "euclid"] = "cosine"
 
 
 @dataclass(frozen=True)
