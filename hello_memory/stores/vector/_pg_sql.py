@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hello_memory.errors import BackendUnavailableError, InvalidInputError
-from hello_memory.stores.vector._common import Cond, _require_ns, _Shape, iso, parse_condition
-from hello_memory.stores.vector.base import FieldCondition
+from hello_memory.stores.vector._common import Cond, _require_ns, _Shape, filter_conditions, iso
+from hello_memory.stores.vector.base import VectorFilter
 
 if TYPE_CHECKING:
     from hello_memory.stores.vector.pgvector import PgVectorParams
@@ -201,14 +201,13 @@ def _finite(score: Any) -> float:
     return value if math.isfinite(value) else 0.0
 
 
-def _where(namespace: str, filters: Mapping[str, FieldCondition] | None
-           ) -> tuple[str, list[Any]]:
+def _where(namespace: str, filters: VectorFilter | None) -> tuple[str, list[Any]]:
     """``p.namespace = ns AND <each filter>`` over the table aliased ``p``, and its
-    parameters (filters parsed by _common.parse_condition, as every backend does)."""
+    parameters (filters parsed by _common.filter_conditions, as every backend does)."""
     _require_ns(namespace)
     parts, args = ["p.namespace = %s"], [namespace]
-    for key, cond in (filters or {}).items():
-        sql, more = _to_sql(parse_condition(key, cond))
+    for cond in filter_conditions(filters):
+        sql, more = _to_sql(cond)
         parts.append(sql)
         args.extend(more)
     return " AND ".join(parts), args
