@@ -218,15 +218,8 @@ def _to_sql(c: Cond) -> tuple[str, list[Any]]:
         raise InvalidInputError(f"filter keys must be non-empty strings, got {c.key!r}")
     path = c.key.split(".")
     field = "(p.payload #> %s::text[])"
-    if c.kind == "value":
-        # jsonb containment: equal to the value, or (a field holding an array) one of
-        # its elements, as Qdrant matches a keyword against an array field
-        return f"{field} @> %s::jsonb", [path, json.dumps(c.values[0])]
-    if c.kind == "any":
-        if not c.values:
-            return "false", []
-        return (f"{field} @> ANY(%s::jsonb[])",
-                [path, [json.dumps(v) for v in c.values]])
+    if c.kind in ("value", "any"):
+        return _match_sql(c, field, path)
     text = "(p.payload #>> %s::text[])"
     if c.kind == "datetime":
         # an ISO string that is not a date is no match (Qdrant's datetime range skips it)
@@ -236,6 +229,25 @@ def _to_sql(c: Cond) -> tuple[str, list[Any]]:
     number = (f"(CASE WHEN jsonb_typeof({field}) = 'number' "
               f"THEN ({text})::float8 END)")
     return _range_sql(number, "", path, c, float)
+
+
+def _match_sql(c: Cond, field: str, path: list[str]) -> tuple[str, list[Any]]:
+    """An exact or any-of match: jsonb containment, equal to a value or (a field
+    holding an array) holding one as an element, as Qdrant matches a keyword against
+    an array field."""
+    if c.kind == "value":
+        sql, args = f"{field} @> %s::jsonb", [path, json.dumps(c.values[0])]
+    elif not c.values:
+        return "false", []
+    else:
+        sql, args = f"{field} @> ANY(%s::jsonb[])", [path, [json.dumps(v) for v in c.values]]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in c.values):
+        return sql, args
+    # jsonb compares numbers by value (1.0 = 1); Qdrant matches an int only to an int,
+    # so a number field written as a float (its text "1.0") is no match
+    # (tests/contract/test_vector_filter.py)
+    return (f"({sql} AND (jsonb_typeof({field}) <> 'number' "
+            f"OR ({field})::text !~ '[.eE]'))", [*args, path, path])
 
 
 def _range_sql(value: str, cast: str, path: list[str], c: Cond,

@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from hello_memory.errors import (
     BackendUnavailableError,
     CollectionNotFoundError,
@@ -522,7 +524,12 @@ def _filter(e: Any, namespace: str, filters: VectorFilter | None, *extra: Any) -
 
 def _to_edge(e: Any, c: Cond) -> Any:
     if c.kind == "value":
-        return e.FieldCondition(c.key, match=e.MatchValue(c.values[0]))
+        value = c.values[0]
+        # Edge's MatchValue reads a Python bool as the integer 0 or 1 (it tries int
+        # first), so True matched the payload value 1 and not true; a numpy bool is no
+        # int and reaches Edge as a bool (tests/contract/test_vector_filter.py).
+        return e.FieldCondition(c.key, match=e.MatchValue(
+            np.bool_(value) if isinstance(value, bool) else value))
     if c.kind == "any":
         return e.FieldCondition(c.key, match=e.MatchAny(list(c.values)))
     if c.kind == "datetime":
