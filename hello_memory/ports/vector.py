@@ -117,8 +117,11 @@ class VectorFilter:
 
     The namespace is never a condition here: every port call takes it separately and
     the backend always filters on it (decision 6). A dotted name reaches into a nested
-    payload object (``"meta.src"``). Every backend returns the same points for the same
-    filter (``tests/contract/test_vector_filter.py``).
+    payload object (``"meta.src"``). A value matches a payload field equal to it or an
+    array field holding it; an int matches an int (not ``1.0``, not ``true``), a bool a
+    bool (not ``1``); a range skips values of another kind (a string that is no date).
+    Every backend returns the same points for the same filter
+    (``tests/contract/test_vector_filter.py``).
     """
 
     conditions: Mapping[str, Condition] = field(default_factory=dict)
