@@ -11,6 +11,7 @@ imports are recorded below and in "Known debts"; they may shrink, not grow.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -120,6 +121,23 @@ def test_type_checking_cycles_do_not_grow() -> None:
         "here and docs/ARCHITECTURE.md 'Known debts' list those allowed):\n"
         + "\n".join(describe(graph, c) for c in new))
     assert sum(map(len, found)) <= sum(map(len, TYPE_CHECKING_CYCLES))
+
+
+# Importing a submodule runs its package's __init__ first, an edge grimp does not draw:
+# `hello_memory.tools` once loaded MemoryTool, which reads the catalogue while it
+# loads, so the catalogue's `context` operation could not import tools.context. Each
+# module that breaks a cycle is imported first, in a fresh interpreter.
+CYCLE_BREAKERS = ("_version", "schedules", "rag.formats", "embedding.batching",
+                  "catalogue.core", "catalogue.memories", "tools.context", "api.deps",
+                  "ui.paths")
+
+
+@pytest.mark.parametrize("module", CYCLE_BREAKERS)
+def test_a_cycle_breaking_module_imports_first(module: str) -> None:
+    name = f"{PACKAGE}.{module}"
+    result = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, f"import {name} alone fails:\n{result.stderr[-2000:]}"
 
 
 # --- the finder itself, on a package made for it ------------------------------------
