@@ -17,7 +17,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request, UploadFile
 
-from hello_memory.api.app import manager_of_app
+from hello_memory.api.deps import manager_of_app
 from hello_memory.api.security import safe_upload_name
 from hello_memory.errors import InvalidInputError
 from hello_memory.services.browse import upload_folder

@@ -31,7 +31,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from hello_memory.api.app import Admin, Namespace, async_manager_of
+from hello_memory.api.deps import Admin, Namespace, async_manager_of
 from hello_memory.api.documents import pipeline_of, save_upload, temporary_upload
 from hello_memory.catalogue import Call, Catalogue, Operation, annotated, default_catalogue
 

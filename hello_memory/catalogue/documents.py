@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from hello_memory.catalogue import Call, NoArguments, Operation, Request, Rest, plain_json
+from hello_memory.catalogue.core import Call, NoArguments, Operation, Request, Rest, plain_json
 from hello_memory.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:

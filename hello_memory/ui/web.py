@@ -30,7 +30,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hello_memory.api.problems import AccessDenied, status_for
 from hello_memory.api.security import Access, is_loopback
 from hello_memory.errors import HelloMemoryError, InvalidInputError
-from hello_memory.ui import STATIC_DIR
 from hello_memory.ui import pages as P
 from hello_memory.ui._web_base import (
     _SCRIPT_ESCAPES as _SCRIPT_ESCAPES,
@@ -70,6 +69,7 @@ from hello_memory.ui._web_base import (
 from hello_memory.ui._web_base import (
     viewer_of as viewer_of,
 )
+from hello_memory.ui.paths import STATIC_DIR
 from hello_memory.ui.sessions import (
     COOKIE,
     LOGIN_COOKIE,
