@@ -27,25 +27,29 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from functools import lru_cache
-from typing import Any
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from hello_memory.memory.episodic import payload_filters
 from hello_memory.memory.scoring import graph_proximity
 from hello_memory.retrieval.bounds import bounded_terms
 from hello_memory.retrieval.fusion import ViewResult
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
-from hello_memory.stores.vector.base import Range
+from hello_memory.stores.records import ItemFilter
 from hello_memory.text import contains_cjk
 from hello_memory.text.attributes import asked_attributes, attributes_of, subjects_of
 from hello_memory.text.bm25 import BM25_VECTOR, term_index
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role, without_title
 from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
+
+if TYPE_CHECKING:
+    from hello_memory.retrieval.parts import SearchParts
 
 __all__ = [
     "NAME_TERM_WEIGHT", "VIEW_NAMES", "ViewRequest", "graph_view", "lexical_query",
@@ -62,17 +66,36 @@ _PERSON_KEYS = ("speaker", "persons", "participants", "person", "author")
 class ViewRequest:
     """What every view gets: the namespace, the queries (original first), their dense
     vectors (None when no embedder is used), the analysis of the original question,
-    the caller's payload filters and how many candidates each view returns."""
+    the caller's filter and how many candidates each view returns.
+
+    ``flt`` is the one filter of a search, from the facade to the views (issue 31):
+    a view that searches vectors reads it in the vector store's form through
+    :attr:`filters` (``payload_filters(flt)``); one that reads records checks ``flt``
+    on them. ``question`` is the caller's own query (default: the first of
+    ``queries``); ``parts`` lends the memory types' parts to the views that search
+    them (retrieval/memory_views.py)."""
 
     namespace: str
     queries: Sequence[str]
     vectors: Sequence[npt.NDArray[np.float32]] | None
     analysis: QueryAnalysis
-    filters: Mapping[str, Any] = field(default_factory=dict)
+    flt: ItemFilter = field(default_factory=ItemFilter)
     limit: int = 50
     min_similarity: float = 0.0  # the semantic view's cosine floor
     # The symbolic view runs beside the graph view and counts who a memory names.
     symbolic: bool = False
+    question: str = ""
+    parts: SearchParts | None = None
+
+    def __post_init__(self) -> None:
+        if not self.question and self.queries:
+            object.__setattr__(self, "question", self.queries[0])
+
+    @cached_property
+    def filters(self) -> Mapping[str, Any]:
+        """``flt`` in the vector store's form (memory/episodic.py ``payload_filters``),
+        derived once per request and passed through as it is."""
+        return payload_filters(self.flt)
 
 
 def _best(lists: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
@@ -167,12 +190,11 @@ def lexical_view(stores: Stores, req: ViewRequest) -> ViewResult:
     return _best(lists)[: req.limit]
 
 
-def _intersect(outer: Any, lo: Any, hi: Any) -> Range | None:
-    """The caller's event-time range intersected with [lo, hi]; None if empty."""
-    if isinstance(outer, Range):
-        lo = max(lo, outer.gte) if outer.gte is not None else lo
-        hi = min(hi, outer.lte) if outer.lte is not None else hi
-    return Range(gte=lo, lte=hi) if lo <= hi else None
+def _within(flt: ItemFilter, lo: Any, hi: Any) -> ItemFilter | None:
+    """``flt`` with its event-time range intersected with [lo, hi]; None if empty."""
+    lo = max(lo, flt.since) if flt.since is not None else lo
+    hi = min(hi, flt.until) if flt.until is not None else hi
+    return replace(flt, since=lo, until=hi) if lo <= hi else None
 
 
 # At most this many memories whose text mentions a time in a question's range are
@@ -192,9 +214,9 @@ def symbolic_constraint_view(stores: Stores, req: ViewRequest) -> ViewResult:
     lists = []
     for start, end in req.analysis.time_ranges:
         # Ranges are half-open; the store's Range is inclusive: stop a microsecond early.
-        rng = _intersect(req.filters.get("event_time"), start, end - _MICRO)
-        if rng is not None:
-            filters = {**req.filters, "event_time": rng}
+        within = _within(req.flt, start, end - _MICRO)
+        if within is not None:
+            filters = payload_filters(within)  # the store's form, as for req.filters
             if req.vectors:
                 lists.append(_dense(stores, req, req.vectors[0], filters, req.limit,
                                     positive=False))
