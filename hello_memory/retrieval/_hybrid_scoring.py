@@ -35,11 +35,6 @@ if TYPE_CHECKING:
     from hello_memory.retrieval.hybrid import _Round
     from hello_memory.stores.bundle import Stores
 
-# The retriever's own voters whose scores are graded evidence: equal scores share a
-# rank in the fusion, as in every registered view that says so (shared_ranks; the
-# symbolic view's score is a count of constraints met, ordered within a count by the
-# pool's relevance, so its order is kept as it is).
-SHARED_RANK_OWN_VIEWS = ("working", "perceptual")
 # What an event outside the time range a question names keeps of its score (once the
 # range holds anything): "what did Tom do in June?" is answered by June's events.
 TIME_MISS_FACTOR = 0.5
@@ -122,8 +117,11 @@ class ScoringMixin:
 
     def _fuse(self, state: _Round, weights: Mapping[str, float]
               ) -> dict[str, tuple[float, dict[str, Any]]]:
-        shared = (*SHARED_RANK_OWN_VIEWS,
-                  *(n for n, v in registered_views().items() if v.shared_ranks))
+        # Equal scores share a rank in every registered view that says so (shared_ranks,
+        # working and perceptual memory's too; the symbolic view's score is a count of
+        # constraints met, ordered within a count by the pool's relevance, so its order
+        # is kept as it is).
+        shared = tuple(n for n, v in registered_views().items() if v.shared_ranks)
         fused = weighted_rrf(state.results, weights, k=self.settings.rrf_k,
                              shared_ranks=shared)
         return {m: v for m, v in fused.items() if m in state.items}

@@ -11,7 +11,8 @@ thread pool (``_executor``, ``_submit``) stays in retrieval/hybrid.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hello_memory import telemetry
@@ -19,14 +20,16 @@ from hello_memory.config import RetrievalSettings
 from hello_memory.memory.episodic import matches
 from hello_memory.retrieval.fusion import ViewResult, weighted_rrf
 from hello_memory.retrieval.planning import QueryAnalysis
-from hello_memory.retrieval.registry import registered_views
+from hello_memory.retrieval.registry import registered_views, runs_with, served_types
 from hello_memory.retrieval.views import ViewRequest, symbolic_pool_view
 from hello_memory.stores.vector.base import calls_in_turn
-from hello_memory.types import MemoryItem
+from hello_memory.types import MemoryItem, MemoryType
 
 if TYPE_CHECKING:
     from hello_memory.retrieval.hybrid import _Round
+    from hello_memory.retrieval.parts import SearchParts
     from hello_memory.stores.bundle import Stores
+    from hello_memory.stores.records import ItemFilter
 
 T = TypeVar("T")
 
@@ -36,6 +39,7 @@ class ViewsMixin:
 
     if TYPE_CHECKING:  # HybridRetriever's own (retrieval/hybrid.py)
         stores: Stores
+        parts: SearchParts
         settings: RetrievalSettings
         use_embeddings: bool
 
@@ -49,17 +53,28 @@ class ViewsMixin:
         def _submit(self, fn: Callable[[], ViewResult], parallel: bool
                     ) -> Callable[[], ViewResult]: ...
 
-    def _run_views(self, ns: str, queries: Sequence[str], analysis: QueryAnalysis,
-                   filters: Mapping[str, Any], active: Sequence[str], state: _Round) -> None:
+    def _request(self, ns: str, question: str, queries: Sequence[str],
+                 analysis: QueryAnalysis, flt: ItemFilter, active: Sequence[str]
+                 ) -> ViewRequest:
+        """The one request every view of a search gets: the caller's filter as it is
+        (``ViewRequest.flt``), the question's embeddings when a chosen view needs them."""
         registry = registered_views()
         vectors = None
         # the symbolic view runs on a pool the semantic view may be asked to fill
-        if self.use_embeddings and ("symbolic" in active or any(
+        if active and self.use_embeddings and ("symbolic" in active or any(
                 registry[v].needs_vectors for v in active if v in registry)):
             vectors = [self.stores.embedder.embed_query(q) for q in queries]
-        req = ViewRequest(ns, list(queries), vectors, analysis, filters,
-                          self.settings.candidates, self.settings.min_similarity,
-                          symbolic="symbolic" in active)
+        return ViewRequest(ns, list(queries), vectors, analysis, flt,
+                           self.settings.candidates, self.settings.min_similarity,
+                           symbolic="symbolic" in active, question=question,
+                           parts=self.parts)
+
+    def _run_views(self, ns: str, req: ViewRequest, active: Sequence[str],
+                   state: _Round) -> None:
+        """The chosen views (``active``) on the text collection, their records, and the
+        symbolic view's ranking of the candidate pool."""
+        registry = registered_views()
+        queries, analysis, vectors = req.queries, req.analysis, req.vectors
         jobs: dict[str, Callable[[], ViewResult]] = {}
         calls: dict[str, Callable[[], ViewResult]] = {
             name: (lambda view=view: view.rank(self.stores, req))  # type: ignore[misc]
@@ -97,6 +112,32 @@ class ViewsMixin:
             state.results["symbolic"] = self._symbolic(state, analysis)
         for view in helpers:
             del state.results[view]
+
+    def _run_beside(self, req: ViewRequest, types: Sequence[MemoryType],
+                    active: Sequence[str], state: _Round) -> None:
+        """The views that run beside the chosen ones (registry.runs_with: working and
+        perceptual memory, retrieval/memory_views.py), in the registry's order, after
+        them: each when one of the views it runs with is chosen and it serves a memory
+        type searched. They bring the records of what they find (RankedItems); ids
+        without one are read from the records store under the caller's filter."""
+        for name, view in registered_views().items():
+            beside = runs_with(view)
+            if (beside is None or not set(beside) & set(active)
+                    or not set(served_types(view)) & set(types)
+                    or view.needs_vectors and not req.vectors):
+                continue
+            ranked = telemetry.wrap_for_thread(partial(view.rank, self.stores, req),
+                                               f"hello_memory.view {name}",
+                                               {"hello_memory.view.name": name})()
+            if not ranked:
+                continue
+            state.results[name] = list(ranked)
+            records: dict[str, MemoryItem] = getattr(ranked, "records", {})
+            for memory_id, _ in ranked:
+                if memory_id in records:
+                    state.items[memory_id] = records[memory_id]
+            if any(m not in state.items for m, _ in ranked):
+                self._load_items(req.namespace, state)  # ids of the records store
 
     def _graph_empty(self, ns: str) -> bool:
         """Whether the graph of ``ns`` links no memory, so the graph view can find

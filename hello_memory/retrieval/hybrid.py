@@ -13,8 +13,9 @@ One call of :meth:`HybridRetriever.retrieve` (the engine behind
    targeted sub-queries, the original always included;
 2. **views** - semantic, lexical, symbolic (time constraints) and graph, run in
    parallel; then the symbolic soft constraints (persons, entities, locations) on the
-   records of the candidate pool; working memory joins as its own view when the
-   retriever's parts have one (:class:`~hello_memory.retrieval.parts.SearchParts`);
+   records of the candidate pool; then the views that run beside them: working and
+   perceptual memory (retrieval/memory_views.py) when the search asks for those types
+   and the retriever's parts have them (:class:`~hello_memory.retrieval.parts.SearchParts`);
 3. **fusion** - weighted reciprocal-rank fusion keeping each view's rank and score;
    optionally a share of a memory's fused score flows to its neighbours in the same
    session (``neighbor_weight``), for answers spread over consecutive turns;
@@ -48,7 +49,6 @@ from hello_memory import telemetry
 from hello_memory.config import LimitsSettings, RetrievalSettings
 from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
-from hello_memory.memory.episodic import matches, payload_filters
 from hello_memory.memory.scoring import PROFILES, ScoringProfile, SearchHit
 from hello_memory.retrieval._hybrid_language import (  # noqa: F401 (re-exported)
     CJK_SEMANTIC_WEIGHT,
@@ -67,7 +67,6 @@ from hello_memory.retrieval._hybrid_scoring import (  # noqa: F401 (re-exported)
     ATTRIBUTE_MISS_FACTOR,
     EVIDENCE_COSINE,
     PERCEPTUAL_COSINE,
-    SHARED_RANK_OWN_VIEWS,
     STANDING_TIME_MISS_FACTOR,
     SUBJECT_MISS_FACTOR,
     TIME_EVIDENCE,
@@ -79,8 +78,9 @@ from hello_memory.retrieval._hybrid_scoring import (  # noqa: F401 (re-exported)
 from hello_memory.retrieval._hybrid_views import ViewsMixin
 from hello_memory.retrieval.bounds import bounded_analysis
 from hello_memory.retrieval.fusion import ViewResult, explain
+from hello_memory.retrieval.memory_views import media_hits
 from hello_memory.retrieval.multilingual import MultilingualReader
-from hello_memory.retrieval.parts import HasSearchParts, SearchParts, parts_of, perceptual_hits
+from hello_memory.retrieval.parts import HasSearchParts, SearchParts, parts_of
 from hello_memory.retrieval.planning import (
     InformationPlan,
     QueryAnalysis,
@@ -89,7 +89,7 @@ from hello_memory.retrieval.planning import (
     decompose,
 )
 from hello_memory.retrieval.recipes import SearchRecipe, recipe_named
-from hello_memory.retrieval.registry import RESERVED, registered_views, view_names
+from hello_memory.retrieval.registry import RESERVED, registered_views, served_types, view_names
 from hello_memory.retrieval.views import ViewRequest
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
@@ -97,6 +97,8 @@ from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import (
     check_text,
     require_namespace,
+    validate_importance,
+    validate_memory_type,
     validate_query,
     validate_time_range,
     validate_top_k,
@@ -111,7 +113,7 @@ log = logging.getLogger(__name__)
 
 TimeRange = tuple[datetime | None, datetime | None]
 SEARCHED_TYPES = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
-OWN_VIEWS = RESERVED  # (retrieval/registry.py: no registered view takes these names)
+OWN_VIEWS = RESERVED  # (retrieval/registry.py: no registered view takes this name)
 
 
 @dataclass(frozen=True)
@@ -158,11 +160,19 @@ DERIVED = 256
 T = TypeVar("T")
 
 
-def _check_arguments(query: str, top_k: int, min_score: float | None, user_id: str | None,
-                     agent_id: str | None, session_id: str | None,
-                     limits: LimitsSettings | None = None) -> None:
+def _check_arguments(query: str, top_k: int, memory_types: Sequence[MemoryType | str] | None,
+                     min_importance: float | None, min_score: float | None,
+                     user_id: str | None, agent_id: str | None, session_id: str | None,
+                     limits: LimitsSettings | None = None
+                     ) -> tuple[list[MemoryType] | None, float | None]:
     """The checks of a search's arguments (``HybridRetriever.retrieve``'s part), in its
-    order: InvalidInputError for the first one that fails."""
+    order: InvalidInputError for the first one that fails; the memory types asked for
+    and ``min_importance``, checked. The one check of the search's query, memory types
+    and ``min_importance`` (issue 31: the search service passes them on unchecked),
+    types and importance first, the order the facade's callers have always met."""
+    types = [validate_memory_type(t) for t in memory_types] if memory_types else None
+    if min_importance is not None:
+        min_importance = validate_importance(min_importance)
     if min_score is not None and (isinstance(min_score, bool)
                                   or not isinstance(min_score, (int, float))
                                   or not 0 <= min_score <= 1):
@@ -173,6 +183,7 @@ def _check_arguments(query: str, top_k: int, min_score: float | None, user_id: s
                         ("session_id", session_id)):
         if isinstance(value, str):
             check_text(name, value)
+    return types, min_importance
 
 
 def _own(item: MemoryItem) -> MemoryItem:
@@ -212,7 +223,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         # reflection) stays off.
         self.llm = llm if llm is not None else parts.llm
         self.settings = settings or RetrievalSettings()
-        names = view_names()
+        names = tuple(registered_views())  # those run beside others weigh too
         unknown = set(self.settings.view_weights) - set(names) - set(OWN_VIEWS)
         if unknown:
             raise InvalidInputError(f"unknown view(s) {sorted(unknown)} in view_weights; "
@@ -249,6 +260,12 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
              enable_planning: bool | None = None) -> RetrievalPlan:
         """Analyse ``query`` and choose the queries to run (see the module docstring)."""
         validate_query(query, self.stores.limits)
+        return self._plan(query, reference_time=reference_time,
+                          enable_planning=enable_planning)
+
+    def _plan(self, query: str, *, reference_time: datetime | None,
+              enable_planning: bool | None) -> RetrievalPlan:
+        """:meth:`plan` of a query already checked (``retrieve`` checks it once)."""
         if reference_time is not None and (not isinstance(reference_time, datetime)
                                            or reference_time.tzinfo is None):
             raise InvalidInputError("reference_time must be a timezone-aware datetime")
@@ -305,18 +322,20 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         ``min_score`` keeps the hits scored at least that (scores are in [0, 1]).
         """
         ns = require_namespace(namespace)
-        _check_arguments(query, top_k, min_score, user_id, agent_id, session_id, self.stores.limits)
+        asked, min_importance = _check_arguments(query, top_k, memory_types, min_importance,
+                                                 min_score, user_id, agent_id, session_id,
+                                                 self.stores.limits)
         chosen = recipe_named(recipe)
-        types = self._types(memory_types)
+        types = self._types(asked)
         active = self._views(views if views is not None else chosen.views)
         weights = {**self._weights(), **(view_weights or {})}
         context_weight = self._context_weight(neighbor_weight, chosen)
         flt = self._filter(types, user_id, agent_id, session_id, time_range, min_importance,
                            as_of)
         if chosen.engine == "per_type":
-            hits = self._per_type(ns, query, types, top_k, flt, time_range)
+            hits = self._per_type(ns, query, types, top_k, flt)
         else:
-            hits = self._hybrid(ns, query, types, top_k, flt, time_range, active, weights,
+            hits = self._hybrid(ns, query, types, top_k, flt, active, weights,
                                 context_weight, reference_time, enable_planning,
                                 enable_reflection)
         if min_score:  # hits are sorted by score: the floor only shortens the list
@@ -343,27 +362,23 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
 
     # --- the two engines ----------------------------------------------------------------
     def _hybrid(self, ns: str, query: str, types: Sequence[MemoryType], top_k: int,
-                flt: ItemFilter, time_range: TimeRange | None, active: Sequence[str],
+                flt: ItemFilter, active: Sequence[str],
                 weights: Mapping[str, float], context_weight: float,
                 reference_time: datetime | None, enable_planning: bool | None,
                 enable_reflection: bool | None) -> list[SearchHit]:
-        plan = self.plan(query, reference_time=reference_time, enable_planning=enable_planning)
+        plan = self._plan(query, reference_time=reference_time, enable_planning=enable_planning)
         plan = self.about_whom(ns, plan)
         state = _Round(flt=flt, dense_blind=self._dense_blind(query))
         if state.dense_blind:
             weights = {**weights, "semantic": weights.get("semantic", 1.0) * CJK_SEMANTIC_WEIGHT}
-        stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
-        filters = payload_filters(flt).conditions if stored else {}
+        # the chosen views that serve a memory type searched (registry.served_types)
+        registry = registered_views()
+        stored = [v for v in active if set(served_types(registry[v])) & set(types)]
+        req = self._request(ns, query, plan.queries, plan.analysis, flt, stored)
         if stored:
-            self._run_views(ns, plan.queries, plan.analysis, filters, active, state)
-        # Working memory has its own (TF-IDF + keyword) search: it votes as one more view
-        # whenever a similarity view runs.
-        if (MemoryType.WORKING in types and self.parts.working is not None
-                and {"semantic", "lexical"} & set(active)):
-            self._working_view(ns, query, flt, time_range, state)
-        # Images and audio are found through CLIP / CLAP text towers: one more dense view.
-        if MemoryType.PERCEPTUAL in types and "semantic" in active:
-            self._perceptual_view(ns, query, flt, state)
+            self._run_views(ns, req, stored, state)
+        # then the views that run beside the chosen ones (working and perceptual memory)
+        self._run_beside(req, types, active, state)
         if stored and "semantic" in active and self.settings.multilingual_view \
                 and self.use_embeddings:
             self._multilingual_view(ns, query, state)
@@ -380,13 +395,13 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         reflection = self.settings.enable_reflection if enable_reflection is None \
             else enable_reflection
         if reflection and self.llm is not None and stored and "semantic" in active:
-            fused = self._reflect(ns, query, plan, filters, state, weights, fused, top_k)
+            fused = self._reflect(ns, query, plan, state, weights, fused, top_k)
         hits = self._final(ns, state, fused, context_weight, flt, top_k)[:top_k]
         # the hits leave the search: their records become the caller's own
         return [replace(h, item=_own(h.item)) if h.id in state.shared else h for h in hits]
 
     def _per_type(self, ns: str, query: str, types: Sequence[MemoryType], top_k: int,
-                  flt: ItemFilter, time_range: TimeRange | None) -> list[SearchHit]:
+                  flt: ItemFilter) -> list[SearchHit]:
         """The ``per-type`` recipe: each memory type ranks its own candidates with its
         scoring profile on the raw cosine (working memory: TF-IDF), merged by final
         score. Kept for ablations; the hybrid engine replaced it everywhere."""
@@ -398,7 +413,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         if MemoryType.WORKING in types:
             hits += working.retrieve(ns, query, top_k=top_k,
                                      min_importance=flt.min_importance,
-                                     time_range=time_range, user_id=flt.user_id,
+                                     time_range=(flt.since, flt.until), user_id=flt.user_id,
                                      session_id=flt.session_id)
         stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
         if stored and self.use_embeddings:
@@ -408,7 +423,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
             if MemoryType.SEMANTIC in stored:
                 hits += semantic.retrieve(ns, query, top_k=top_k, flt=flt, query_vector=qv)
         if MemoryType.PERCEPTUAL in types and self.parts.perceptual is not None:
-            hits += self._media_hits(ns, query, top_k, flt)
+            hits += media_hits(self.parts.perceptual, ns, query, top_k, flt)
         hits.sort(key=lambda h: (-h.score, -h.item.event_time.timestamp()))
         return hits[:top_k]
 
@@ -422,16 +437,13 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
                                                   if h.memory_type == MemoryType.WORKING])
 
     # --- internals --------------------------------------------------------------------
-    def _types(self, memory_types: Sequence[MemoryType | str] | None) -> list[MemoryType]:
+    def _types(self, memory_types: Sequence[MemoryType] | None) -> list[MemoryType]:
+        """The types searched: those asked for (checked by ``retrieve``), else all."""
         perceptual = self.parts.perceptual is not None
         if not memory_types:
             return list(SEARCHED_TYPES) + ([MemoryType.PERCEPTUAL] if perceptual else [])
         out: list[MemoryType] = []
-        for t in memory_types:
-            try:
-                mt = MemoryType(t)
-            except ValueError:
-                raise InvalidInputError(f"unknown memory type {t!r}") from None
+        for mt in memory_types:
             if mt == MemoryType.PERCEPTUAL and not perceptual:
                 raise InvalidInputError("perceptual memory is not configured on this "
                                         "manager (perceptual.enabled)")
@@ -463,8 +475,6 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         if as_of is not None and (not isinstance(as_of, datetime) or as_of.tzinfo is None):
             raise InvalidInputError("as_of must be a timezone-aware datetime")
         since, until = validate_time_range(time_range)
-        if min_importance is not None and not 0 <= min_importance <= 1:
-            raise InvalidInputError(f"min_importance must be in [0, 1], got {min_importance!r}")
         stored = tuple(t for t in types if t in TEXT_COLLECTION_TYPES)
         return ItemFilter(memory_types=stored or None, status=MemoryStatus.ACTIVE,
                           user_id=user_id, agent_id=agent_id, session_id=session_id,
@@ -526,36 +536,8 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
                 self._derived.popitem(last=False)
         return value
 
-    def _working_view(self, ns: str, query: str, flt: ItemFilter,
-                      time_range: TimeRange | None, state: _Round) -> None:
-        assert self.parts.working is not None
-        hits = self.parts.working.retrieve(ns, query, top_k=self.settings.candidates,
-                                         min_importance=flt.min_importance,
-                                         time_range=time_range, user_id=flt.user_id,
-                                         session_id=flt.session_id)
-        if hits:
-            state.results["working"] = [(h.id, h.score) for h in hits]
-            for h in hits:
-                state.items[h.id] = h.item
-
-    def _media_hits(self, ns: str, query: str, limit: int, flt: ItemFilter) -> list[SearchHit]:
-        """Perceptual memory's hits under the caller's filters (session, agent, time,
-        status hold for media too)."""
-        assert self.parts.perceptual is not None
-        hits = perceptual_hits(self.parts.perceptual, ns, query, limit, flt.min_importance,
-                               flt.user_id)
-        media_flt = replace(flt, memory_types=None)
-        return [h for h in hits if matches(h.item, media_flt)]
-
-    def _perceptual_view(self, ns: str, query: str, flt: ItemFilter, state: _Round) -> None:
-        kept = self._media_hits(ns, query, self.settings.candidates, flt)
-        if kept:
-            state.results["perceptual"] = [(h.id, h.score) for h in kept]
-            for h in kept:
-                state.items[h.id] = h.item
-
-    def _reflect(self, ns: str, query: str, plan: RetrievalPlan, filters: Mapping[str, Any],
-                 state: _Round, weights: Mapping[str, float],
+    def _reflect(self, ns: str, query: str, plan: RetrievalPlan, state: _Round,
+                 weights: Mapping[str, float],
                  fused: dict[str, tuple[float, dict[str, Any]]], top_k: int
                  ) -> dict[str, tuple[float, dict[str, Any]]]:
         info = plan.information or InformationPlan()
@@ -572,8 +554,8 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
                 break
             asked.update(gaps)
             req = ViewRequest(ns, gaps, [self.stores.embedder.embed_query(q) for q in gaps],
-                              plan.analysis, filters, self.settings.candidates,
-                              self.settings.min_similarity)
+                              plan.analysis, state.flt, self.settings.candidates,
+                              self.settings.min_similarity, question=query, parts=self.parts)
             new = list(registered_views()["semantic"].rank(self.stores, req))
             for memory_id, _ in new:
                 state.found_by.setdefault(memory_id, []).extend(

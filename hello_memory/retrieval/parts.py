@@ -8,9 +8,10 @@ service builds one from the facade's parts; ``HybridRetriever(stores)`` reads ba
 stores as parts with none of these.
 
 The progressive loader and the task-aware retriever take a host: anything with a
-``search`` and a default namespace (:class:`SearchHost`), and, for the task-aware
-retriever, the engine it shares (:class:`RetrieverHost`). ``MemoryManager`` is one by its
-shape; nothing here imports it.
+``search`` and a default namespace (:class:`SearchHost`); the task-aware retriever's
+host also lends the engine it shares (``task_aware.RetrieverHost``, beside the engine,
+so that this module never names the retriever). ``MemoryManager`` is one by its shape;
+nothing here imports it.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ if TYPE_CHECKING:
     from hello_memory.memory.scoring import SearchHit
     from hello_memory.memory.semantic import SemanticMemory
     from hello_memory.memory.working import WorkingMemory
-    from hello_memory.retrieval.hybrid import HybridRetriever
     from hello_memory.stores.bundle import Stores
     from hello_memory.text.entities import EntityExtractor
 
-__all__ = ["HasSearchParts", "RetrieverHost", "SearchHost", "SearchParts", "parts_of",
+__all__ = ["HasSearchParts", "SearchHost", "SearchParts", "parts_of",
            "perceptual_hits"]
 
 
@@ -85,14 +85,6 @@ class SearchHost(Protocol):
 
     def search(self, query: str, memory_types: Sequence[MemoryType | str] | None = None,
                top_k: int = 5, *, namespace: str | None = None) -> list[SearchHit]: ...
-
-
-class RetrieverHost(SearchHost, HasSearchParts, Protocol):
-    """A :class:`SearchHost` that also lends its engine (the task-aware retriever
-    shares it) and its parts (to build another)."""
-
-    @property
-    def retriever(self) -> HybridRetriever: ...
 
 
 def perceptual_hits(perceptual: PerceptualMemory, ns: str, query: str, top_k: int,

@@ -23,8 +23,12 @@ one line (issue 31)::
 
     register_view(Newest())
 
-The four built-in views are registered on first use. Working and perceptual memory
-still vote through the retriever's own code (``HybridRetriever.OWN_VIEWS``).
+The four built-in views are registered on first use, and so are working and perceptual
+memory's views (retrieval/memory_views.py). A view may say which memory types it serves
+(``memory_types``, default: the episodic and semantic memories of the text collection;
+a search restricted to other types does not run it) and, for a view that is not chosen
+by name but runs beside others, which views it runs with (``runs_with``); see
+docs/RETRIEVAL.md, "Adding a view".
 """
 
 from __future__ import annotations
@@ -36,20 +40,26 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from hello_memory.errors import InvalidInputError
+from hello_memory.types import MemoryType
 
 if TYPE_CHECKING:
     from hello_memory.retrieval.fusion import ViewResult
     from hello_memory.retrieval.views import ViewRequest
     from hello_memory.stores.bundle import Stores
 
-__all__ = ["BUILT_IN_VIEWS", "FunctionView", "View", "register_view", "registered_views",
+__all__ = ["BUILT_IN_VIEWS", "MEMORY_VIEWS", "STORED_TYPES", "FunctionView", "View",
+           "register_view", "registered_views", "runs_with", "served_types",
            "unregister_view", "view_named", "view_names"]
 
-# The views every install has, in the order they run.
+# The views every install has, in the order they run: chosen by name (recipes, views=)...
 BUILT_IN_VIEWS = ("semantic", "lexical", "symbolic", "graph")
-# Names the retriever gives its own voters (working memory, media, the multilingual
-# re-reading): a registered view cannot take them.
-RESERVED = ("working", "perceptual", "multilingual")
+# ... and working and perceptual memory's, which run beside them (memory_views.py).
+MEMORY_VIEWS = ("working", "perceptual")
+# What a view serves unless it says (``memory_types``): the text collection's types.
+STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
+# The name the retriever gives its own re-reading of Chinese and mixed text
+# (_hybrid_language.py): a registered view cannot take it.
+RESERVED = ("multilingual",)
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 
@@ -82,6 +92,20 @@ class View(Protocol):
         ...
 
 
+def served_types(view: View) -> tuple[MemoryType, ...]:
+    """The memory types ``view`` serves: its optional ``memory_types``, else the text
+    collection's (:data:`STORED_TYPES`)."""
+    return tuple(getattr(view, "memory_types", None) or STORED_TYPES)
+
+
+def runs_with(view: View) -> tuple[str, ...] | None:
+    """None for a view chosen by name; else the views it runs beside (its optional
+    ``runs_with``): it runs after them, when one of them is chosen, and brings the
+    records of what it finds (memory_views.RankedItems)."""
+    names = getattr(view, "runs_with", None)
+    return None if names is None else tuple(names)
+
+
 @dataclass(frozen=True)
 class FunctionView:
     """A view made of a function ``(stores, request) -> ranked list``."""
@@ -91,6 +115,8 @@ class FunctionView:
     weight: float = 1.0
     needs_vectors: bool = False
     shared_ranks: bool = True
+    memory_types: tuple[MemoryType, ...] = STORED_TYPES
+    runs_with: tuple[str, ...] | None = None
 
     def rank(self, stores: Stores, req: ViewRequest) -> ViewResult:
         return self.run(stores, req)
@@ -103,6 +129,7 @@ _views: dict[str, View] = {}
 def _built_ins() -> None:
     # Imported here, once: the views module needs the stores and text layers, which
     # this registry's readers (recipes, settings checks) do not.
+    from hello_memory.retrieval import memory_views as mv
     from hello_memory.retrieval import views as v
 
     for view in (FunctionView("semantic", v.semantic_view, needs_vectors=True),
@@ -110,7 +137,9 @@ def _built_ins() -> None:
                  # a count of constraints met, ordered within a count: kept as ranked
                  FunctionView("symbolic", v.symbolic_constraint_view, weight=0.5,
                               shared_ranks=False),
-                 FunctionView("graph", v.graph_view, weight=0.5)):
+                 FunctionView("graph", v.graph_view, weight=0.5),
+                 mv.WorkingView(),
+                 mv.PerceptualView()):
         _views.setdefault(view.name, view)
 
 
@@ -149,7 +178,7 @@ def register_view(view: View, *, replace: bool = False) -> View:
 
 def unregister_view(name: str) -> None:
     """Remove a view that :func:`register_view` added (a built-in one stays)."""
-    if name in BUILT_IN_VIEWS:
+    if name in BUILT_IN_VIEWS or name in MEMORY_VIEWS:
         raise InvalidInputError(f"{name!r} is a built-in view and cannot be removed")
     views = _ready()
     with _lock:
@@ -165,8 +194,9 @@ def registered_views() -> dict[str, View]:
 
 
 def view_names() -> tuple[str, ...]:
-    """The names of the registered views (:func:`registered_views`' order)."""
-    return tuple(registered_views())
+    """The names of the registered views a recipe or a search may choose
+    (:func:`registered_views`' order; not those that run beside others)."""
+    return tuple(n for n, v in registered_views().items() if runs_with(v) is None)
 
 
 def view_named(name: str) -> View:

@@ -23,26 +23,34 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from hello_memory.config import RetrievalSettings
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.scoring import SearchHit
 from hello_memory.retrieval.hybrid import HybridRetriever
+from hello_memory.retrieval.parts import HasSearchParts, SearchHost
 from hello_memory.retrieval.progressive import optimize_context, topic_key
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.tokens import TokenCounter, default_token_counter, truncate_to_tokens
 from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace
 
-if TYPE_CHECKING:
-    # the host: MemoryManager by its shape (retrieval/parts.py; docs/ARCHITECTURE.md)
-    from hello_memory.retrieval.parts import RetrieverHost
-
 __all__ = [
-    "CATEGORIES", "CROSS_NAMESPACE_FACTOR", "GLOBAL_NAMESPACE", "TASK_SIGNALS",
+    "CATEGORIES", "CROSS_NAMESPACE_FACTOR", "GLOBAL_NAMESPACE", "RetrieverHost", "TASK_SIGNALS",
     "TASK_STRATEGIES", "TaskAwareRetriever", "category_of", "detect_task_type",
 ]
+
+
+class RetrieverHost(SearchHost, HasSearchParts, Protocol):
+    """The task-aware retriever's host: a :class:`~hello_memory.retrieval.parts.SearchHost`
+    that also lends its engine (shared, not rebuilt) and its parts (to build another).
+    ``MemoryManager`` is one by its shape (docs/ARCHITECTURE.md, Layers). It lives
+    beside the engine it names, so that ``retrieval/parts.py`` never imports it."""
+
+    @property
+    def retriever(self) -> HybridRetriever: ...
+
 
 CATEGORIES = ("episodic", "semantic", "skills", "anti_patterns")
 CROSS_NAMESPACE_FACTOR = 0.9

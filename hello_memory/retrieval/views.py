@@ -27,25 +27,30 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from functools import lru_cache
-from typing import Any
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from hello_memory.memory.episodic import payload_filters
 from hello_memory.memory.scoring import graph_proximity
+from hello_memory.ports.vector import VectorFilter
 from hello_memory.retrieval.bounds import bounded_terms
 from hello_memory.retrieval.fusion import ViewResult
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
-from hello_memory.stores.vector.base import Range, VectorFilter
+from hello_memory.stores.records import ItemFilter
 from hello_memory.text import contains_cjk
 from hello_memory.text.attributes import asked_attributes, attributes_of, subjects_of
 from hello_memory.text.bm25 import BM25_VECTOR, term_index
 from hello_memory.text.people import ROLE_WORDS, SELF_ENTITY, canonical_role, without_title
 from hello_memory.types import MemoryItem, SparseVector, normalize_entity_name
+
+if TYPE_CHECKING:
+    from hello_memory.retrieval.parts import SearchParts
 
 __all__ = [
     "NAME_TERM_WEIGHT", "VIEW_NAMES", "ViewRequest", "graph_view", "lexical_query",
@@ -62,17 +67,36 @@ _PERSON_KEYS = ("speaker", "persons", "participants", "person", "author")
 class ViewRequest:
     """What every view gets: the namespace, the queries (original first), their dense
     vectors (None when no embedder is used), the analysis of the original question,
-    the caller's payload filters and how many candidates each view returns."""
+    the caller's filter and how many candidates each view returns.
+
+    ``flt`` is the one filter of a search, from the facade to the views (issue 31):
+    a view that searches vectors reads it in the vector store's form through
+    :attr:`filters` (``payload_filters(flt)``); one that reads records checks ``flt``
+    on them. ``question`` is the caller's own query (default: the first of
+    ``queries``); ``parts`` lends the memory types' parts to the views that search
+    them (retrieval/memory_views.py)."""
 
     namespace: str
     queries: Sequence[str]
     vectors: Sequence[npt.NDArray[np.float32]] | None
     analysis: QueryAnalysis
-    filters: Mapping[str, Any] = field(default_factory=dict)
+    flt: ItemFilter = field(default_factory=ItemFilter)
     limit: int = 50
     min_similarity: float = 0.0  # the semantic view's cosine floor
     # The symbolic view runs beside the graph view and counts who a memory names.
     symbolic: bool = False
+    question: str = ""
+    parts: SearchParts | None = None
+
+    def __post_init__(self) -> None:
+        if not self.question and self.queries:
+            object.__setattr__(self, "question", self.queries[0])
+
+    @cached_property
+    def filters(self) -> VectorFilter:
+        """``flt`` in the vector store's form (memory/episodic.py ``payload_filters``),
+        derived once per request and passed through as it is."""
+        return payload_filters(self.flt)
 
 
 def _best(lists: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
@@ -85,11 +109,11 @@ def _best(lists: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float
 
 
 def _dense(stores: Stores, req: ViewRequest, vector: npt.NDArray[np.float32],
-           filters: Mapping[str, Any], limit: int,
+           filters: VectorFilter, limit: int,
            ids: Sequence[str] | None = None, *, positive: bool = True
            ) -> list[tuple[str, float]]:
     hits = stores.vectors.nearest(MEMORY_COLLECTION, vector.tolist(), namespace=req.namespace,
-                                 using=DENSE, limit=limit, filters=VectorFilter.of(filters),
+                                 using=DENSE, limit=limit, filters=filters,
                                  ids=ids, with_payload=False)  # ids and scores are all a view reads
     # A non-positive cosine is no evidence of relevance (as in the memory types), unless
     # another constraint (a time range) is the evidence and the cosine only orders.
@@ -110,14 +134,14 @@ NAME_TERM_WEIGHT = 0.5
 
 
 def _sparse_search(stores: Stores, req: ViewRequest, terms: Mapping[int, float],
-                   filters: Mapping[str, Any], limit: int,
+                   filters: VectorFilter, limit: int,
                    ids: Sequence[str] | None = None) -> list[tuple[str, float]]:
     terms = bounded_terms(terms)  # one search's work stays bounded (bounds.py)
     indices = sorted(terms)
     sparse = SparseVector(tuple(indices), tuple(terms[i] for i in indices))
     hits = stores.vectors.nearest(MEMORY_COLLECTION, sparse, namespace=req.namespace,
                                  using=BM25_VECTOR, limit=limit,
-                                 filters=VectorFilter.of(filters), ids=ids, with_payload=False)
+                                 filters=filters, ids=ids, with_payload=False)
     return [(h.id, h.score) for h in hits if h.score > 0]
 
 
@@ -137,7 +161,7 @@ def without_times(query: str, analysis: QueryAnalysis) -> str:
 
 
 def lexical_query(stores: Stores, req: ViewRequest, query: str,
-                  filters: Mapping[str, Any], limit: int) -> list[tuple[str, float]]:
+                  filters: VectorFilter, limit: int) -> list[tuple[str, float]]:
     """BM25 for one query in which the words of the question's person names weigh
     :data:`NAME_TERM_WEIGHT` and cannot match alone: candidates come from the other
     words, then are scored with the names too. The people the question's role words
@@ -167,12 +191,11 @@ def lexical_view(stores: Stores, req: ViewRequest) -> ViewResult:
     return _best(lists)[: req.limit]
 
 
-def _intersect(outer: Any, lo: Any, hi: Any) -> Range | None:
-    """The caller's event-time range intersected with [lo, hi]; None if empty."""
-    if isinstance(outer, Range):
-        lo = max(lo, outer.gte) if outer.gte is not None else lo
-        hi = min(hi, outer.lte) if outer.lte is not None else hi
-    return Range(gte=lo, lte=hi) if lo <= hi else None
+def _within(flt: ItemFilter, lo: Any, hi: Any) -> ItemFilter | None:
+    """``flt`` with its event-time range intersected with [lo, hi]; None if empty."""
+    lo = max(lo, flt.since) if flt.since is not None else lo
+    hi = min(hi, flt.until) if flt.until is not None else hi
+    return replace(flt, since=lo, until=hi) if lo <= hi else None
 
 
 # At most this many memories whose text mentions a time in a question's range are
@@ -191,10 +214,10 @@ def symbolic_constraint_view(stores: Stores, req: ViewRequest) -> ViewResult:
         return []
     lists = []
     for start, end in req.analysis.time_ranges:
-        # Ranges are half-open; the store's Range is inclusive: stop a microsecond early.
-        rng = _intersect(req.filters.get("event_time"), start, end - _MICRO)
-        if rng is not None:
-            filters = {**req.filters, "event_time": rng}
+        # Ranges are half-open; the store's range (Between) is inclusive: stop a microsecond early.
+        within = _within(req.flt, start, end - _MICRO)
+        if within is not None:
+            filters = payload_filters(within)  # the store's form, as for req.filters
             if req.vectors:
                 lists.append(_dense(stores, req, req.vectors[0], filters, req.limit,
                                     positive=False))

@@ -4,9 +4,11 @@ The one search (ARCHITECTURE decision 8) is the hybrid retriever of
 ``retrieval/hybrid.py``; this service owns it, built from the facade's
 :class:`~hello_memory.retrieval.parts.SearchParts` and the ``retrieval`` settings,
 and turns a facade call into one ``retrieve``: the ``filters`` mapping merged over the
-keyword filters (checked against ``validation.SEARCH_FILTERS``), the memory types and
-``min_importance`` checked, and the hits (``SearchHit``, memory/scoring.py) returned as
-the engine ranks them (docs/RETRIEVAL.md). It never imports the facade.
+keyword filters (checked against ``validation.SEARCH_FILTERS``), and the hits
+(``SearchHit``, memory/scoring.py) returned as the engine ranks them
+(docs/RETRIEVAL.md). The query, the memory types and ``min_importance`` are checked
+once, by the engine (``HybridRetriever.retrieve``), which builds the one filter the
+views get (``ViewRequest.flt``). It never imports the facade.
 """
 
 from __future__ import annotations
@@ -17,12 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hello_memory.retrieval.hybrid import HybridRetriever
 from hello_memory.retrieval.parts import perceptual_hits
 from hello_memory.services.convert import perceptual_off_error
-from hello_memory.validation import (
-    SEARCH_FILTERS,
-    check_search_filters,
-    validate_importance,
-    validate_memory_type,
-)
+from hello_memory.validation import SEARCH_FILTERS, check_search_filters
 
 if TYPE_CHECKING:
     from hello_memory.config import RetrievalSettings
@@ -73,11 +70,9 @@ class SearchService:
         memory/supersede.py); without it only the memories still true are searched."""
         if filters:
             options.update(merged_filters(filters, {k: options.get(k) for k in SEARCH_FILTERS}))
-        types = [validate_memory_type(t) for t in memory_types] if memory_types else None
-        if options.get("min_importance") is not None:
-            options["min_importance"] = validate_importance(options["min_importance"])
-        return self.retriever.retrieve(query, top_k, namespace=namespace, memory_types=types,
-                                       **options)
+        # the engine checks the query, the types and min_importance (once, there)
+        return self.retriever.retrieve(query, top_k, namespace=namespace,
+                                       memory_types=memory_types, **options)
 
     def perceptual_search(self, ns: str, query: str, top_k: int,
                           min_importance: float | None, user_id: str | None

@@ -137,8 +137,11 @@ def test_the_registry_refuses_what_it_cannot_run() -> None:
     with pytest.raises(InvalidInputError, match="built-in"):
         unregister_view("graph")
     reserved = Shortest()
-    reserved.name = "working"
+    reserved.name = "multilingual"  # the retriever's own re-reading (registry.RESERVED)
     with pytest.raises(InvalidInputError, match="must match"):
+        register_view(reserved)
+    reserved.name = "working"  # working memory's view is registered (memory_views.py)
+    with pytest.raises(InvalidInputError, match="already registered"):
         register_view(reserved)
     with pytest.raises(InvalidInputError, match="unregistered view"):
         register_recipe(SearchRecipe(name="ghost", views=("ghost",)))

@@ -33,7 +33,7 @@ TYPE_CHECKING_CYCLES: tuple[frozenset[str], ...] = tuple(
          "stores.records.store"),
         ("stores.vector._pg_sql", "stores.vector.pgvector"),
         ("retrieval._hybrid_language", "retrieval._hybrid_people", "retrieval._hybrid_scoring",
-         "retrieval._hybrid_views", "retrieval.hybrid", "retrieval.parts"),
+         "retrieval._hybrid_views", "retrieval.hybrid"),
         ("ui._web_base", "ui.pages", "ui.web"),
         ("client", "client.engine", "client.operations"),
     ))
