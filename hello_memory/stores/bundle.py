@@ -148,7 +148,7 @@ class Stores:
         self._indexers: dict[MemoryType, TypeIndexer] = {}
         self.lexical = LexicalEncoder()
         # The one apply loop over the one outbox; the "memory" kind is registered once
-        # the graph can be fed (see open / install_extractor).
+        # the graph can be fed (see open) or at the first write.
         # On PostgreSQL its per-key locks are also taken in the database, for several
         # processes on one database (docs/ARCHITECTURE.md, "The write path").
         self.engine = IndexEngine(lambda: self.records.outbox,
@@ -199,27 +199,30 @@ class Stores:
             self.close()  # release locks (embedded Qdrant) and connections
             raise
         if self.extractor is None:
-            # Graph links need the extractor, which a MemoryManager installs right after
-            # opening: replaying now would mark semantic rows applied without links.
+            # Graph links need the extractor (``MemoryManager.open`` passes its
+            # ``GraphLinks``): without one, replaying "memory" rows now would mark them
+            # applied without links, so that kind waits for the first write,
+            # apply_outbox or requeue (a manager built on these stores installs its
+            # links before its first write; docs/ARCHITECTURE.md, "The write path").
             self._replay_deferred = True
-            self.engine.replay()  # the other kinds need no extractor
         else:
-            self._register_memory_kind()
+            self.engine.register("memory", self._memory_indexer)
+        self.engine.replay()  # every registered kind
 
     def install_extractor(self, extractor: Extractor) -> None:
-        """Set the function that turns an item into graph mentions, then run the replay
-        that :meth:`open` left for it."""
+        """Set the function that turns an item into graph mentions. Replays nothing:
+        the "memory" rows :meth:`open` left wait for the next write, :meth:`apply_outbox`
+        or :meth:`requeue`, which run them with it in place."""
         self.extractor = extractor
-        self._ensure_replayed()
 
-    def _ensure_replayed(self) -> None:
-        if self._replay_deferred:
-            self._replay_deferred = False
-            self._register_memory_kind()
-
-    def _register_memory_kind(self) -> None:
+    def _ensure_replayed(self) -> int:
+        """Register the "memory" kind and replay its rows if :meth:`open` left them;
+        returns how many rows were applied."""
+        if not self._replay_deferred:
+            return 0
+        self._replay_deferred = False
         self.engine.register("memory", self._memory_indexer)
-        self.engine.replay(["memory"])
+        return self.engine.replay(["memory"]).applied
 
     def close(self) -> None:
         self.engine.close()
@@ -400,8 +403,7 @@ class Stores:
         """Replay the whole backlog (every pending row of every registered kind);
         returns how many rows were applied. Writes apply their own rows; this is for
         open, ``reconcile`` and callers that wrote records directly."""
-        self._ensure_replayed()
-        return self.engine.replay().applied
+        return self._ensure_replayed() + self.engine.replay().applied
 
     def note_failure(self, namespace: str, memory_id: str, exc: BaseException) -> None:
         """Record that index work for ``memory_id`` failed (listed by ``reconcile``)."""
