@@ -83,14 +83,12 @@ class MemoryManager:
 
         settings = build.opened_settings(settings, overrides)
         extractor = build_extractor(settings.semantic, settings.limits.analysis_chars)
-        # Stores.open replays the backlog with the graph links in place: nothing to resume
-        manager = cls(open_stores(settings, embedder=embedder, extractor=GraphLinks(extractor)),
-                      **build.options_of(settings, extractor=extractor))
-        manager.resumed = True
-        return manager
+        # Stores.open replays the backlog with the graph links in place (ARCHITECTURE.md)
+        return cls(open_stores(settings, embedder=embedder, extractor=GraphLinks(extractor)),
+                   **build.options_of(settings, extractor=extractor))
 
     def resume(self) -> int:
-        """Install the graph links and replay the backlog (``build.resume_stores``); rows."""
+        """Install the graph links, replay what the stores' open left (``build.resume_stores``)."""
         self.resumed = True  # the links are in place before the replay can fail
         return build.resume_stores(self.stores, self.extract_links, self._times_from_text)
 

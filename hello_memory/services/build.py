@@ -214,12 +214,13 @@ def resume_stores(stores: Stores, links: GraphLinks, times_from_text: bool) -> i
     """Bring stores the facade was built on in line before its first write (module doc):
     its graph links installed where the stores were opened without any, whether writes
     store the times the text mentions (issue 15, ``memory.times_from_text``), then the
-    backlog replayed (``Stores.apply_outbox``: the "memory" rows ``Stores.open`` left
-    are applied with the links in place). Returns how many rows were applied."""
+    "memory" rows ``Stores.open`` left for the links replayed with them in place
+    (``Stores.replay_deferred``; none when the stores were opened with links). Returns
+    how many rows were applied."""
     if stores.extractor is None:
         stores.install_extractor(links)
     stores.records.mention_times = times_from_text
-    return stores.apply_outbox()
+    return stores.replay_deferred()
 
 
 class Resumable(Protocol):
@@ -246,7 +247,7 @@ def _resuming(method: Callable[..., Any]) -> Callable[..., Any]:
 def resumes_first(*names: str) -> Callable[[_C], _C]:
     """Class decorator of the facade: the methods (and properties handing out a writing
     part) ``names`` write, so the first one called resumes the facade (``resume``,
-    :func:`resume_stores`) unless :meth:`MemoryManager.open` built it or it resumed."""
+    :func:`resume_stores`) unless it has resumed already."""
 
     def decorate(cls: _C) -> _C:
         for name in names:

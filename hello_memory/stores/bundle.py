@@ -215,6 +215,12 @@ class Stores:
         or :meth:`requeue`, which run them with it in place."""
         self.extractor = extractor
 
+    def replay_deferred(self) -> int:
+        """Run the replay of "memory" rows that :meth:`open` left for the extractor, if
+        it did (a manager built on these stores calls this once its links are
+        installed); returns how many rows were applied (0: none was left)."""
+        return self._ensure_replayed()
+
     def _ensure_replayed(self) -> int:
         """Register the "memory" kind and replay its rows if :meth:`open` left them;
         returns how many rows were applied."""

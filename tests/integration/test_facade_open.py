@@ -118,9 +118,9 @@ def test_apply_outbox_replays_with_links_installed_and_install_replays_nothing(
 
 def test_open_replays(settings: Settings, embedder: Any) -> None:
     with MemoryManager.open(settings, embedder=embedder) as mm:
-        assert mm.resumed is True  # Stores.open replayed: nothing left to resume
         assert isinstance(mm.stores.extractor, GraphLinks)
         assert_replayed(mm.stores)
+        assert mm.resume() == 0  # Stores.open replayed: nothing left for resume
         hit = mm.search("Who is my husband?", namespace=NS, top_k=1)[0]
         assert hit.item.content == LEFT[1][0]
 
