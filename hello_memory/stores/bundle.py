@@ -154,7 +154,7 @@ class Stores:
         self.engine = IndexEngine(lambda: self.records.outbox,
                                   shared_url=lambda: self.records.engine.url)
         self._memory_indexer = MemoryIndexer(self)
-        self._replay_deferred = False
+        self._memory_deferred = False
         # the one disk guard (hello_memory/stores/disk.py), inactive until guard_disk
         self.disk = DiskGuard()
 
@@ -204,7 +204,7 @@ class Stores:
             # applied without links, so that kind waits for the first write,
             # apply_outbox or requeue (a manager built on these stores installs its
             # links before its first write; docs/ARCHITECTURE.md, "The write path").
-            self._replay_deferred = True
+            self._memory_deferred = True
         else:
             self.engine.register("memory", self._memory_indexer)
         self.engine.replay()  # every registered kind
@@ -216,17 +216,13 @@ class Stores:
         self.extractor = extractor
 
     def replay_deferred(self) -> int:
-        """Run the replay of "memory" rows that :meth:`open` left for the extractor, if
-        it did (a manager built on these stores calls this once its links are
-        installed); returns how many rows were applied (0: none was left)."""
-        return self._ensure_replayed()
-
-    def _ensure_replayed(self) -> int:
-        """Register the "memory" kind and replay its rows if :meth:`open` left them;
-        returns how many rows were applied."""
-        if not self._replay_deferred:
+        """Register the "memory" kind and replay its rows if :meth:`open` left them for
+        the extractor (every write, :meth:`apply_outbox` and :meth:`requeue` run this
+        first; a manager built on these stores, once its links are installed); returns
+        how many rows were applied (0: none was left)."""
+        if not self._memory_deferred:
             return 0
-        self._replay_deferred = False
+        self._memory_deferred = False
         self.engine.register("memory", self._memory_indexer)
         return self.engine.replay(["memory"]).applied
 
@@ -258,7 +254,7 @@ class Stores:
             return []
         # a generous estimate: text, metadata, vectors and index overhead
         self.check_disk(sum(8 * len(i.content) + 4096 for i in items))
-        self._ensure_replayed()
+        self.replay_deferred()
         if vectors is None or len(vectors) != len(items):
             vectors = self.embedder.embed([i.content for i in items])
         rows = self.records.memories.add_items(items, keyed=keyed)
@@ -388,7 +384,7 @@ class Stores:
     def _apply_own(self, rows: Sequence[OutboxEntry], keys: set[str]) -> ApplyResult:
         """Apply the caller's own rows; a failure of one of its items is raised (the
         write is durable, its row pending)."""
-        self._ensure_replayed()
+        self.replay_deferred()
         result = self.engine.apply_entries(rows)
         failure = self.engine.first_failure(result, keys)
         if failure is not None:
@@ -409,7 +405,7 @@ class Stores:
         """Replay the whole backlog (every pending row of every registered kind);
         returns how many rows were applied. Writes apply their own rows; this is for
         open, ``reconcile`` and callers that wrote records directly."""
-        return self._ensure_replayed() + self.engine.replay().applied
+        return self.replay_deferred() + self.engine.replay().applied
 
     def note_failure(self, namespace: str, memory_id: str, exc: BaseException) -> None:
         """Record that index work for ``memory_id`` failed (listed by ``reconcile``)."""
@@ -420,7 +416,7 @@ class Stores:
         same converging apply as a write, crash-safe through the outbox)."""
         if not ids:
             return ApplyResult()
-        self._ensure_replayed()
+        self.replay_deferred()
         return self.engine.apply(self.records.outbox.enqueue(kind, op, namespace, ids))
 
     def retry_failed(self, memory_ids: Sequence[str]) -> dict[str, str | None]:
