@@ -89,7 +89,7 @@ class MemoryManager:
 
     def resume(self) -> int:
         """Install the graph links, replay what the stores' open left (``build.resume_stores``)."""
-        self.resumed = True  # the links are in place before the replay can fail
+        self.resumed = True  # once: rows a failed replay leaves stay pending (reconcile)
         return build.resume_stores(self.stores, self.extract_links, self._times_from_text)
 
     @property
