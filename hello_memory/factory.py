@@ -86,7 +86,8 @@ def _sql_records(settings: Settings) -> RecordStore:
     # over these stores reads them as ``stores.limits`` (docs/ARCHITECTURE.md, "Where
     # settings reach the parts"), none from a module global.
     return RecordStore(settings.records_url(), echo=settings.records.echo,
-                       limits=settings.limits)
+                       limits=settings.limits,
+                       mention_times=settings.memory.times_from_text)
 
 
 def _sqlite_graph(cfg: SqliteGraphSettings, records: RecordStore) -> GraphStore:

@@ -211,7 +211,7 @@ def run_job(
     started = clock()
     counts, details = _RUNNERS[job](manager, ns, dry_run, cfg, options)
     run = JobRun(job, ns, dry_run, started, clock(), counts, _plain(details))
-    manager.stores.records.audit.add(ns, f"job:{job}", run.as_dict())
+    manager.maintenance.record_job(ns, job, run.as_dict())
     return run
 
 
@@ -227,7 +227,7 @@ def run_optimize(manager: MemoryManager, *, clock: Callable[[], datetime] = utcn
     report = report if isinstance(report, dict) else {"result": report}
     run = JobRun("optimize", STORE_NAMESPACE, False, started, clock(), _counts_of(report),
                  report)
-    manager.stores.records.audit.add(STORE_NAMESPACE, "job:optimize", run.as_dict())
+    manager.maintenance.record_job(STORE_NAMESPACE, "optimize", run.as_dict())
     return run
 
 

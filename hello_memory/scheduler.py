@@ -168,8 +168,8 @@ class JobScheduler:
         """The fleet lease when the records are on PostgreSQL (several processes may
         share them), else None (read once, from the manager's record store)."""
         if not self._lease_checked:
-            engine = self._manager().stores.records.engine
-            if engine.url.get_backend_name() == "postgresql":
+            engine = self._manager().maintenance.shared_engine()
+            if engine is not None:
                 self._lease = FleetLease(engine)
             self._lease_checked = True
         return self._lease

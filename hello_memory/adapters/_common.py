@@ -73,7 +73,7 @@ def existing(manager: MemoryManager, namespace: str, ids: Sequence[str]
 def add_keyed(manager: MemoryManager, items: Sequence[MemoryItem]) -> list[MemoryItem]:
     """Store ``items`` with the ids they carry, as given (one embedding batch, one
     transaction; one invalid item stores nothing)."""
-    return manager.stores.add(list(items))
+    return manager.edit.add_keyed(items)
 
 
 def keyed_item(memory_id: str, namespace: str, content: str, memory_type: MemoryType,

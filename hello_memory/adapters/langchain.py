@@ -110,10 +110,10 @@ class HelloMemoryEmbeddings(Embeddings):
     """The store's own text embedder as LangChain ``Embeddings``."""
 
     def __init__(self, manager: MemoryManager) -> None:
-        self.embedder = manager.stores.embedder
+        self.manager = manager
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [[float(x) for x in v] for v in self.embedder.embed(list(texts))]
+        return [[float(x) for x in v] for v in self.manager.embed(texts)]
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
@@ -176,7 +176,7 @@ class HelloMemoryVectorStore(VectorStore):
                              "MemoryManager.clear)")
         found = existing(self.manager, self.namespace, [self._id(str(i)) for i in ids])
         if found:
-            self.manager.stores.delete(self.namespace, list(found))
+            self.manager.edit.remove_many(self.namespace, list(found))
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:

@@ -143,7 +143,7 @@ class HelloMemorySession:
         with self._lock:
             ids = [r.id for r in self._stored()]
             if ids:
-                self.manager.stores.delete(self.namespace, ids)
+                self.manager.edit.remove_many(self.namespace, ids)
 
     # --- the Session protocol --------------------------------------------------------
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:

@@ -1,7 +1,6 @@
-"""``MemoryManager``: the one front door over working, episodic, semantic (and, when
-configured, perceptual) memory; a thin facade over the services of ``services/`` that
-scopes each call to one namespace (``default_namespace`` when omitted) and delegates
-(docs/ARCHITECTURE.md, Layers). ``search`` is the one search engine (docs/RETRIEVAL.md).
+"""``MemoryManager``: the one front door over working, episodic, semantic and perceptual
+memory; a thin facade over ``services/`` that scopes each call to one namespace and
+delegates (docs/ARCHITECTURE.md, Layers); ``search`` is the one search (docs/RETRIEVAL.md).
 """
 
 from __future__ import annotations
@@ -15,9 +14,8 @@ from hello_memory import telemetry
 from hello_memory.memory.reports import ClearReport, ConsolidateReport, ForgetReport, MemoryStats
 from hello_memory.memory.scoring import SearchHit
 from hello_memory.retrieval.hybrid import TimeRange
-from hello_memory.retrieval.parts import SearchParts
+from hello_memory.services import build
 from hello_memory.services.browse import BrowseService
-from hello_memory.services.build import build_facade, close_facade, opened_settings, options_of
 
 # the JSON forms moved to services/convert.py (issue 31); named here as before
 from hello_memory.services.convert import (
@@ -29,6 +27,7 @@ from hello_memory.services.convert import (
 )
 from hello_memory.services.ingest import STORED_TYPES, date_in_text
 from hello_memory.services.lookup import HANDLE_CHARS, ID_CHARS
+from hello_memory.text.links import GraphLinks
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
@@ -41,25 +40,30 @@ if TYPE_CHECKING:
     from hello_memory.memory.maintenance import OptimizeReport, ReconcileReport, ReindexReport
     from hello_memory.memory.perceptual import PerceptualMemory
     from hello_memory.retrieval.recipes import SearchRecipe
+    from hello_memory.services import EditService, MaintenanceService
     from hello_memory.services.build import FacadeOptions
     from hello_memory.stores.bundle import Stores
     from hello_memory.text.timeparse import TimeRange as TimeSpan
-    from hello_memory.types import Entity, MemoryItem, MemoryType, Relation
+    from hello_memory.types import MemoryItem, MemoryType
 
 __all__ = ["HANDLE_CHARS", "ID_CHARS", "STORED_TYPES", "MemoryManager", "added_to_json",
-           "date_in_text", "hit_to_json", "item_from_json", "item_to_json",
-           "perceptual_off_error"]
+           "date_in_text", "hit_to_json", "item_from_json", "item_to_json", "perceptual_off_error"]
 
 
+# services/build.py: the first of these resumes a manager built on stores (:meth:`resume`)
+@build.resumes_first("add_embedded", "remember_conversation", "update", "remove", "clear",
+                     "import_jsonl", "forget", "forget_ids", "restore", "consolidate",
+                     "reconcile", "reindex", "perceptual", "edit", "maintenance")
 class MemoryManager:
     """Facade over the memory types. Takes built stores; see :meth:`open`."""
 
     def __init__(self, stores: Stores, **options: Unpack[FacadeOptions]) -> None:
-        """``options``: services/build.py ``FacadeOptions`` (working, extractor, clock,
-        llm, retrieval, ...), built there into the services this facade delegates to."""
-        self.stores = stores
-        p = build_facade(stores, options)
+        """``options``: services/build.py ``FacadeOptions``, built there into the services
+        this facade delegates to. Sets attributes only: no I/O, no replay (:meth:`resume`)."""
+        self.stores, self.resumed = stores, False
+        p = build.build_facade(stores, options)
         self.working, self.extractor, self.llm = p.working, p.extractor, p.llm
+        self.extract_links, self._times_from_text = p.links, p.times_from_text  # text/links.py
         self.episodic, self.semantic, self._perceptual = p.episodic, p.semantic, p.perceptual
         self.default_namespace, self.default_type = p.default_namespace, p.default_type
         self.uploads_dir, self.extract_facts = p.uploads_dir, p.extract_facts
@@ -68,24 +72,25 @@ class MemoryManager:
         self._browse, self._lookup, self._edit = p.browse, p.lookup, p.edit
         self.lifecycle_service, self.superseder = p.lifecycle, p.superseder
         self._ingest, self._maintenance, self._search = p.ingest, p.maintenance, p.search
-        self.retriever = p.search.retriever  # the one search engine (docs/RETRIEVAL.md)
+        # the one search engine (docs/RETRIEVAL.md) and what it reads (retrieval/parts.py)
+        self.retriever, self.search_parts = p.search.retriever, p.search.parts
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, embedder: Embedder | None = None,
              **overrides: Any) -> MemoryManager:
-        """The composition root: stores and parts built from ``settings`` (default
-        ``load_settings(**overrides)``) by ``factory.py``; ``embedder``: a loaded one."""
+        """The composition root: stores and parts from ``settings`` by ``factory.py``."""
         from hello_memory.factory import build_extractor, open_stores
 
-        settings = opened_settings(settings, overrides)  # services/build.py
-        return cls(open_stores(settings, embedder=embedder),
-                   **options_of(settings, extractor=build_extractor(
-                       settings.semantic, settings.limits.analysis_chars)))
+        settings = build.opened_settings(settings, overrides)
+        extractor = build_extractor(settings.semantic, settings.limits.analysis_chars)
+        # Stores.open replays the backlog with the graph links in place (ARCHITECTURE.md)
+        return cls(open_stores(settings, embedder=embedder, extractor=GraphLinks(extractor)),
+                   **build.options_of(settings, extractor=extractor))
 
-    @property
-    def search_parts(self) -> SearchParts:
-        """What the search reads (retrieval/parts.py), for ``HybridRetriever(manager)``."""
-        return self._search.parts
+    def resume(self) -> int:
+        """Install the graph links, replay what the stores' open left (``build.resume_stores``)."""
+        self.resumed = True  # once: rows a failed replay leaves stay pending (reconcile)
+        return build.resume_stores(self.stores, self.extract_links, self._times_from_text)
 
     @property
     def perceptual(self) -> PerceptualMemory:
@@ -105,6 +110,16 @@ class MemoryManager:
         return self._browse
 
     @property
+    def edit(self) -> EditService:
+        """Updates and deletes (services/edit.py): keyed adds, batch deletes."""
+        return self._edit
+
+    @property
+    def maintenance(self) -> MaintenanceService:
+        """Counts, export/import, repairs, the job audit (services/maintenance.py)."""
+        return self._maintenance
+
+    @property
     def limits(self) -> LimitsSettings:
         """The ``limits`` its stores enforce (ARCHITECTURE.md, "Where settings reach")."""
         return self.stores.limits
@@ -119,17 +134,13 @@ class MemoryManager:
         return self.stores.embedder.embed(list(texts))
 
     def close(self) -> None:
-        close_facade(self._search, self.stores, self.llm)  # services/build.py
+        build.close_facade(self._search, self.stores, self.llm)
 
     def __enter__(self) -> MemoryManager:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def extract_links(self, item: MemoryItem) -> tuple[Sequence[Entity], Sequence[Relation]]:
-        """The entities and relations ``item`` puts in the graph (services/ingest.py)."""
-        return self._ingest.extract_links(item)
 
     def resolve_namespace(self, namespace: str | None) -> str:
         """``namespace`` checked, or this manager's ``default_namespace`` when None."""
@@ -141,19 +152,16 @@ class MemoryManager:
             agent_id: str | None = None, session_id: str | None = None,
             event_time: datetime | None = None, auto_classify: bool = False,
             on_duplicate: str | None = None) -> MemoryItem:
-        """Store one memory (type ``default_type`` unless given or ``auto_classify``;
-        importance estimated when None); a repeat is handled as in :meth:`add_many`."""
-        return self.add_many([dict(content=content, memory_type=memory_type,
-                                   importance=importance, metadata=metadata,
-                                   namespace=namespace, user_id=user_id, agent_id=agent_id,
-                                   session_id=session_id, event_time=event_time,
-                                   auto_classify=auto_classify)],
+        """Store one memory (as :meth:`add_many`; type ``default_type`` unless given)."""
+        return self.add_many([dict(content=content, memory_type=memory_type, importance=importance,
+                                   metadata=metadata, namespace=namespace, user_id=user_id,
+                                   agent_id=agent_id, session_id=session_id,
+                                   event_time=event_time, auto_classify=auto_classify)],
                              on_duplicate=on_duplicate)[0]
 
     def add_many(self, entries: Iterable[Mapping[str, Any]], *,
                  on_duplicate: str | None = None) -> list[MemoryItem]:
-        """Store many memories, all validated first, in one batch; idempotent, a repeat
-        follows ``on_duplicate`` (services/ingest.py ``add_embedded``; memory/dedup.py)."""
+        """Store memories, validated first, in one batch; idempotent (services/ingest.py)."""
         return self.add_embedded(entries, on_duplicate=on_duplicate)
 
     @telemetry.traced("create_memory", count=len)
@@ -162,13 +170,11 @@ class MemoryManager:
                      embedded: Mapping[str, npt.NDArray[np.float32]] | None = None
                      ) -> list[MemoryItem]:
         """:meth:`add_many` with vectors by text from :meth:`embed` (the server's writer)."""
-        return self._ingest.add_embedded(entries, on_duplicate=on_duplicate,
-                                         embedded=embedded)
+        return self._ingest.add_embedded(entries, on_duplicate=on_duplicate, embedded=embedded)
 
     def remember_conversation(self, turns: Sequence[Mapping[str, Any] | tuple[str, str]],
                               **options: Any) -> list[MemoryItem]:
-        """Store the lasting facts of ``[{"role", "content"}, ...]`` (memory/extraction.py);
-        ``options``: namespace, user_id, agent_id, session_id, event_time, extract."""
+        """Store the lasting facts of ``[{"role", "content"}, ...]`` (memory/extraction.py)."""
         return self._ingest.remember_conversation(turns, **options)
 
     def search(self, query: str, memory_types: Sequence[MemoryType | str] | None = None,
@@ -183,16 +189,14 @@ class MemoryManager:
                enable_reflection: bool | None = None, touch: bool = True,
                as_of: datetime | None = None, min_score: float | None = None
                ) -> list[SearchHit]:
-        """The one search (docs/RETRIEVAL.md), best first; the arguments are
-        services/search.py ``SearchService.search``'s (filters, recipe, views, as_of)."""
+        """The one search, best first (docs/RETRIEVAL.md; services/search.py's arguments)."""
         return self._search.search(
             query, memory_types, top_k, namespace=self.resolve_namespace(namespace),
             filters=filters, min_importance=min_importance, time_range=time_range,
             user_id=user_id, agent_id=agent_id, session_id=session_id,
-            reference_time=reference_time, recipe=recipe, views=views,
-            view_weights=view_weights, neighbor_weight=neighbor_weight,
-            enable_planning=enable_planning, enable_reflection=enable_reflection, touch=touch,
-            as_of=as_of, min_score=min_score)
+            reference_time=reference_time, recipe=recipe, views=views, view_weights=view_weights,
+            neighbor_weight=neighbor_weight, enable_planning=enable_planning,
+            enable_reflection=enable_reflection, touch=touch, as_of=as_of, min_score=min_score)
 
     def perceptual_search(self, ns: str, query: str, top_k: int,
                           min_importance: float | None, user_id: str | None) -> list[SearchHit]:
@@ -200,8 +204,7 @@ class MemoryManager:
         return self._search.perceptual_search(ns, query, top_k, min_importance, user_id)
 
     def resolve_id(self, memory_id: str, *, namespace: str | None = None) -> str:
-        """The full id of ``memory_id``, which may be a short handle (HANDLE_CHARS or
-        more leading characters; docs/TOOLS.md, "The context block")."""
+        """The full id of ``memory_id`` or a short handle (docs/TOOLS.md, "The context block")."""
         return self._lookup.resolve_id(self.resolve_namespace(namespace), memory_id)
 
     def short_id(self, memory_id: str, *, namespace: str | None = None) -> str:
@@ -211,8 +214,7 @@ class MemoryManager:
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryItem:
         return self._lookup.get(self.resolve_namespace(namespace), memory_id)
 
-    def mentioned_times(self, memory_id: str, *, namespace: str | None = None
-                        ) -> list[TimeSpan]:
+    def mentioned_times(self, memory_id: str, *, namespace: str | None = None) -> list[TimeSpan]:
         """The time ranges the memory's text mentions (``memory.times_from_text``)."""
         return self._lookup.mentioned_times(self.resolve_namespace(namespace), memory_id)
 
@@ -233,8 +235,7 @@ class MemoryManager:
 
     def clear(self, namespace: str, *, confirm: bool = False,
               uploads_dir: str | Path | None = None) -> ClearReport:
-        """Delete everything of ONE namespace, its uploaded files under ``uploads_dir``
-        (default: this manager's) too; counts per kind (services/edit.py ``clear``)."""
+        """Delete everything of ONE namespace and its uploads (services/edit.py ``clear``)."""
         root = uploads_dir if uploads_dir is not None else self.uploads_dir
         return self._edit.clear(namespace, confirm=confirm, uploads_dir=root)
 
@@ -245,14 +246,12 @@ class MemoryManager:
     def import_jsonl(self, path: str | Path, *, namespace: str | None = None,
                      on_duplicate: str | None = None) -> dict[str, int]:
         """Load an export, every line validated first (services/maintenance.py)."""
-        return self._maintenance.import_jsonl(path, namespace=namespace,
-                                              on_duplicate=on_duplicate)
+        return self._maintenance.import_jsonl(path, namespace=namespace, on_duplicate=on_duplicate)
 
     @telemetry.traced("delete_memory", name="forget hello-memory")
     def forget(self, strategy: str | None = None, *, namespace: str | None = None,
                threshold: float | None = None, max_age_days: float | None = None,
-               max_items: int | None = None,
-               memory_types: Sequence[MemoryType | str] | None = None,
+               max_items: int | None = None, memory_types: Sequence[MemoryType | str] | None = None,
                dry_run: bool = False, hard: bool = False) -> ForgetReport:
         """Forget by ``strategy``; what is left out comes from :attr:`lifecycle`."""
         return self.lifecycle_service.forget(
@@ -273,8 +272,7 @@ class MemoryManager:
     @telemetry.traced("update_memory", name="consolidate hello-memory")
     def consolidate(self, from_type: MemoryType | str | None = None,
                     to_type: MemoryType | str | None = None, *, namespace: str | None = None,
-                    importance_threshold: float | None = None,
-                    min_access_count: int | None = None,
+                    importance_threshold: float | None = None, min_access_count: int | None = None,
                     dry_run: bool = False) -> ConsolidateReport:
         """Promote important memories one step; what is left out comes from :attr:`lifecycle`."""
         return self.lifecycle_service.consolidate(
@@ -291,8 +289,7 @@ class MemoryManager:
     def reindex(self, *, namespace: str | None = None, dry_run: bool = False,
                 progress: bool = False) -> ReindexReport:
         """Rebuild vectors and graph from the records alone (None: every namespace)."""
-        return self._maintenance.reindex(namespace=namespace, dry_run=dry_run,
-                                         progress=progress)
+        return self._maintenance.reindex(namespace=namespace, dry_run=dry_run, progress=progress)
 
     def optimize(self) -> OptimizeReport:
         """Build the vector index where the backend builds it only on request."""

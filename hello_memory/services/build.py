@@ -6,10 +6,13 @@ settings they were built with (docs/ARCHITECTURE.md, Layers). :class:`FacadeOpti
 names every option with its type; a left-out one takes the default of
 :data:`DEFAULTS` (``MemoryManager.open`` fills them from the settings).
 
-Building writes and reads no record, with one exception that belongs to the stores'
-own open: installing the ingest service's graph extractor runs the replay of memory
-index work that ``Stores.open`` left for it (docs/ARCHITECTURE.md, "The write path"),
-which a manager built over freshly opened stores relies on (the crash tests do).
+Building reads and writes nothing and changes nothing in the stores it is given (issue
+31: no side effects in ``__init__``). The graph links of every write
+(``text/links.py`` ``GraphLinks``) reach the stores at their open
+(``MemoryManager.open`` passes them to ``open_stores``, and ``Stores.open`` replays
+the backlog with them in place); stores opened without them get the facade's at its
+first write or ``MemoryManager.resume`` (:func:`resume_stores`, docs/ARCHITECTURE.md,
+"The write path").
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 
 from hello_memory import telemetry
 from hello_memory.memory.dedup import DuplicateMode, duplicate_mode
@@ -37,6 +40,7 @@ from hello_memory.services.lookup import LookupService
 from hello_memory.services.maintenance import MaintenanceService
 from hello_memory.services.search import SearchService
 from hello_memory.text.entities import EntityExtractor, default_extractor
+from hello_memory.text.links import GraphLinks
 from hello_memory.types import MemoryType, utcnow
 from hello_memory.validation import require_namespace, validate_memory_type
 
@@ -47,7 +51,7 @@ if TYPE_CHECKING:
     from hello_memory.stores.bundle import Stores
 
 __all__ = ["DEFAULTS", "FacadeOptions", "FacadeParts", "build_facade", "opened_settings",
-           "options_of", "resolve_namespace"]
+           "options_of", "resolve_namespace", "resume_stores", "resumes_first"]
 
 
 class FacadeOptions(TypedDict, total=False):
@@ -128,6 +132,7 @@ class FacadeParts:
 
     working: WorkingMemory
     extractor: EntityExtractor
+    links: GraphLinks
     episodic: EpisodicMemory
     semantic: SemanticMemory
     perceptual: PerceptualMemory | None
@@ -140,6 +145,7 @@ class FacadeParts:
     on_duplicate: DuplicateMode
     event_time_from_text: bool
     extract_facts: bool
+    times_from_text: bool
     browse: BrowseService
     lookup: LookupService
     edit: EditService
@@ -182,7 +188,7 @@ def build_facade(stores: Stores, options: FacadeOptions) -> FacadeParts:
     superseder = Superseder(stores, llm, mode=o["supersede"],
                             candidates=o["supersede_candidates"])
     ingest = IngestService(
-        stores, working, extractor=extractor, superseder=superseder, namespace=namespace,
+        stores, working, superseder=superseder, namespace=namespace,
         default_type=default_type, dedup_threshold=o["dedup_threshold"],
         on_duplicate=on_duplicate,
         event_time_from_text=o["event_time_from_text"], clock=clock, llm=llm,
@@ -191,21 +197,68 @@ def build_facade(stores: Stores, options: FacadeOptions) -> FacadeParts:
         stores, working=working, episodic=episodic, semantic=semantic, perceptual=perceptual,
         extractor=extractor, llm=llm, clock=clock),
         settings=o["retrieval"])
-    # Whether writes store the times the text mentions (issue 15, memory.times_from_text).
-    stores.records.mention_times = o["times_from_text"]
-    # Every stored text memory feeds the entity graph (runs Stores.open's deferred replay).
-    stores.install_extractor(ingest.extract_links)
     uploads = o["uploads_dir"]
     return FacadeParts(
-        working=working, extractor=extractor, episodic=episodic, semantic=semantic,
-        perceptual=perceptual, llm=llm, clock=clock, default_namespace=default_namespace,
-        default_type=default_type,
+        working=working, extractor=extractor, links=GraphLinks(extractor), episodic=episodic,
+        semantic=semantic, perceptual=perceptual, llm=llm, clock=clock,
+        default_namespace=default_namespace, default_type=default_type,
         uploads_dir=Path(uploads) if uploads is not None else None,
         dedup_threshold=o["dedup_threshold"], on_duplicate=on_duplicate,
         event_time_from_text=o["event_time_from_text"], extract_facts=o["extract_facts"],
-        browse=BrowseService(stores), lookup=lookup,
+        times_from_text=o["times_from_text"], browse=BrowseService(stores), lookup=lookup,
         edit=EditService(stores, working, lookup), lifecycle=lifecycle, superseder=superseder,
         ingest=ingest, maintenance=MaintenanceService(stores, working, ingest), search=search)
+
+
+def resume_stores(stores: Stores, links: GraphLinks, times_from_text: bool) -> int:
+    """Bring stores the facade was built on in line before its first write (module doc):
+    its graph links installed where the stores were opened without any, whether writes
+    store the times the text mentions (issue 15, ``memory.times_from_text``), then the
+    "memory" rows ``Stores.open`` left for the links replayed with them in place
+    (``Stores.replay_deferred``; none when the stores were opened with links). Returns
+    how many rows were applied."""
+    if stores.extractor is None:
+        stores.install_extractor(links)
+    stores.records.mention_times = times_from_text
+    return stores.replay_deferred()
+
+
+class Resumable(Protocol):
+    """A facade whose stores are brought in line before its first write."""
+
+    resumed: bool
+
+    def resume(self) -> int: ...
+
+
+_C = TypeVar("_C", bound=type)
+
+
+def _resuming(method: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(method)
+    def write(self: Resumable, *args: Any, **kwargs: Any) -> Any:
+        if not self.resumed:
+            self.resume()
+        return method(self, *args, **kwargs)
+
+    return write
+
+
+def resumes_first(*names: str) -> Callable[[_C], _C]:
+    """Class decorator of the facade: the methods (and properties handing out a writing
+    part) ``names`` write, so the first one called resumes the facade (``resume``,
+    :func:`resume_stores`) unless it has resumed already."""
+
+    def decorate(cls: _C) -> _C:
+        for name in names:
+            member = cls.__dict__[name]  # KeyError: a name the class does not define
+            if isinstance(member, property) and member.fget is not None:
+                setattr(cls, name, property(_resuming(member.fget), doc=member.__doc__))
+            else:
+                setattr(cls, name, _resuming(member))
+        return cls
+
+    return decorate
 
 
 def close_facade(search: SearchService, stores: Stores, llm: object) -> None:

@@ -1,6 +1,8 @@
 """The edit service: change, delete one memory, clear a namespace (issue 31).
 
-``MemoryManager.update``, ``remove`` and ``clear`` delegate here. Forget, restore and
+``MemoryManager.update``, ``remove`` and ``clear`` delegate here; the adapters call
+``add_keyed`` and ``remove_many`` through ``MemoryManager.edit`` (docs/ARCHITECTURE.md,
+"Interfaces": they call the facade, never the stores). Forget, restore and
 consolidate are the other service of the memories' life (``memory/lifecycle.py``
 ``Lifecycle``), which the facade calls as it did before.
 
@@ -12,7 +14,7 @@ namespace named).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +61,18 @@ class EditService:
         if self.working.get(ns, memory_id) is not None:
             return self.working.update(ns, memory_id, **changes)
         return self.stores.update(ns, memory_id, **changes)
+
+    def add_keyed(self, items: Sequence[MemoryItem]) -> list[MemoryItem]:
+        """Store ``items`` under the ids they carry, as given: no duplicate check, one
+        embedding batch, one transaction (one invalid item stores nothing). The
+        adapters' keyed records (adapters/_common.py), whose id is derived from their
+        own key, go here rather than through the idempotent add."""
+        return self.stores.add(list(items))
+
+    def remove_many(self, ns: str, ids: Sequence[str]) -> int:
+        """Delete stored memories of ``ns`` by full id in one transaction, with their
+        vectors and graph links; an unknown id is skipped. Returns how many went."""
+        return self.stores.delete(ns, list(ids))
 
     def remove(self, ns: str, memory_id: str) -> bool:
         """Delete one memory from every store; False if it does not exist."""

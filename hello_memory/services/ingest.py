@@ -3,11 +3,11 @@
 ``MemoryManager.add`` / ``add_many`` / ``add_embedded`` build and check every entry
 here, then store them through the idempotent add of ``memory/dedup.py`` (look up,
 embed, store; identical adds racing store one memory, issue 28) and let the superseder
-mark the facts they update (``memory/supersede.py``). ``extract_links`` is the function
-the stores call on every write to feed the entity graph (``Stores.install_extractor``).
+mark the facts they update (``memory/supersede.py``). The graph links each write puts
+in the entity graph are ``text/links.py`` ``GraphLinks``, a part of the stores' write.
 
 The service is built by the facade from its parts (docs/ARCHITECTURE.md, Layers): the
-stores, the working memory, the entity extractor, the superseder, the namespace
+stores, the working memory, the superseder, the namespace
 resolver and the add settings (``memory.default_type``, ``memory.dedup_threshold``,
 ``memory.on_duplicate``, ``memory.event_time_from_text``), the configured LLM and
 ``memory.extract_facts`` (``remember_conversation``). It never imports the facade;
@@ -27,9 +27,9 @@ from hello_memory.errors import InvalidInputError
 from hello_memory.memory import dedup
 from hello_memory.memory.dedup import DuplicateMode, duplicate_mode
 from hello_memory.memory.importance import classify_memory_type, estimate_importance
-from hello_memory.text.people import SELF_ENTITY, role_key, role_links, self_names
+from hello_memory.text.links import STORED_TYPES
 from hello_memory.text.timeparse import find_time_ranges
-from hello_memory.types import Entity, MemoryItem, MemoryType, Relation
+from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import (
     validate_batch,
     validate_content,
@@ -46,11 +46,8 @@ if TYPE_CHECKING:
     from hello_memory.memory.supersede import Superseder
     from hello_memory.memory.working import WorkingMemory
     from hello_memory.stores.bundle import Stores
-    from hello_memory.text.entities import EntityExtractor
 
 __all__ = ["STORED_TYPES", "IngestService", "date_in_text"]
-
-STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
 
 # A year written with its date: "2026-12-18", "18 December 2026", "2026年12月18日".
 _WRITTEN_YEAR = re.compile(r"\d{4}|[零〇一二三四五六七八九]{4}")
@@ -70,14 +67,13 @@ class IngestService:
     writes nothing."""
 
     def __init__(self, stores: Stores, working: WorkingMemory, *,
-                 extractor: EntityExtractor, superseder: Superseder,
+                 superseder: Superseder,
                  namespace: Callable[[str | None], str], default_type: MemoryType,
                  dedup_threshold: float, on_duplicate: DuplicateMode,
                  event_time_from_text: bool, clock: Callable[[], datetime],
                  llm: LLMClient | None = None, extract_facts: bool = False) -> None:
         self.stores = stores
         self.working = working
-        self.extractor = extractor
         self.superseder = superseder
         self._namespace = namespace  # None -> the facade's default namespace
         self.default_type = default_type
@@ -179,39 +175,3 @@ class IngestService:
     def merge_repeat(self, entry: Mapping[str, Any], existing: MemoryItem) -> MemoryItem:
         """``on_duplicate="update"``: the repeated entry's fields onto the stored memory."""
         return dedup.merge_repeat(self, entry, existing)
-
-    def extract_links(self, item: MemoryItem) -> tuple[Sequence[Entity], Sequence[Relation]]:
-        """The entities and relations ``item`` puts in the graph; the stores call this
-        on every write, the inspector to show them. A semantic memory gives its
-        entities and relations; every stored text memory (episodic too) gives who the
-        user is and the people around them, so "my sister" resolves whatever type the
-        fact was stored as (issue 26: a type does not switch features off)."""
-        if item.memory_type not in STORED_TYPES:
-            return (), ()
-        entities: list[Entity] = []
-        relations: list[Relation] = []
-        if item.memory_type == MemoryType.SEMANTIC:
-            ex = self.extractor.extract(item.content, item.namespace)
-            entities, relations = list(ex.entities), list(ex.relations)
-        # Who the user is and who the people around them are (text/people.py): the
-        # user's names hang off one node, each role link ("The user's husband is Tom
-        # Berg") off a node of its own, so a question can resolve "my husband".
-        known = {e.id for e in entities}
-
-        def node(name: str, kind: str) -> Entity:
-            ent = Entity(item.namespace, name, kind)
-            if ent.id not in known:
-                known.add(ent.id)
-                entities.append(ent)
-            return ent
-
-        names = self_names(item.content)
-        if names:
-            me = node(SELF_ENTITY, "self")
-            relations += [Relation(item.namespace, me.id, node(n, "person").id, "named")
-                          for n in names]
-        for link in role_links(item.content):
-            role = node(role_key(link.owner, link.role), "role")
-            relations.append(Relation(item.namespace, role.id, node(link.person, "person").id,
-                                      "is"))
-        return entities, relations

@@ -1,7 +1,9 @@
 """The maintenance service: counts, export and import, repair of the indexes (issue 31).
 
 ``MemoryManager.stats``, ``export_jsonl``, ``import_jsonl``, ``reconcile``, ``reindex``
-and ``optimize`` delegate here. The repairs themselves live in
+and ``optimize`` delegate here; the jobs write their audit record (``record_job``) and
+the scheduler finds the fleet's shared SQL engine (``shared_engine``) through
+``MemoryManager.maintenance``. The repairs themselves live in
 ``memory/maintenance.py`` (``Maintenance``: the records are the truth, vectors and graph
 are rebuilt from them); this service builds one per call, as the facade did.
 
@@ -13,9 +15,9 @@ add does. Methods that read one namespace take it already resolved.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.memory import dedup
@@ -29,6 +31,8 @@ from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
 from hello_memory.validation import validate_item
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from hello_memory.memory.maintenance import OptimizeReport, ReconcileReport, ReindexReport
     from hello_memory.memory.working import WorkingMemory
     from hello_memory.services.ingest import IngestService
@@ -64,6 +68,18 @@ class MaintenanceService:
                       "mentions": graph.mentions},
             "working_tokens": self.working.tokens(ns),
         }
+
+    def record_job(self, ns: str, job: str, run: Mapping[str, Any]) -> None:
+        """Write the audit record of one maintenance job's run (action ``job:<job>``,
+        hello_memory/jobs.py ``JobRun.as_dict``) in namespace ``ns``."""
+        self.stores.records.audit.add(ns, f"job:{job}", dict(run))
+
+    def shared_engine(self) -> Engine | None:
+        """The records' SQL engine when several processes may share it (PostgreSQL),
+        else None: the scheduler's fleet lease claims its rows there
+        (hello_memory/scheduler.py ``FleetLease``; docs/ARCHITECTURE.md, "The write path")."""
+        engine = self.stores.records.engine
+        return engine if engine.url.get_backend_name() == "postgresql" else None
 
     # --- export / import --------------------------------------------------------------
     def export_jsonl(self, ns: str, path: str | Path) -> int:

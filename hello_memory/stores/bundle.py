@@ -148,13 +148,13 @@ class Stores:
         self._indexers: dict[MemoryType, TypeIndexer] = {}
         self.lexical = LexicalEncoder()
         # The one apply loop over the one outbox; the "memory" kind is registered once
-        # the graph can be fed (see open / install_extractor).
+        # the graph can be fed (see open) or at the first write.
         # On PostgreSQL its per-key locks are also taken in the database, for several
         # processes on one database (docs/ARCHITECTURE.md, "The write path").
         self.engine = IndexEngine(lambda: self.records.outbox,
                                   shared_url=lambda: self.records.engine.url)
         self._memory_indexer = MemoryIndexer(self)
-        self._replay_deferred = False
+        self._memory_deferred = False
         # the one disk guard (hello_memory/stores/disk.py), inactive until guard_disk
         self.disk = DiskGuard()
 
@@ -199,27 +199,32 @@ class Stores:
             self.close()  # release locks (embedded Qdrant) and connections
             raise
         if self.extractor is None:
-            # Graph links need the extractor, which a MemoryManager installs right after
-            # opening: replaying now would mark semantic rows applied without links.
-            self._replay_deferred = True
-            self.engine.replay()  # the other kinds need no extractor
+            # Graph links need the extractor (``MemoryManager.open`` passes its
+            # ``GraphLinks``): without one, replaying "memory" rows now would mark them
+            # applied without links, so that kind waits for the first write,
+            # apply_outbox or requeue (a manager built on these stores installs its
+            # links before its first write; docs/ARCHITECTURE.md, "The write path").
+            self._memory_deferred = True
         else:
-            self._register_memory_kind()
+            self.engine.register("memory", self._memory_indexer)
+        self.engine.replay()  # every registered kind
 
     def install_extractor(self, extractor: Extractor) -> None:
-        """Set the function that turns an item into graph mentions, then run the replay
-        that :meth:`open` left for it."""
+        """Set the function that turns an item into graph mentions. Replays nothing:
+        the "memory" rows :meth:`open` left wait for the next write, :meth:`apply_outbox`
+        or :meth:`requeue`, which run them with it in place."""
         self.extractor = extractor
-        self._ensure_replayed()
 
-    def _ensure_replayed(self) -> None:
-        if self._replay_deferred:
-            self._replay_deferred = False
-            self._register_memory_kind()
-
-    def _register_memory_kind(self) -> None:
+    def replay_deferred(self) -> int:
+        """Register the "memory" kind and replay its rows if :meth:`open` left them for
+        the extractor (every write, :meth:`apply_outbox` and :meth:`requeue` run this
+        first; a manager built on these stores, once its links are installed); returns
+        how many rows were applied (0: none was left)."""
+        if not self._memory_deferred:
+            return 0
+        self._memory_deferred = False
         self.engine.register("memory", self._memory_indexer)
-        self.engine.replay(["memory"])
+        return self.engine.replay(["memory"]).applied
 
     def close(self) -> None:
         self.engine.close()
@@ -249,7 +254,7 @@ class Stores:
             return []
         # a generous estimate: text, metadata, vectors and index overhead
         self.check_disk(sum(8 * len(i.content) + 4096 for i in items))
-        self._ensure_replayed()
+        self.replay_deferred()
         if vectors is None or len(vectors) != len(items):
             vectors = self.embedder.embed([i.content for i in items])
         rows = self.records.memories.add_items(items, keyed=keyed)
@@ -379,7 +384,7 @@ class Stores:
     def _apply_own(self, rows: Sequence[OutboxEntry], keys: set[str]) -> ApplyResult:
         """Apply the caller's own rows; a failure of one of its items is raised (the
         write is durable, its row pending)."""
-        self._ensure_replayed()
+        self.replay_deferred()
         result = self.engine.apply_entries(rows)
         failure = self.engine.first_failure(result, keys)
         if failure is not None:
@@ -400,8 +405,7 @@ class Stores:
         """Replay the whole backlog (every pending row of every registered kind);
         returns how many rows were applied. Writes apply their own rows; this is for
         open, ``reconcile`` and callers that wrote records directly."""
-        self._ensure_replayed()
-        return self.engine.replay().applied
+        return self.replay_deferred() + self.engine.replay().applied
 
     def note_failure(self, namespace: str, memory_id: str, exc: BaseException) -> None:
         """Record that index work for ``memory_id`` failed (listed by ``reconcile``)."""
@@ -412,7 +416,7 @@ class Stores:
         same converging apply as a write, crash-safe through the outbox)."""
         if not ids:
             return ApplyResult()
-        self._ensure_replayed()
+        self.replay_deferred()
         return self.engine.apply(self.records.outbox.enqueue(kind, op, namespace, ids))
 
     def retry_failed(self, memory_ids: Sequence[str]) -> dict[str, str | None]:

@@ -130,8 +130,9 @@ def test_pending_outbox_is_replayed_on_open(tmp_path: Path, embedder, records_ur
 
 
 def test_replay_without_an_extractor_waits_for_first_use(tmp_path: Path, embedder) -> None:
-    """Opened without an extractor (a MemoryManager installs its own right after), the
-    bundle keeps the replay for install_extractor() or the first write."""
+    """Opened without an extractor (a MemoryManager built on the stores installs its
+    own before its first write), the bundle keeps the "memory" replay for its first
+    write, apply_outbox or replay_deferred."""
     settings = settings_for(tmp_path)
     with open_stores(settings, embedder=embedder) as s:
         s.records.memories.add_items([MemoryItem(content=FACTS[2], namespace="crash")])

@@ -70,13 +70,17 @@ def open_manager(data_dir: str, embedder: Any, records_url: str | None = None,
     from hello_memory.factory import open_stores
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.text.entities import RuleExtractor
+    from hello_memory.text.links import GraphLinks
 
     records: dict[str, Any] = dict(overrides or {})
     if records_url:
         records["records"] = {"url": records_url}
+    # opening replays what an earlier kill left pending, graph links included (as
+    # MemoryManager.open does)
+    extractor = RuleExtractor()
     stores = open_stores(load_settings(environ={}, data_dir=data_dir, **records),
-                         embedder=embedder)
-    return MemoryManager(stores, extractor=RuleExtractor())
+                         embedder=embedder, extractor=GraphLinks(extractor))
+    return MemoryManager(stores, extractor=extractor)
 
 
 class Journal:

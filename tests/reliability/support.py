@@ -16,6 +16,7 @@ from hello_memory.memory.manager import MemoryManager
 from hello_memory.stores.bundle import MEMORY_COLLECTION, memory_payload
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import RuleExtractor
+from hello_memory.text.links import GraphLinks
 from hello_memory.types import MemoryItem, MemoryType
 
 __all__ = ["all_items", "assert_consistent", "fingerprint", "make_manager"]
@@ -27,8 +28,11 @@ def make_manager(data_dir: Path, embedder: Any, *, clock: Any = None,
     deterministic and quick to start in a fresh process)."""
     settings = load_settings(environ={}, data_dir=data_dir, **overrides)
     extra = {"clock": clock} if clock is not None else {}
-    return MemoryManager(open_stores(settings, embedder=embedder), extractor=RuleExtractor(),
-                         **extra)
+    # as MemoryManager.open: the stores replay the outbox at open with the graph links in
+    # place (text/links.py), before the manager is built
+    extractor = RuleExtractor()
+    stores = open_stores(settings, embedder=embedder, extractor=GraphLinks(extractor))
+    return MemoryManager(stores, extractor=extractor, **extra)
 
 
 def all_items(mm: MemoryManager, namespace: str) -> list[MemoryItem]:

@@ -1,6 +1,7 @@
 """The interfaces are thin (issue 31): they read the stores through the browse service
-(``MemoryManager.browse``, hello_memory/services/browse.py), not through
-``manager.stores``; and the browse service returns what the stores hold.
+(``MemoryManager.browse``, hello_memory/services/browse.py) and write through the
+facade's services (``MemoryManager.edit`` / ``maintenance``, ``embed``), not through
+``manager.stores``; and those services do to the stores what the interfaces did.
 
 The interface modules are the source modules of the import contract "Interfaces do
 not import hello_memory.stores" in pyproject.toml, so a new interface is scanned as
@@ -30,26 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "hello_memory"
 
 # The reaches into manager.stores left in the interfaces: (file, function) -> (how
-# many, why). Each is a write with no facade method yet, or a part no service offers.
-ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
-    ("adapters/_common.py", "add_keyed"): (
-        1, "write: stores items under the ids they carry, without dedup; the facade "
-           "only adds through dedup (add_many) or from a file (import_jsonl)"),
-    ("adapters/langchain.py", "HelloMemoryEmbeddings.__init__"): (
-        1, "LangChain's Embeddings wrap the store's own embedder; no facade method "
-           "embeds text"),
-    ("adapters/langchain.py", "HelloMemoryVectorStore.delete"): (
-        1, "write: deletes several ids in one transaction; MemoryManager.remove takes one"),
-    ("adapters/openai_agents.py", "HelloMemorySession._clear"): (
-        1, "write: deletes a session's items in one transaction; remove takes one id"),
-    ("jobs.py", "run_job"): (
-        1, "write: the job's audit record; no facade method writes the audit trail"),
-    ("jobs.py", "run_optimize"): (
-        1, "write: the optimize run's audit record, as run_job's"),
-    ("scheduler.py", "JobScheduler.lease"): (
-        1, "the fleet lease claims rows of hm_job_leases on the records' SQL engine; "
-           "a write, not a browse"),
-}
+# many, why). Empty: every write goes through a facade method or service
+# (MemoryManager.edit / maintenance / embed), every read through the browse service.
+ALLOWED: dict[tuple[str, str], tuple[int, str]] = {}
 
 
 def interface_files() -> list[Path]:
@@ -251,3 +235,35 @@ def test_audit_pending_work_gauges_and_disk(mm: MemoryManager,
     browse.check_disk()  # the default floor (256 MiB) is far below what is free here
     with pytest.raises(InsufficientStorageError):
         browse.check_disk(1 << 62)
+
+
+def test_the_writes_the_interfaces_call(mm: MemoryManager, seeded: dict[str, str]) -> None:
+    """What the adapters, jobs and scheduler call instead of reaching the stores."""
+    from hello_memory.adapters._common import keyed_item, stable_id
+
+    records = mm.stores.records
+    keyed = [keyed_item(stable_id("k", str(n)), "keyed", text, MemoryType.EPISODIC, {"n": n})
+             for n, text in enumerate(["Keyed one about Lisbon", "Keyed two about Oslo"])]
+    assert [i.id for i in mm.edit.add_keyed(keyed)] == [i.id for i in keyed]
+    # stored as given under the ids they carry, indexed like any add
+    assert {i.id for i in records.memories.list_items("keyed")} == {i.id for i in keyed}
+    assert mm.search("Oslo", namespace="keyed", top_k=1)[0].item.id == keyed[1].id
+    # a repeat of the same text is not merged (no dedup): a second copy under its own id
+    copy = keyed_item(stable_id("k", "9"), "keyed", keyed[0].content, MemoryType.EPISODIC, {})
+    mm.edit.add_keyed([copy])
+    assert records.memories.count_items("keyed") == 3
+
+    # batch delete: records, vectors and graph links in one go; unknown ids skipped
+    assert mm.edit.remove_many("keyed", [keyed[0].id, copy.id, "no-such-id"]) == 2
+    assert [i.id for i in records.memories.list_items("keyed")] == [keyed[1].id]
+    assert [h.item.id for h in mm.search("Lisbon", namespace="keyed")] == [keyed[1].id]
+
+    # the job audit record, as the jobs wrote it
+    mm.maintenance.record_job("keyed", "reindex", {"counts": {"items": 1}})
+    assert records.audit.list("keyed")[0]["action"] == "job:reindex"
+    # the fleet lease's engine: only a shared (PostgreSQL) one; this store is SQLite
+    assert records.engine.url.get_backend_name() == "sqlite"
+    assert mm.maintenance.shared_engine() is None
+    # the store's own embedder, as LangChain's Embeddings wrap it
+    texts = ["green tea", "chess on Sundays"]
+    assert (mm.embed(texts) == mm.stores.embedder.embed(texts)).all()
