@@ -385,7 +385,8 @@ _PREV_TYPE = {v: k for k, v in _NEXT_TYPE.items()}
 class JobsSettings(_Section):
     """The lifecycle defaults, and the ``schedule`` on which ``hello-memory serve`` runs
     the jobs itself (job name -> ``"every 6h"`` or a 5-field cron line ``"15 3 * * *"``,
-    see :func:`hello_memory.jobs.parse_schedule`; empty: the server runs no job on its own).
+    see :func:`hello_memory.interfaces.jobs.parse_schedule`; empty: the server runs no job on
+    its own).
 
     One set of defaults for every lifecycle entry point: ``hello-memory jobs``, the
     scheduled and admin job runs, ``POST /v1/forget`` and ``/v1/consolidate``, and the
@@ -448,7 +449,10 @@ class JobsSettings(_Section):
 
     @model_validator(mode="after")
     def _valid_schedule(self) -> JobsSettings:
-        from hello_memory.jobs import ALL_JOBS, parse_schedule  # jobs imports this module
+        from hello_memory.interfaces.jobs import (  # jobs imports this module
+            ALL_JOBS,
+            parse_schedule,
+        )
 
         for job, text in self.schedule.items():
             if job not in ALL_JOBS:

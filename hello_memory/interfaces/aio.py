@@ -1,6 +1,6 @@
 """``AsyncMemoryManager``: the memory layer for ``async`` code.
 
->>> from hello_memory.aio import AsyncMemoryManager                    # doctest: +SKIP
+>>> from hello_memory.interfaces.aio import AsyncMemoryManager                    # doctest: +SKIP
 >>> async with await AsyncMemoryManager.open(data_dir="/tmp/hm") as amm:  # doctest: +SKIP
 ...     await amm.add("Alice prefers green tea.", "semantic", namespace="alice")
 ...     hits = await amm.search("what does Alice drink?", namespace="alice")
@@ -16,7 +16,7 @@ variables travel into the worker thread.
 Any other blocking callable (a ``MemoryTool`` action, a context block, a catalogue
 operation's handler) runs in the same pool through :meth:`AsyncMemoryManager.run`; the
 framework adapters do that, and so do the REST API's routes (``async def``, generated
-from :mod:`hello_memory.catalogue`; the app's lifespan owns their facade and closes its
+from :mod:`hello_memory.interfaces.catalogue`; the app's lifespan owns their facade and closes its
 pool at shutdown).
 """
 
@@ -34,7 +34,7 @@ from hello_memory.errors import InvalidInputError
 from hello_memory.memory.manager import MemoryManager
 
 if TYPE_CHECKING:
-    from hello_memory.tools.memory_tool import MemoryTool
+    from hello_memory.interfaces.tools.memory_tool import MemoryTool
 
 __all__ = ["DEFAULT_MAX_WAITING", "DEFAULT_MAX_WORKERS", "AsyncMemoryManager"]
 

@@ -1,7 +1,7 @@
 """Import chat history: ChatGPT's ``conversations.json``, Claude's export, or a
 generic JSON-lines file, one episodic memory per turn.
 
->>> from hello_memory.chat_import import import_chats                 # doctest: +SKIP
+>>> from hello_memory.interfaces.chat_import import import_chats                 # doctest: +SKIP
 >>> import_chats(mm, "conversations.json", "chatgpt", namespace="me")  # doctest: +SKIP
 {'conversations': 12, 'turns': 340, 'imported': 340, 'skipped': 0, 'left_out': 3}
 
@@ -43,8 +43,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hello_memory.adapters._common import add_keyed, existing, keyed_item, stable_id
 from hello_memory.errors import HelloMemoryError, InvalidInputError
+from hello_memory.interfaces.adapters._common import add_keyed, existing, keyed_item, stable_id
 from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import (
     DEFAULT_LIMITS,

@@ -20,7 +20,7 @@ second identical run changes nothing.
 
 :func:`run_every` repeats a set of jobs on an interval (``--every 1h``), for hosts
 without cron; :func:`parse_schedule` reads the ``jobs.schedule`` entries that
-``hello-memory serve`` runs (:mod:`hello_memory.scheduler`).
+``hello-memory serve`` runs (:mod:`hello_memory.interfaces.scheduler`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An MCP server (``hello-memory mcp``) built on the ``mcp`` package (``server`` extra):
-one tool per operation of the catalogue (:mod:`hello_memory.catalogue`: ``remember``,
+one tool per operation of the catalogue (:mod:`hello_memory.interfaces.catalogue`: ``remember``,
 ``recall``, ``get_memory``, ``forget``, ``restore``, ..., and over documents ``ingest``,
 ``ingest_text``, ``search_documents``, ``ask``, ..., and over images and audio
 ``add_media_path``, ``search_media``; the same arguments as the REST API and the agent
@@ -18,7 +18,8 @@ each hit as ``id``, ``text``, ``date``, ``type``, ``score`` (``detail: true`` gi
 full record and score breakdown, what REST answers); descriptions are the operation's
 one-line summary.
 
-The module is named ``mcp_server`` so that it never shadows the ``mcp`` package.
+The module was ``hello_memory.mcp_server``; as ``hello_memory.interfaces.mcp`` it does not
+shadow the ``mcp`` package either, since every import here is absolute.
 """
 
 from __future__ import annotations
@@ -31,8 +32,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from hello_memory.api.security import namespace_allowed, single_namespace
-from hello_memory.catalogue import Call, Catalogue, Operation, annotated, default_catalogue
 from hello_memory.config import Settings
 from hello_memory.errors import (
     ConfigError,
@@ -40,8 +39,16 @@ from hello_memory.errors import (
     InvalidInputError,
     PayloadTooLargeError,
 )
-from hello_memory.tools.rag_access import build_rag
-from hello_memory.tools.views import DETAIL_DESCRIPTION, HIT_OPERATIONS, brief
+from hello_memory.interfaces.catalogue import (
+    Call,
+    Catalogue,
+    Operation,
+    annotated,
+    default_catalogue,
+)
+from hello_memory.interfaces.rest.security import namespace_allowed, single_namespace
+from hello_memory.interfaces.tools.rag_access import build_rag
+from hello_memory.interfaces.tools.views import DETAIL_DESCRIPTION, HIT_OPERATIONS, brief
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
@@ -196,7 +203,7 @@ def _strip_schema_titles(server: Any, name: str) -> None:
     copy of its name: about 3 KB of the tool list no model reads), as the agent tools'
     schemas do (``Operation.parameters``). Left as is where this ``mcp`` keeps its
     tools elsewhere."""
-    from hello_memory.catalogue import _strip_titles
+    from hello_memory.interfaces.catalogue import _strip_titles
 
     tool = getattr(getattr(server, "_tool_manager", None), "_tools", {}).get(name)
     if tool is not None and isinstance(getattr(tool, "parameters", None), dict):

@@ -5,7 +5,7 @@ The commands that can run either way (``stats``, ``search``, ``show``, ``export`
 :class:`Backend`: a :class:`LocalBackend` over an open
 :class:`~hello_memory.memory.manager.MemoryManager`, or a :class:`ServerClient` over the
 REST API of ``hello-memory serve``: :class:`hello_memory.Client`, the one HTTP
-engine (:mod:`hello_memory.client`), which Python code uses too. Both run a catalogue
+engine (:mod:`hello_memory.interfaces.client`), which Python code uses too. Both run a catalogue
 operation by name (:meth:`Backend.invoke`: its handler and serialiser here, its generated REST route
 there) and return its JSON, what the REST API answers, and ``JobRun`` objects, so one
 renderer prints the same tables and ``--json`` either way.
@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hello_memory.client import check_server_url, hit_from_json, job_run_from_json
+from hello_memory.interfaces.client import check_server_url, hit_from_json, job_run_from_json
 
 if TYPE_CHECKING:
     from hello_memory.config import Settings
-    from hello_memory.jobs import JobRun
+    from hello_memory.interfaces.jobs import JobRun
     from hello_memory.memory.manager import MemoryManager
 
 __all__ = ["Backend", "LocalBackend", "ServerClient", "check_server_url", "hit_from_json",
@@ -41,7 +41,7 @@ class Backend(Protocol):
 
     def invoke(self, operation: str, arguments: Mapping[str, Any], *,
                namespace: str | None) -> dict[str, Any]:
-        """The catalogue operation's JSON (:mod:`hello_memory.catalogue`: its handler
+        """The catalogue operation's JSON (:mod:`hello_memory.interfaces.catalogue`: its handler
         and serialiser here, its REST route through a server): what REST answers, so
         ``--json`` prints the same either way. ``namespace`` None: the default one."""
 
@@ -65,7 +65,7 @@ class LocalBackend:
 
     def invoke(self, operation: str, arguments: Mapping[str, Any], *,
                namespace: str | None) -> dict[str, Any]:
-        from hello_memory.catalogue import Call, default_catalogue
+        from hello_memory.interfaces.catalogue import Call, default_catalogue
 
         op = default_catalogue()[operation]
         ns = self.manager.resolve_namespace(namespace) if op.scope != "admin" else ""
@@ -78,14 +78,14 @@ class LocalBackend:
                 dry_run: bool, **options: Any) -> list[JobRun]:
         # the manager's lifecycle defaults fill what options leave out (docs/JOBS.md
         # "Lifecycle defaults")
-        from hello_memory.jobs import namespaces_for, run_job
+        from hello_memory.interfaces.jobs import namespaces_for, run_job
 
         mm = self.manager
         return [run_job(mm, job, namespace=ns, dry_run=dry_run, **options)
                 for ns in namespaces_for(mm, list(namespaces), all_namespaces)]
 
     def optimize(self) -> JobRun:
-        from hello_memory.jobs import run_optimize
+        from hello_memory.interfaces.jobs import run_optimize
 
         return run_optimize(self.manager)  # audited as job:optimize under "*"
 
@@ -112,7 +112,7 @@ class ServerClient:
     def __init__(self, url: str, *, api_key: str | None = None,
                  default_namespace: str = "default", timeout: float = 120.0,
                  allow_insecure_key: bool = False) -> None:
-        from hello_memory.client import Client
+        from hello_memory.interfaces.client import Client
 
         self.client = Client(url, api_key=api_key, default_namespace=default_namespace,
                              timeout=timeout, allow_insecure_key=allow_insecure_key)

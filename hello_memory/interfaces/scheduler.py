@@ -1,6 +1,6 @@
 """The server's own maintenance runs: :class:`JobScheduler`.
 
-``hello-memory serve`` runs the jobs of :mod:`hello_memory.jobs` on the schedules in
+``hello-memory serve`` runs the jobs of :mod:`hello_memory.interfaces.jobs` on the schedules in
 ``jobs.schedule`` (``{"forget": "every 6h", "optimize": "30 3 * * *"}``), with
 APScheduler 3 (``server`` extra) in a background thread, so no job runs on the event
 loop. Each job runs at most once at a time (``max_instances=1``; missed runs coalesce
@@ -8,7 +8,7 @@ into one), scheduled runs one after another in a single worker thread, over ever
 namespace with the manager's lifecycle defaults (``MemoryManager.lifecycle``, the
 ``jobs.*`` thresholds it was opened with: docs/JOBS.md "Lifecycle defaults"), and each writes
 its audit records as the CLI's ``hello-memory jobs`` does (the same
-:func:`~hello_memory.jobs.run_job`). A run asked
+:func:`~hello_memory.interfaces.jobs.run_job`). A run asked
 for while the same job runs is refused with :class:`~hello_memory.errors.JobBusyError`.
 :meth:`JobScheduler.shutdown` waits for a running job to finish, then stops the thread.
 
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from hello_memory.config import JobsSettings
 from hello_memory.errors import ConfigError, InvalidInputError, JobBusyError, NotFoundError
-from hello_memory.jobs import (
+from hello_memory.interfaces.jobs import (
     ALL_JOBS,
     STORE_JOBS,
     JobRun,
@@ -195,7 +195,7 @@ class JobScheduler:
     def run(self, job: str, *, namespaces: Sequence[str] = (), all_namespaces: bool = False,
             dry_run: bool = False, trigger: str = "request", **options: Any) -> list[JobRun]:
         """Run ``job`` now in this thread, over ``namespaces`` or all of them (a
-        store-wide job takes neither); ``options`` as :func:`~hello_memory.jobs.run_job`.
+        store-wide job takes neither); ``options`` as :func:`~hello_memory.interfaces.jobs.run_job`.
 
         Raises:
             NotFoundError: no such job.

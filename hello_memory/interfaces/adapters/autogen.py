@@ -1,7 +1,7 @@
 """AutoGen ``Memory`` over hello-memory (extra ``hello-memory[autogen]``; autogen-core).
 
 >>> from autogen_agentchat.agents import AssistantAgent                 # doctest: +SKIP
->>> from hello_memory.adapters.autogen import HelloMemory              # doctest: +SKIP
+>>> from hello_memory.interfaces.adapters.autogen import HelloMemory              # doctest: +SKIP
 >>> agent = AssistantAgent("assistant", model_client=client,            # doctest: +SKIP
 ...                        memory=[HelloMemory(mm, namespace="alice")])
 
@@ -26,7 +26,7 @@ import json
 import re
 from typing import Any
 
-from hello_memory.adapters import missing_extra
+from hello_memory.interfaces.adapters import missing_extra
 
 try:  # the framework is an optional extra: a missing one names it
     from autogen_core import CancellationToken
@@ -42,10 +42,10 @@ try:  # the framework is an optional extra: a missing one names it
 except ModuleNotFoundError as _missing:
     raise missing_extra("autogen", _missing, __name__) from _missing
 
-from hello_memory.aio import AsyncMemoryManager
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.aio import AsyncMemoryManager
+from hello_memory.interfaces.tools.memory_tool import MemoryTool
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.tools.memory_tool import MemoryTool
 from hello_memory.validation import require_namespace
 
 __all__ = ["HelloMemory"]

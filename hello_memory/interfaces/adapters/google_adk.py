@@ -1,7 +1,7 @@
 """Google ADK ``BaseMemoryService`` over hello-memory (extra ``hello-memory[google-adk]``).
 
 >>> from google.adk.runners import Runner                               # doctest: +SKIP
->>> from hello_memory.adapters.google_adk import HelloMemoryService    # doctest: +SKIP
+>>> from hello_memory.interfaces.adapters.google_adk import HelloMemoryService    # doctest: +SKIP
 >>> runner = Runner(agent=agent, app_name="app", session_service=sessions,  # doctest: +SKIP
 ...                 memory_service=HelloMemoryService(mm))
 
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from hello_memory.adapters import missing_extra
+from hello_memory.interfaces.adapters import missing_extra
 
 try:  # the framework is an optional extra: a missing one names it
     from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
@@ -40,8 +40,14 @@ try:  # the framework is an optional extra: a missing one names it
 except ModuleNotFoundError as _missing:
     raise missing_extra("google-adk", _missing, __name__) from _missing
 
-from hello_memory.adapters._common import add_keyed, existing, join_namespace, keyed_item, stable_id
-from hello_memory.aio import AsyncMemoryManager
+from hello_memory.interfaces.adapters._common import (
+    add_keyed,
+    existing,
+    join_namespace,
+    keyed_item,
+    stable_id,
+)
+from hello_memory.interfaces.aio import AsyncMemoryManager
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.types import MemoryType
 

@@ -1,7 +1,7 @@
 """LangChain ``BaseRetriever`` and ``VectorStore`` over hello-memory (extra
 ``hello-memory[langchain]``).
 
->>> from hello_memory.adapters.langchain import HelloMemoryRetriever     # doctest: +SKIP
+>>> from hello_memory.interfaces.adapters.langchain import HelloMemoryRetriever     # doctest: +SKIP
 >>> docs = HelloMemoryRetriever(manager=mm, namespace="alice", k=3).invoke("tea?")
 
 - :class:`HelloMemoryRetriever` is hello-memory's one search as a retriever: each hit
@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from hello_memory.adapters import missing_extra
+from hello_memory.interfaces.adapters import missing_extra
 
 try:  # the framework is an optional extra: a missing one names it
     from langchain_core.callbacks import (
@@ -46,8 +46,8 @@ except ModuleNotFoundError as _missing:
 
 from pydantic import ConfigDict, Field
 
-from hello_memory.adapters._common import add_keyed, existing, keyed_item, stable_id
-from hello_memory.aio import AsyncMemoryManager
+from hello_memory.interfaces.adapters._common import add_keyed, existing, keyed_item, stable_id
+from hello_memory.interfaces.aio import AsyncMemoryManager
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.memory.scoring import SearchHit
 from hello_memory.types import MemoryItem, MemoryType

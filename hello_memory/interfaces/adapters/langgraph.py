@@ -1,7 +1,7 @@
 """LangGraph ``BaseStore`` over hello-memory (extra ``hello-memory[langgraph]``).
 
 >>> from langgraph.graph import StateGraph                            # doctest: +SKIP
->>> from hello_memory.adapters.langgraph import HelloMemoryStore      # doctest: +SKIP
+>>> from hello_memory.interfaces.adapters.langgraph import HelloMemoryStore      # doctest: +SKIP
 >>> graph = builder.compile(store=HelloMemoryStore(manager))          # doctest: +SKIP
 
 - A namespace tuple is one of our namespaces: ``("users", "alice")`` is
@@ -25,7 +25,7 @@
 - Memories written by other interfaces appear too: key = memory id, value =
   ``{"content", "memory_type", "importance", "metadata"}``.
 
-``abatch`` runs ``batch`` in :class:`~hello_memory.aio.AsyncMemoryManager`'s pool.
+``abatch`` runs ``batch`` in :class:`~hello_memory.interfaces.aio.AsyncMemoryManager`'s pool.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from hello_memory.adapters import missing_extra
+from hello_memory.interfaces.adapters import missing_extra
 
 try:  # the framework is an optional extra: a missing one names it
     from langgraph.store.base import (
@@ -55,7 +55,7 @@ try:  # the framework is an optional extra: a missing one names it
 except ModuleNotFoundError as _missing:
     raise missing_extra("langgraph", _missing, __name__) from _missing
 
-from hello_memory.adapters._common import (
+from hello_memory.interfaces.adapters._common import (
     active,
     add_keyed,
     existing,
@@ -64,7 +64,7 @@ from hello_memory.adapters._common import (
     split_namespace,
     stable_id,
 )
-from hello_memory.aio import AsyncMemoryManager
+from hello_memory.interfaces.aio import AsyncMemoryManager
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.services.browse import ItemFilter
 from hello_memory.types import MemoryItem, MemoryType, utcnow

@@ -1,7 +1,7 @@
 """A LlamaIndex memory block over hello-memory (extra ``hello-memory[llamaindex]``).
 
 >>> from llama_index.core.memory import Memory                         # doctest: +SKIP
->>> from hello_memory.adapters.llamaindex import HelloMemoryBlock     # doctest: +SKIP
+>>> from hello_memory.interfaces.adapters.llamaindex import HelloMemoryBlock     # doctest: +SKIP
 >>> memory = Memory.from_defaults(session_id="s1", token_limit=4000,  # doctest: +SKIP
 ...     memory_blocks=[HelloMemoryBlock(manager=mm, namespace="alice")])
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hello_memory.adapters import missing_extra
+from hello_memory.interfaces.adapters import missing_extra
 
 try:  # the framework is an optional extra: a missing one names it
     from llama_index.core.base.llms.types import ChatMessage
@@ -33,8 +33,8 @@ except ModuleNotFoundError as _missing:
 
 from pydantic import Field, PrivateAttr
 
-from hello_memory.aio import AsyncMemoryManager
-from hello_memory.tools.memory_tool import MemoryTool
+from hello_memory.interfaces.aio import AsyncMemoryManager
+from hello_memory.interfaces.tools.memory_tool import MemoryTool
 from hello_memory.types import MemoryType
 from hello_memory.validation import require_namespace
 

@@ -2,7 +2,7 @@
 ``hello-memory[openai-agents]``).
 
 >>> from agents import Agent, Runner                                    # doctest: +SKIP
->>> from hello_memory.adapters.openai_agents import (                   # doctest: +SKIP
+>>> from hello_memory.interfaces.adapters.openai_agents import (                   # doctest: +SKIP
 ...     HelloMemorySession, memory_function_tools)
 >>> tool = MemoryTool(mm, namespace="alice")                             # doctest: +SKIP
 >>> agent = Agent(name="assistant", tools=memory_function_tools(tool))   # doctest: +SKIP
@@ -34,7 +34,7 @@ import json
 import threading
 from typing import TYPE_CHECKING, Any
 
-from hello_memory.adapters import missing_extra
+from hello_memory.interfaces.adapters import missing_extra
 
 try:  # the framework is an optional extra: a missing one names it
     from agents import FunctionTool
@@ -42,8 +42,8 @@ try:  # the framework is an optional extra: a missing one names it
 except ModuleNotFoundError as _missing:
     raise missing_extra("openai-agents", _missing, __name__) from _missing
 
-from hello_memory.adapters._common import add_keyed, keyed_item, stable_id
-from hello_memory.aio import AsyncMemoryManager
+from hello_memory.interfaces.adapters._common import add_keyed, keyed_item, stable_id
+from hello_memory.interfaces.aio import AsyncMemoryManager
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.services.browse import ItemFilter
 from hello_memory.types import MemoryItem, MemoryType
@@ -52,7 +52,7 @@ from hello_memory.validation import require_namespace
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-    from hello_memory.tools.memory_tool import MemoryTool
+    from hello_memory.interfaces.tools.memory_tool import MemoryTool
 
 __all__ = ["HelloMemorySession", "item_text", "memory_function_tools"]
 

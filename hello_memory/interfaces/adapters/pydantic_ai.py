@@ -2,7 +2,7 @@
 ``pydantic-ai-slim``).
 
 >>> from pydantic_ai import Agent                                        # doctest: +SKIP
->>> from hello_memory.adapters.pydantic_ai import memory_toolset         # doctest: +SKIP
+>>> from hello_memory.interfaces.adapters.pydantic_ai import memory_toolset         # doctest: +SKIP
 >>> agent = Agent(model, toolsets=[memory_toolset(MemoryTool(mm, namespace="alice"))])
 
 The installed Pydantic AI (2.x) has no memory-store or searchable-store protocol to
@@ -18,14 +18,14 @@ adapter is a ``FunctionToolset``:
   (``MemoryTool.get_context_for_query``), so the model sees what it remembers before it
   decides to call a tool.
 
-Every call runs in :class:`~hello_memory.aio.AsyncMemoryManager`'s pool.
+Every call runs in :class:`~hello_memory.interfaces.aio.AsyncMemoryManager`'s pool.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hello_memory.adapters import missing_extra
+from hello_memory.interfaces.adapters import missing_extra
 
 try:  # the framework is an optional extra: a missing one names it
     from pydantic_ai import RunContext
@@ -34,8 +34,8 @@ try:  # the framework is an optional extra: a missing one names it
 except ModuleNotFoundError as _missing:
     raise missing_extra("pydantic-ai", _missing, __name__) from _missing
 
-from hello_memory.aio import AsyncMemoryManager
-from hello_memory.tools.memory_tool import MemoryTool
+from hello_memory.interfaces.aio import AsyncMemoryManager
+from hello_memory.interfaces.tools.memory_tool import MemoryTool
 
 __all__ = ["memory_toolset"]
 

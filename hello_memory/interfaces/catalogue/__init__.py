@@ -3,8 +3,8 @@
 An :class:`Operation` names a request model (pydantic: argument names, types, defaults,
 bounds, the one JSON schema of the operation), a handler that makes ONE facade call, a
 serialiser that turns the handler's result into JSON, the scope a caller needs and the
-REST method and path. The REST routes (:mod:`hello_memory.api.routes`), the MCP tools
-(:mod:`hello_memory.mcp_server`), :class:`~hello_memory.tools.MemoryTool`'s functions
+REST method and path. The REST routes (:mod:`hello_memory.interfaces.rest.routes`), the MCP tools
+(:mod:`hello_memory.interfaces.mcp`), :class:`~hello_memory.interfaces.tools.MemoryTool`'s functions
 and the CLI's ``--json`` output are generated from a :class:`Catalogue`, so an operation
 added here appears everywhere with the same argument names and defaults
 (docs/ARCHITECTURE.md, "Where each kind of change goes"). What an interface adds is
@@ -30,10 +30,10 @@ from hello_memory.errors import ConfigError, InvalidInputError
 
 if TYPE_CHECKING:
     from hello_memory.config import Settings
+    from hello_memory.interfaces.scheduler import JobScheduler
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.memory.write_batching import CoalescingWriter
     from hello_memory.rag.pipeline import RAGPipeline
-    from hello_memory.scheduler import JobScheduler
 
 __all__ = ["INTERFACES", "Area", "Call", "Catalogue", "Interface", "NoArguments", "Operation",
            "Request", "Rest", "Scope", "annotated", "default_catalogue", "invalid_input",
@@ -104,7 +104,7 @@ class Call:
 
     def scheduler(self) -> JobScheduler:
         from hello_memory.config import JobsSettings
-        from hello_memory.scheduler import JobScheduler
+        from hello_memory.interfaces.scheduler import JobScheduler
 
         if self.jobs is not None:
             return self.jobs
@@ -155,7 +155,8 @@ class Operation:
     tool carries it (memories and media: MemoryTool, documents: RAGTool, admin:
     none). ``batched``: the handler adds through :meth:`Call.adder` (the server's
     writer, when the interface has one), so REST runs it where waiting on the writer
-    holds no operation slot (:meth:`~hello_memory.aio.AsyncMemoryManager.run_waiting`)."""
+    holds no operation slot
+    (:meth:`~hello_memory.interfaces.aio.AsyncMemoryManager.run_waiting`)."""
 
     name: str
     summary: str
@@ -294,10 +295,10 @@ def default_catalogue() -> Catalogue:
     """The operations the interfaces serve: memories (:mod:`.memories`), media
     (:mod:`.media`), documents (:mod:`.documents`) and the admin ones (:mod:`.admin`)."""
     if not _default:
-        from hello_memory.catalogue.admin import ADMIN_OPERATIONS
-        from hello_memory.catalogue.documents import DOCUMENT_OPERATIONS
-        from hello_memory.catalogue.media import MEDIA_OPERATIONS
-        from hello_memory.catalogue.memories import MEMORY_OPERATIONS
+        from hello_memory.interfaces.catalogue.admin import ADMIN_OPERATIONS
+        from hello_memory.interfaces.catalogue.documents import DOCUMENT_OPERATIONS
+        from hello_memory.interfaces.catalogue.media import MEDIA_OPERATIONS
+        from hello_memory.interfaces.catalogue.memories import MEMORY_OPERATIONS
 
         ops = (*MEMORY_OPERATIONS, *MEDIA_OPERATIONS, *DOCUMENT_OPERATIONS,
                *ADMIN_OPERATIONS)

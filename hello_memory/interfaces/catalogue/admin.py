@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from hello_memory.catalogue import Call, NoArguments, Operation, Request, Rest
+from hello_memory.interfaces.catalogue import Call, NoArguments, Operation, Request, Rest
 
 if TYPE_CHECKING:
-    from hello_memory.jobs import JobRun
+    from hello_memory.interfaces.jobs import JobRun
 
 __all__ = ["ADMIN_OPERATIONS", "JobRequest", "JobsRan", "jobs_json"]
 

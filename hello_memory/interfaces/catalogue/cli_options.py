@@ -1,5 +1,5 @@
 """CLI options read from the operation catalogue's request models: the CLI's
-counterpart of :func:`hello_memory.catalogue.annotated` (how REST declares a field).
+counterpart of :func:`hello_memory.interfaces.catalogue.annotated` (how REST declares a field).
 
 A command that runs a catalogue operation (``add``, ``search``, ``forget``,
 ``consolidate``, ``jobs consolidate`` / ``jobs forget``, ``ask``) declares each option
@@ -11,8 +11,8 @@ model, so a bound changed in the catalogue changes the CLI too
 holds every such option to its field). What stays the CLI's own: flag names, and a
 ``note`` after the description where the CLI takes the value in another form
 (``--metadata`` as JSON text, ``--as-of`` with UTC when no offset is given). This
-module lives in the catalogue package, not in ``cli/``, so that ``cli_jobs`` and
-``rag/cli.py`` import it without importing the CLI package.
+module lives in the catalogue package, beside the request models it reads; the CLI's
+modules (``cli/__init__.py``, ``cli/jobs.py``, ``cli/rag.py``) import it.
 
 The request models load without the facade (``catalogue/memory_requests.py``,
 ``catalogue/admin.py``, ``catalogue/documents.py``), so building the options costs the

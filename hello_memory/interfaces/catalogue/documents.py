@@ -17,8 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from hello_memory.catalogue import Call, NoArguments, Operation, Request, Rest, plain_json
 from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.interfaces.catalogue import (
+    Call,
+    NoArguments,
+    Operation,
+    Request,
+    Rest,
+    plain_json,
+)
 
 if TYPE_CHECKING:
     from hello_memory.rag.types import Answer, IngestReport, RAGHit

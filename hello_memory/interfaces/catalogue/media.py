@@ -6,7 +6,7 @@ thumbnail (REST's binary answer).
 Each needs perceptual memory (``perceptual.enabled: true`` and the ``multimodal``
 extra): without it ``MemoryManager.perceptual`` raises PerceptualNotConfiguredError,
 a 501 problem over REST naming what to install and set. A path a caller names is read
-only under the interface's folders (:func:`~hello_memory.catalogue.documents.
+only under the interface's folders (:func:`~hello_memory.interfaces.catalogue.documents.
 confined`); the thumbnail opens a stored source file only under the uploads folder or
 those folders. A media hit is ``hit_to_json`` plus its modality, source, caption, MIME
 type and, for an image with a stored file, ``thumbnail_url`` (REST's route).
@@ -23,9 +23,9 @@ from urllib.parse import quote, urlencode
 
 from pydantic import Field
 
-from hello_memory.catalogue import Call, Operation, Request, Rest
-from hello_memory.catalogue.documents import SavedUpload, confined, resolve_under
 from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.interfaces.catalogue import Call, Operation, Request, Rest
+from hello_memory.interfaces.catalogue.documents import SavedUpload, confined, resolve_under
 from hello_memory.memory.manager import hit_to_json, item_to_json, perceptual_off_error
 from hello_memory.types import MemoryItem, MemoryType, Modality
 

@@ -2,7 +2,7 @@
 loads without the facade, and importable from here), one handler per operation (one
 facade call), and which serialiser turns each result into JSON (``item_to_json``, ``added_to_json``,
 ``hit_to_json`` from :mod:`hello_memory.memory.manager`; reports through
-:func:`~hello_memory.catalogue.plain_json`).
+:func:`~hello_memory.interfaces.catalogue.plain_json`).
 
 Lifecycle fields left out (None) take the ``jobs`` settings through
 ``MemoryManager.lifecycle`` (ARCHITECTURE decision 9; docs/JOBS.md "Lifecycle defaults").
@@ -15,8 +15,9 @@ import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hello_memory.catalogue import Call, NoArguments, Operation, Rest, plain_json
-from hello_memory.catalogue.memory_requests import (
+from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.interfaces.catalogue import Call, NoArguments, Operation, Rest, plain_json
+from hello_memory.interfaces.catalogue.memory_requests import (
     AddMany,
     AddMemory,
     ClearRequest,
@@ -34,7 +35,6 @@ from hello_memory.catalogue.memory_requests import (
     TypeName,
     UpdateMemory,
 )
-from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import added_to_json, hit_to_json, item_to_json
 from hello_memory.types import MemoryItem, MemoryType
 
@@ -153,7 +153,7 @@ def clear(call: Call, req: ClearRequest) -> Any:
 
 
 def context(call: Call, req: ContextRequest) -> dict[str, Any]:
-    from hello_memory.tools.memory_tool import MemoryTool
+    from hello_memory.interfaces.tools.memory_tool import MemoryTool
 
     tool = MemoryTool(call.manager, namespace=call.namespace,
                       context_tokens=max(20, req.max_tokens))

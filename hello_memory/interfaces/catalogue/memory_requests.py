@@ -1,9 +1,9 @@
-"""The request models of the memory operations (:mod:`hello_memory.catalogue.memories`):
+"""The request models of the memory operations (:mod:`hello_memory.interfaces.catalogue.memories`):
 argument names, types, defaults, bounds and descriptions, apart from the handlers so
 that they load without the facade. The CLI builds its options from them when it
-starts (:mod:`hello_memory.catalogue.cli_options`; docs/ARCHITECTURE.md, Layers:
+starts (:mod:`hello_memory.interfaces.catalogue.cli_options`; docs/ARCHITECTURE.md, Layers:
 interfaces), and every name here is also importable from
-:mod:`hello_memory.catalogue.memories`.
+:mod:`hello_memory.interfaces.catalogue.memories`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from hello_memory.catalogue import Request
+from hello_memory.interfaces.catalogue import Request
 from hello_memory.retrieval.recipes import recipe_names
 
 __all__ = ["AddMany", "AddMemory", "ClearRequest", "ConsolidateRequest", "ContextRequest",

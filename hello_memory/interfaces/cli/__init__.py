@@ -7,22 +7,22 @@ environment variables, then ``--data-dir`` / per-command options.
 While ``hello-memory serve`` holds the data directory (its ``server.json`` there names
 it, :mod:`hello_memory.server_info`), or with ``--server URL``, the commands ``stats``,
 ``search``, ``show``, ``export``, ``add`` and ``jobs ...`` run through that server's REST
-API (:mod:`hello_memory.remote`) and print the same output; the others say in one line
+API (:mod:`hello_memory.interfaces.remote`) and print the same output; the others say in one line
 that they cannot, and exit 4 (docs/CLI.md, "The CLI next to a server").
 
 Exit codes: 0 success; 1 unexpected error (traceback only with ``--debug``); 2 bad
 usage, configuration or input; 3 not found; 4 a backend, server or model is
 unavailable or failed; 130 interrupted.
 
-The package: :mod:`~hello_memory.cli.common` (the typer app, consoles, exit codes and
-error handling), :mod:`~hello_memory.cli.backend` (where a command runs: a server or
+The package: :mod:`~hello_memory.interfaces.cli.common` (the typer app, consoles, exit codes and
+error handling), :mod:`~hello_memory.interfaces.cli.backend` (where a command runs: a server or
 the stores here), this module (the memory commands: ``demo``, ``init``, ``add``,
 ``search``, ``show``, ``stats``, ``forget``, ``restore``, ``consolidate``, ``export``,
-``import``, and :func:`main`), :mod:`~hello_memory.cli.serving` (``serve``, ``ui``,
-``mcp``) and :mod:`~hello_memory.cli.extras` (``bench``, ``config``, ``jobs``,
+``import``, and :func:`main`), :mod:`~hello_memory.interfaces.cli.serving` (``serve``, ``ui``,
+``mcp``) and :mod:`~hello_memory.interfaces.cli.extras` (``bench``, ``config``, ``jobs``,
 ``import-chats``, ``ingest``, ``ask``). Commands are registered in that order, which is
 the order ``--help`` lists them in. The memory commands and their tables read
-``console`` from this module: replacing ``hello_memory.cli.console`` sets the width
+``console`` from this module: replacing ``hello_memory.interfaces.cli.console`` sets the width
 their tables are drawn at (tests/interfaces/test_cli_rough_edges.py).
 """
 
@@ -38,21 +38,23 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hello_memory.catalogue.cli_options import field_type, option
-from hello_memory.catalogue.memory_requests import (
+from hello_memory.config import CONFIG_ENV_VAR
+from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
+from hello_memory.interfaces.catalogue.cli_options import field_type, option
+from hello_memory.interfaces.catalogue.memory_requests import (
     AddMemory,
     ConsolidateRequest,
     ForgetRequest,
     SearchRequest,
 )
-from hello_memory.cli.backend import (
+from hello_memory.interfaces.cli.backend import (
     _backend,
     _given,
     _local_only,
     _open,
     _print_json,
 )
-from hello_memory.cli.common import (
+from hello_memory.interfaces.cli.common import (
     _CLICK_ERROR,
     DEFAULT_CONFIG,
     EXIT_BACKEND,
@@ -75,9 +77,7 @@ from hello_memory.cli.common import (
     handled,
     jobs_app,
 )
-from hello_memory.config import CONFIG_ENV_VAR
-from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
-from hello_memory.remote import Backend, LocalBackend
+from hello_memory.interfaces.remote import Backend, LocalBackend
 from hello_memory.types import MemoryType
 
 __all__ = [
@@ -124,7 +124,8 @@ DEMO_QUERIES = [
 
 
 # The types of the options whose choices a catalogue request model's Literal gives
-# (hello_memory/catalogue/cli_options.py): the same values as REST, MCP and the tools take.
+# (hello_memory/interfaces/catalogue/cli_options.py): the same values as REST, MCP and the
+# tools take.
 # typer reads them at run time; a type checker sees their plain form.
 if TYPE_CHECKING:
     AddType: TypeAlias = str | None
@@ -226,7 +227,7 @@ def init(path: Annotated[Path, typer.Argument(help="Config file to write.")
                 if section.get(key):
                     section[key] = None
     # the commented defaults ship inside the package (a wheel has no configs/ folder)
-    defaults = Path(__file__).resolve().parent.parent / "default.yaml"
+    defaults = Path(__file__).resolve().parents[2] / "default.yaml"  # hello_memory/
     path.write_text(f"# hello-memory settings; every key with its meaning: {defaults}\n"
                     + yaml.safe_dump(data, sort_keys=False, allow_unicode=True),
                     encoding="utf-8")
@@ -343,7 +344,7 @@ def search(query: str, namespace: NamespaceOpt = None,
     if as_json:
         _print_json(found)
     elif explain:
-        from hello_memory.remote import hit_from_json
+        from hello_memory.interfaces.remote import hit_from_json
         from hello_memory.retrieval.fusion import explain as explain_hit
 
         for h in hits:
@@ -504,10 +505,10 @@ def import_(path: Path, namespace: NamespaceOpt = None) -> None:
 
 # The commands after these, in the order --help lists them: serve, ui, mcp; then bench,
 # config, the jobs subcommands, import-chats, ingest and ask.
-from hello_memory.cli.serving import keyless_warning, mcp, serve, ui_command  # noqa: E402
+from hello_memory.interfaces.cli.serving import keyless_warning, mcp, serve, ui_command  # noqa: E402
 
 # isort: split
-from hello_memory.cli.extras import bench, import_chats, show_config  # noqa: E402
+from hello_memory.interfaces.cli.extras import bench, import_chats, show_config  # noqa: E402
 
 
 def main() -> None:

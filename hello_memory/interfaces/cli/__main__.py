@@ -1,5 +1,5 @@
-"""``python -m hello_memory.cli``: the ``hello-memory`` command."""
+"""``python -m hello_memory.interfaces.cli``: the ``hello-memory`` command."""
 
-from hello_memory.cli import main
+from hello_memory.interfaces.cli import main
 
 main()

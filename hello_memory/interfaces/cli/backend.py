@@ -12,10 +12,10 @@ from typing import Any
 
 from rich.markup import escape
 
-from hello_memory.cli.common import _settings, _state, err
 from hello_memory.config import Settings
 from hello_memory.errors import BackendUnavailableError
-from hello_memory.remote import Backend, LocalBackend, ServerClient
+from hello_memory.interfaces.cli.common import _settings, _state, err
+from hello_memory.interfaces.remote import Backend, LocalBackend, ServerClient
 from hello_memory.server_info import ServerInfo, discover, info_path
 
 

@@ -1,6 +1,6 @@
 """The ``hello-memory`` command's frame: the typer app, the consoles, the exit codes,
 the error handling every command is wrapped in (:func:`handled`), the global options
-and the settings they load. Every other module of :mod:`hello_memory.cli` adds its
+and the settings they load. Every other module of :mod:`hello_memory.interfaces.cli` adds its
 commands to :data:`app`."""
 
 from __future__ import annotations

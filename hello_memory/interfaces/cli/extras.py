@@ -1,6 +1,7 @@
 """The other ``hello-memory`` commands: ``bench``, ``config``, the ``jobs`` subcommands
-(:mod:`hello_memory.cli_jobs`), ``import-chats`` (:mod:`hello_memory.chat_import`) and
-``ingest`` / ``ask`` (:mod:`hello_memory.rag.cli`, or a one-line error without the rag
+(:mod:`hello_memory.interfaces.cli.jobs`), ``import-chats``
+(:mod:`hello_memory.interfaces.chat_import`) and
+``ingest`` / ``ask`` (:mod:`hello_memory.interfaces.cli.rag`, or a one-line error without the rag
 extra)."""
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hello_memory import cli_jobs
-from hello_memory.cli.backend import _backend, _local_only, _open, _print_json
-from hello_memory.cli.common import (
+from hello_memory.config import load_settings
+from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.interfaces.cli import jobs as cli_jobs
+from hello_memory.interfaces.cli.backend import _backend, _local_only, _open, _print_json
+from hello_memory.interfaces.cli.common import (
     EXIT_USAGE,
     F,
     JsonOpt,
@@ -27,8 +30,6 @@ from hello_memory.cli.common import (
     handled,
     jobs_app,
 )
-from hello_memory.config import load_settings
-from hello_memory.errors import InvalidInputError, NotFoundError
 
 
 @app.command()
@@ -93,7 +94,7 @@ cli_jobs.register(jobs_app, handled=handled, backend=_backend)
 
 def _register_rag() -> None:
     try:
-        from hello_memory.rag.cli import register
+        from hello_memory.interfaces.cli.rag import register
     except ImportError as exc:
         reason = str(exc)
 
@@ -129,7 +130,7 @@ def _opens_stores(command: str, fn: F) -> F:
 
 
 
-# --- import-chats (issue 17: hello_memory/chat_import.py) ---------------------------
+# --- import-chats (issue 17: hello_memory/interfaces/chat_import.py) ---------------------------
 def _chat_format_of(path: Path) -> str | None:
     """Which export a file looks like (for the hint of a wrong ``--format``): ChatGPT's
     ``mapping`` trees, Claude's ``chat_messages``, or JSON lines with a ``role``."""
@@ -184,7 +185,7 @@ def import_chats(
 ) -> None:
     """Import chat history: one episodic memory per turn, at its real time, the
     conversation as its session; a second run adds nothing."""
-    from hello_memory import chat_import
+    from hello_memory.interfaces import chat_import
 
     if fmt not in chat_import.FORMATS:
         raise InvalidInputError(f"--format must be one of {', '.join(chat_import.FORMATS)}, "

@@ -1,4 +1,5 @@
-"""``hello-memory jobs consolidate|forget|reindex|reconcile`` (see :mod:`hello_memory.jobs`)
+"""``hello-memory jobs consolidate|forget|reindex|reconcile`` (see
+:mod:`hello_memory.interfaces.jobs`)
 and ``jobs optimize`` (store-wide: builds the embedded engine's HNSW index).
 
 Each namespace job run covers ``--namespace NAME`` (repeatable) or ``--all-namespaces``,
@@ -10,7 +11,7 @@ repeats the jobs until interrupted; a cron line does the same from outside::
 
 While ``hello-memory serve`` holds the data directory (or with ``--server URL``) the jobs
 run in that server, through ``POST /v1/jobs/{name}`` with an admin key, and print the
-same summaries (:mod:`hello_memory.remote`; docs/JOBS.md).
+same summaries (:mod:`hello_memory.interfaces.remote`; docs/JOBS.md).
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 import typer
 from rich.console import Console
 
-from hello_memory.catalogue.admin import JobRequest
-from hello_memory.catalogue.cli_options import field_type, option
 from hello_memory.errors import InvalidInputError
-from hello_memory.jobs import JobRun, parse_duration, run_every
-from hello_memory.remote import Backend
+from hello_memory.interfaces.catalogue.admin import JobRequest
+from hello_memory.interfaces.catalogue.cli_options import field_type, option
+from hello_memory.interfaces.jobs import JobRun, parse_duration, run_every
+from hello_memory.interfaces.remote import Backend
 
 __all__ = ["register"]
 
@@ -42,7 +43,8 @@ EveryOpt = Annotated[str | None, typer.Option(
 MaxRunsOpt = Annotated[int | None, typer.Option(
     "--max-runs", min=1, help="With --every: stop after this many rounds.")]
 # The job options that are run_job's request fields come from the catalogue (JobRequest,
-# hello_memory/catalogue/cli_options.py): default, bounds, help and choices as REST takes them.
+# hello_memory/interfaces/catalogue/cli_options.py): default, bounds, help and choices as REST
+# takes them.
 if TYPE_CHECKING:  # typer reads the catalogue's Literal; a type checker its plain form
     JobStrategy: TypeAlias = str | None
 else:
@@ -194,7 +196,7 @@ def _add_optimize(jobs_app: typer.Typer, handled: Callable[[Any], Any],
 
 def _print_runs(job: str, runs: list[JobRun]) -> None:
     """One job's runs as the catalogue's run_job JSON, on one line."""
-    from hello_memory.catalogue.admin import JobsRan, jobs_json
+    from hello_memory.interfaces.catalogue.admin import JobsRan, jobs_json
 
     print(json.dumps(jobs_json(JobsRan(job, runs)), ensure_ascii=False, default=str))
 

@@ -17,8 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hello_memory.catalogue.cli_options import option
-from hello_memory.catalogue.documents import AskRequest
+from hello_memory.interfaces.catalogue.cli_options import option
+from hello_memory.interfaces.catalogue.documents import AskRequest
 
 __all__ = ["register"]
 
@@ -96,7 +96,7 @@ def ingest(
 def _as_json(operation: str, result: object) -> dict[str, object]:
     """The JSON of ``operation``'s result as every interface prints it: the operation
     catalogue's serialiser (docs/ARCHITECTURE.md, interfaces)."""
-    from hello_memory.catalogue import default_catalogue
+    from hello_memory.interfaces.catalogue import default_catalogue
 
     return default_catalogue()[operation].serialise(result)
 

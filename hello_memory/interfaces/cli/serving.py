@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from hello_memory.cli.backend import _exit_cleanly, _held_by, _local_only
-from hello_memory.cli.common import _settings, app, console, err, handled
 from hello_memory.config import Settings
 from hello_memory.errors import BackendUnavailableError, InvalidInputError
+from hello_memory.interfaces.cli.backend import _exit_cleanly, _held_by, _local_only
+from hello_memory.interfaces.cli.common import _settings, app, console, err, handled
 from hello_memory.server_info import ServerInfo
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def keyless_warning(settings: Settings, bind: str) -> str | None:
     """What ``serve`` says before it starts without a key: every request but
     ``/healthz`` would be a 401. Nothing when keys are set, or when auth is disabled on
     a loopback address (check_bind refuses it elsewhere)."""
-    from hello_memory.api.security import is_loopback
+    from hello_memory.interfaces.rest.security import is_loopback
 
     if settings.api.api_keys or (settings.api.auth_disabled and is_loopback(bind)):
         return None
@@ -45,7 +45,7 @@ def serve(host: Annotated[str | None, typer.Option(help="Default: api.host.")] =
               "in the data directory names it).")] = None) -> None:
     """Run the REST API (FastAPI + uvicorn; OpenAPI at /docs) and the jobs of
     jobs.schedule."""
-    from hello_memory.api.security import check_bind
+    from hello_memory.interfaces.rest.security import check_bind
 
     settings = _settings()
     bind = host or settings.api.host
@@ -63,8 +63,8 @@ def _serve(settings: Settings, bind: str, port: int | None) -> None:
     other server holds the data directory)."""
     import uvicorn
 
-    from hello_memory.api import create_app
     from hello_memory.factory import build_server_embedder
+    from hello_memory.interfaces.rest import create_app
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.server_info import install_proof
 
@@ -182,7 +182,7 @@ def ui_command(
         return
     import uvicorn
 
-    from hello_memory.api import create_app
+    from hello_memory.interfaces.rest import create_app
     from hello_memory.memory.manager import MemoryManager
 
     local = settings.model_copy(update={"api": settings.api.model_copy(
@@ -227,8 +227,8 @@ def mcp(namespace: Annotated[list[str] | None, typer.Option(
                         ] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="With --http.")] = 8766) -> None:
     """Run the MCP server over stdio (remember, recall, forget, restore, ingest, ask)."""
-    from hello_memory.api.security import is_loopback
-    from hello_memory.mcp_server import build_server, grants_for
+    from hello_memory.interfaces.mcp import build_server, grants_for
+    from hello_memory.interfaces.rest.security import is_loopback
 
     settings = _local_only("mcp")
     grants = grants_for(settings, namespaces=namespace or (), api_key=api_key)

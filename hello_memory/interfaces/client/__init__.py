@@ -9,7 +9,7 @@ The shared operations have :class:`~hello_memory.MemoryManager`'s names, argumen
 return types (``add`` -> ``MemoryItem``, ``search`` -> ``list[SearchHit]``, ``forget`` ->
 ``ForgetReport``, ...), so code written against the library runs against a server by
 changing how the object is made (docs/CLIENT.md). Each call is a catalogue operation
-(:mod:`hello_memory.catalogue`): its arguments are checked with the operation's request
+(:mod:`hello_memory.interfaces.catalogue`): its arguments are checked with the operation's request
 model before anything is sent (bad input is the same ``InvalidInputError`` as locally)
 and sent to the operation's REST route.
 
@@ -28,12 +28,12 @@ retried (a write whose answer was lost may have happened). Every request has a
 There is one engine: :class:`Client` and :class:`AsyncClient` share every operation's
 definition (one generator per operation, which yields its requests and returns its
 result) and differ only in how a request is sent. The CLI's server path
-(:mod:`hello_memory.remote`) is this client.
+(:mod:`hello_memory.interfaces.remote`) is this client.
 
-The package: :mod:`~hello_memory.client.convert` (JSON and problem documents back into
-the library's types and errors), :mod:`~hello_memory.client.engine` (a request, the
+The package: :mod:`~hello_memory.interfaces.client.convert` (JSON and problem documents back into
+the library's types and errors), :mod:`~hello_memory.interfaces.client.engine` (a request, the
 shared engine, the sync and async method descriptors),
-:mod:`~hello_memory.client.operations` (each operation's plan) and this module (the two
+:mod:`~hello_memory.interfaces.client.operations` (each operation's plan) and this module (the two
 clients, which send the plans' requests).
 """
 
@@ -43,14 +43,15 @@ import asyncio
 import time
 from typing import Any, cast
 
-from hello_memory.client.convert import (
+from hello_memory.errors import HelloMemoryError
+from hello_memory.interfaces.client.convert import (
     check_server_url,
     error_from_problem,
     hit_from_json,
     item_from_json,
     job_run_from_json,
 )
-from hello_memory.client.engine import (
+from hello_memory.interfaces.client.engine import (
     DEFAULT_TIMEOUT,
     Plan,
     R,
@@ -60,7 +61,7 @@ from hello_memory.client.engine import (
     _result,
     _Sync,
 )
-from hello_memory.client.operations import (
+from hello_memory.interfaces.client.operations import (
     SHARED_OPERATIONS,
     _add,
     _add_many,
@@ -81,7 +82,6 @@ from hello_memory.client.operations import (
     _stats,
     _update,
 )
-from hello_memory.errors import HelloMemoryError
 
 __all__ = ["DEFAULT_TIMEOUT", "SHARED_OPERATIONS", "AsyncClient", "Client", "check_server_url",
            "error_from_problem", "hit_from_json", "item_from_json", "job_run_from_json"]

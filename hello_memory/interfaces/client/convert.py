@@ -23,7 +23,7 @@ from hello_memory.memory.reports import ConsolidateReport, ForgetReport
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality
 
 if TYPE_CHECKING:
-    from hello_memory.jobs import JobRun
+    from hello_memory.interfaces.jobs import JobRun
     from hello_memory.memory.scoring import SearchHit
 
 
@@ -81,7 +81,7 @@ def hit_from_json(data: Mapping[str, Any]) -> SearchHit:
 
 def job_run_from_json(data: Mapping[str, Any]) -> JobRun:
     """A job run back from its JSON (``JobRun.as_dict``)."""
-    from hello_memory.jobs import JobRun
+    from hello_memory.interfaces.jobs import JobRun
 
     return JobRun(str(data["job"]), str(data["namespace"]), bool(data["dry_run"]),
                   datetime.fromisoformat(data["started"]),
@@ -134,7 +134,7 @@ def _error_class(name: Any) -> type[HelloMemoryError] | None:
 
 def error_from_problem(status: int, body: Any, *, url: str, text: str = "",
                        reason: str = "") -> HelloMemoryError:
-    """The error a problem document (RFC 9457, :mod:`hello_memory.api.problems`) stands
+    """The error a problem document (RFC 9457, :mod:`hello_memory.interfaces.rest.problems`) stands
     for: the class its ``error`` field names, else the one its status stands for; the
     message is the server's ``detail``. The error has ``status`` and ``problem``."""
     problem = body if isinstance(body, dict) else {}

@@ -1,5 +1,5 @@
-"""The client's engine, shared by :class:`~hello_memory.client.Client` and
-:class:`~hello_memory.client.AsyncClient`: one request (:class:`_Request`), an
+"""The client's engine, shared by :class:`~hello_memory.interfaces.client.Client` and
+:class:`~hello_memory.interfaces.client.AsyncClient`: one request (:class:`_Request`), an
 operation's plan (a generator of requests, :data:`Plan`), what both clients hold
 (:class:`_Engine`: the address, the key, the catalogue check and route, the error
 mapping) and the descriptors that turn a plan into a method, sent (:class:`_Sync`) or
@@ -13,14 +13,14 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
-from hello_memory.client.convert import check_server_url, error_from_problem
 from hello_memory.errors import BackendUnavailableError, HelloMemoryError, InvalidInputError
+from hello_memory.interfaces.client.convert import check_server_url, error_from_problem
 from hello_memory.types import MemoryType
 
 if TYPE_CHECKING:
     import httpx
 
-    from hello_memory.client import AsyncClient, Client
+    from hello_memory.interfaces.client import AsyncClient, Client
 
 DEFAULT_TIMEOUT = 30.0
 P = ParamSpec("P")
@@ -119,7 +119,7 @@ class _Engine:
         JSON body; the namespace for every operation but the admin ones."""
         from urllib.parse import quote
 
-        from hello_memory.catalogue import default_catalogue
+        from hello_memory.interfaces.catalogue import default_catalogue
 
         catalogue = default_catalogue()
         if operation not in catalogue:

@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from hello_memory import errors
-from hello_memory.client.convert import (
+from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.interfaces.client.convert import (
     _consolidate_report,
     _forget_report,
     hit_from_json,
     item_from_json,
     job_run_from_json,
 )
-from hello_memory.client.engine import _NO_LIMIT, Plan, _Engine, _given, _Request
-from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.interfaces.client.engine import _NO_LIMIT, Plan, _Engine, _given, _Request
 from hello_memory.memory.reports import (
     ClearReport,
     ConsolidateReport,
@@ -30,7 +30,7 @@ from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import check_search_filters
 
 if TYPE_CHECKING:
-    from hello_memory.jobs import JobRun
+    from hello_memory.interfaces.jobs import JobRun
     from hello_memory.memory.scoring import SearchHit
 
 

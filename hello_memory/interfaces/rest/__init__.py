@@ -8,10 +8,10 @@ __all__ = ["create_app"]
 
 
 def create_app(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`hello_memory.api.app.create_app` (imported on first call, so that
+    """See :func:`hello_memory.interfaces.rest.app.create_app` (imported on first call, so that
     importing this package does not need FastAPI)."""
     try:
-        from hello_memory.api.app import create_app as build
+        from hello_memory.interfaces.rest.app import create_app as build
     except ImportError as exc:
         from hello_memory.errors import ConfigError
 
@@ -21,4 +21,4 @@ def create_app(*args: Any, **kwargs: Any) -> Any:
 
 
 if TYPE_CHECKING:
-    from hello_memory.api.app import create_app  # noqa: F811
+    from hello_memory.interfaces.rest.app import create_app  # noqa: F811

@@ -1,15 +1,15 @@
 """The FastAPI application: ``create_app(settings)`` or ``create_app(manager=...)``.
 
 Every memory route takes a ``namespace`` query parameter, checked against the
-caller's API key (:mod:`hello_memory.api.security`); a key granted exactly one
+caller's API key (:mod:`hello_memory.interfaces.rest.security`); a key granted exactly one
 namespace (an exact name) may leave it out, any other must name one (400
 ``namespace-required``); errors are JSON problem
-objects (:mod:`hello_memory.api.problems`); the OpenAPI schema is served at
+objects (:mod:`hello_memory.interfaces.rest.problems`); the OpenAPI schema is served at
 ``/openapi.json`` (interactive docs at ``/docs``). ``hello-memory serve`` runs it
 with uvicorn, and with ``run_jobs=True``: the maintenance jobs of ``jobs.schedule`` then
-run in a scheduler thread from startup to shutdown (:mod:`hello_memory.scheduler`;
+run in a scheduler thread from startup to shutdown (:mod:`hello_memory.interfaces.scheduler`;
 routes ``/v1/jobs`` and ``/v1/namespaces`` for an admin key, from the catalogue's admin
-operations, :mod:`hello_memory.catalogue.admin`).
+operations, :mod:`hello_memory.interfaces.catalogue.admin`).
 """
 
 from __future__ import annotations
@@ -26,14 +26,19 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hello_memory import __version__
-from hello_memory.api.problems import AccessDenied, add_problem_responses, problem, problem_for
-from hello_memory.api.security import Access, BodyLimit, HostCheck, SearchAdmission
 from hello_memory.config import Settings, load_settings
 from hello_memory.errors import HelloMemoryError
+from hello_memory.interfaces.rest.problems import (
+    AccessDenied,
+    add_problem_responses,
+    problem,
+    problem_for,
+)
+from hello_memory.interfaces.rest.security import Access, BodyLimit, HostCheck, SearchAdmission
 
 if TYPE_CHECKING:
-    from hello_memory.aio import AsyncMemoryManager
-    from hello_memory.catalogue import Catalogue
+    from hello_memory.interfaces.aio import AsyncMemoryManager
+    from hello_memory.interfaces.catalogue import Catalogue
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.memory.write_batching import CoalescingWriter
 
@@ -142,19 +147,19 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
 
     The routes are those of ``catalogue`` (default: every operation: memories,
     media, documents, admin);
-    they run through an :class:`~hello_memory.aio.AsyncMemoryManager` over the manager,
+    they run through an :class:`~hello_memory.interfaces.aio.AsyncMemoryManager` over the manager,
     at most ``max_workers`` at once, and at most ``searches_per_key`` searches of one
     API key (default ``api.searches_per_key``; 0: no limit; more are a 429,
     :class:`SearchAdmission`). The lifespan owns
     that facade: it closes its pool at shutdown (and the manager, when it opened it)."""
-    from hello_memory.aio import AsyncMemoryManager
+    from hello_memory.interfaces.aio import AsyncMemoryManager
 
     settings = settings or load_settings()
     owned = manager is None
     writer_for = _writer_factory(settings)
     lifespan = _lifespan(settings, owned=owned, run_jobs=run_jobs, max_workers=max_workers,
                          writer_for=writer_for)
-    # /docs is Swagger UI from the package's own files (hello_memory.ui, no CDN)
+    # /docs is Swagger UI from the package's own files (hello_memory.interfaces.ui, no CDN)
     app = FastAPI(title="hello-memory", version=__version__, lifespan=lifespan,
                   docs_url=None, redoc_url=None,
                   description="Long-term memory for LLM agents: working, episodic, semantic "
@@ -167,7 +172,7 @@ def create_app(settings: Settings | None = None, *, manager: MemoryManager | Non
     app.state.settings = settings
     app.state.access = Access(settings.api)
     app.state.rag = None
-    from hello_memory.scheduler import JobScheduler
+    from hello_memory.interfaces.scheduler import JobScheduler
 
     app.state.jobs = JobScheduler(lambda: manager_of_app(app), settings.jobs)
     _add_problem_handlers(app)
@@ -195,7 +200,7 @@ def _lifespan(settings: Settings, *, owned: bool, run_jobs: bool, max_workers: i
     """The app's lifespan (``create_app``'s part): it opens what the app was not given,
     starts the jobs with ``run_jobs``, and closes all of it at shutdown (the manager
     only when ``owned``: the app opened it)."""
-    from hello_memory.aio import AsyncMemoryManager
+    from hello_memory.interfaces.aio import AsyncMemoryManager
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -292,14 +297,14 @@ def _add_routes(app: FastAPI, settings: Settings, catalogue: Catalogue | None) -
         return {"status": "ok" if app.state.manager is not None else "starting",
                 "version": __version__}
 
-    from hello_memory.api import routes
+    from hello_memory.interfaces.rest import routes
 
     app.include_router(routes.build_router(catalogue))  # memories, media, documents, admin
-    from hello_memory.ui import mount as mount_ui
+    from hello_memory.interfaces.ui import mount as mount_ui
 
     mount_ui(app)  # /docs and the /ui dashboard (same keys and namespace grants)
     if settings.observability.metrics:
-        from hello_memory.api.metrics import install_metrics
+        from hello_memory.interfaces.rest.metrics import install_metrics
 
         install_metrics(app, Admin)
 

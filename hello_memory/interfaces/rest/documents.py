@@ -1,5 +1,5 @@
 """What REST adds to the document and media operations (their routes are generated from
-the catalogue, :mod:`hello_memory.catalogue`): the app's one RAG pipeline
+the catalogue, :mod:`hello_memory.interfaces.catalogue`): the app's one RAG pipeline
 (:func:`pipeline_of`, built on first use, shared with the dashboard), uploads kept under
 ``<data_dir>/uploads/`` (their source stays citable and re-ingestable) and query files
 kept for one call only.
@@ -17,11 +17,11 @@ from typing import Any
 
 from fastapi import FastAPI, Request, UploadFile
 
-from hello_memory.api.app import manager_of_app
-from hello_memory.api.security import safe_upload_name
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.rest.app import manager_of_app
+from hello_memory.interfaces.rest.security import safe_upload_name
+from hello_memory.interfaces.tools.rag_access import build_rag
 from hello_memory.services.browse import upload_folder
-from hello_memory.tools.rag_access import build_rag
 
 __all__ = ["display_name", "pipeline_of", "save_upload", "temporary_upload"]
 

@@ -1,7 +1,8 @@
-"""The REST routes, generated from the operation catalogue (:mod:`hello_memory.catalogue`):
+"""The REST routes, generated from the operation catalogue
+(:mod:`hello_memory.interfaces.catalogue`):
 one ``async def`` route per operation, at the operation's method and path under
 ``/v1``, calling its handler through the app's
-:class:`~hello_memory.aio.AsyncMemoryManager` (its bounded pool: at most
+:class:`~hello_memory.interfaces.aio.AsyncMemoryManager` (its bounded pool: at most
 ``max_workers`` operations run at once; issue 17, ARCHITECTURE decision 8).
 
 What REST adds, the same for every operation: the required ``namespace`` query
@@ -31,12 +32,16 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from hello_memory.api.app import Admin, Namespace, async_manager_of
-from hello_memory.api.documents import pipeline_of, save_upload, temporary_upload
-from hello_memory.catalogue import Call, Catalogue, Operation, annotated, default_catalogue
+from hello_memory.interfaces.catalogue import (
+    Call,
+    Catalogue,
+    Operation,
+    annotated,
+    default_catalogue,
+)
 
 # The request models, under the names this module gave them before the catalogue.
-from hello_memory.catalogue.memories import (  # noqa: F401
+from hello_memory.interfaces.catalogue.memories import (  # noqa: F401
     AddMany,
     AddMemory,
     ConsolidateRequest,
@@ -47,6 +52,8 @@ from hello_memory.catalogue.memories import (  # noqa: F401
     SearchRequest,
     UpdateMemory,
 )
+from hello_memory.interfaces.rest.app import Admin, Namespace, async_manager_of
+from hello_memory.interfaces.rest.documents import pipeline_of, save_upload, temporary_upload
 
 __all__ = ["build_router", "router"]
 

@@ -27,9 +27,9 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
-from hello_memory.api.problems import AccessDenied, problem
 from hello_memory.config import ApiSettings
 from hello_memory.errors import ConfigError, NamespaceRequiredError
+from hello_memory.interfaces.rest.problems import AccessDenied, problem
 from hello_memory.validation import require_namespace
 
 __all__ = ["Access", "BodyLimit", "HostCheck", "SearchAdmission", "check_bind",

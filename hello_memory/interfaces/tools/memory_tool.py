@@ -1,7 +1,7 @@
 """``MemoryTool``: the memory layer as a tool an agent can call.
 
 Two calling styles over the same actions, the operations of the catalogue
-(:mod:`hello_memory.catalogue`: add, add_batch, search, get, update, remove, forget,
+(:mod:`hello_memory.interfaces.catalogue`: add, add_batch, search, get, update, remove, forget,
 restore, consolidate, stats, summary, context, clear, and with perceptual memory
 add_media_path and search_media; the same argument names and defaults as the REST API
 and the MCP tools):
@@ -12,7 +12,7 @@ and the MCP tools):
   ``tool.schemas()`` and dispatched by ``tool.call(name, arguments)``.
 
 Both return a JSON-ready dict: ``ok``, ``action``, the operation's JSON in the tool's
-compact view (:mod:`hello_memory.tools.views`: full memory ids, which an agent needs to
+compact view (:mod:`hello_memory.interfaces.tools.views`: full memory ids, which an agent needs to
 update or remove, scores), and ``text``, a rendering that stays under ``token_budget``.
 A search's hits come brief (id, text, date, type and score) and its ``text`` only says
 how many there are, so a model reads each hit once; ``detail`` gives each hit's fields,
@@ -38,12 +38,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hello_memory.catalogue import Call, Catalogue, Operation, default_catalogue
 from hello_memory.errors import HelloMemoryError, InvalidInputError
-from hello_memory.memory.manager import item_to_json
-from hello_memory.retrieval.progressive import ProgressiveLoader, optimize_context
-from hello_memory.text.tokens import TokenCounter, default_token_counter, truncate_to_tokens
-from hello_memory.tools.views import (
+from hello_memory.interfaces.catalogue import Call, Catalogue, Operation, default_catalogue
+from hello_memory.interfaces.tools.views import (
     DETAIL_DESCRIPTION,
     HIT_OPERATIONS,
     brief,
@@ -52,6 +49,9 @@ from hello_memory.tools.views import (
     compact_memory,
     render_text,
 )
+from hello_memory.memory.manager import item_to_json
+from hello_memory.retrieval.progressive import ProgressiveLoader, optimize_context
+from hello_memory.text.tokens import TokenCounter, default_token_counter, truncate_to_tokens
 from hello_memory.types import MemoryItem, MemoryType
 from hello_memory.validation import require_namespace, validate_content
 

@@ -1,6 +1,7 @@
 """``RAGTool``: the RAG pipeline as one agent tool bound to one knowledge base.
 
-Its actions are the catalogue's document operations (:mod:`hello_memory.catalogue.documents`;
+Its actions are the catalogue's document operations
+(:mod:`hello_memory.interfaces.catalogue.documents`;
 the same argument names, defaults and JSON as ``POST /v1/documents/...`` and the MCP
 tools), under the tool's names: ``add_document`` (ingest_paths), ``add_text``,
 ``search``, ``ask``, ``stats``, ``delete_document``, ``clear``. Every action works on the
@@ -17,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hello_memory.catalogue import Call, Catalogue, Operation, default_catalogue
 from hello_memory.errors import HelloMemoryError, InvalidInputError
+from hello_memory.interfaces.catalogue import Call, Catalogue, Operation, default_catalogue
 from hello_memory.rag.pipeline import RAGPipeline
 from hello_memory.validation import require_namespace
 

@@ -1,5 +1,5 @@
 """The MemoryTool's compact view of an operation's JSON (the JSON every interface
-returns, :mod:`hello_memory.catalogue`), and its one-line text renderings.
+returns, :mod:`hello_memory.interfaces.catalogue`), and its one-line text renderings.
 
 The view is built on the JSON, not beside it: a memory (``item_to_json``) keeps the
 fields an agent needs (full id, type, content, importance, event time, tags), a hit

@@ -23,17 +23,17 @@ VENDOR_DIR = STATIC_DIR / "vendor"
 
 def mount(app: FastAPI) -> None:
     """Add ``/docs`` (offline Swagger UI) and the ``/ui`` dashboard to ``app``."""
-    from hello_memory.ui.docs import add_docs
+    from hello_memory.interfaces.ui.docs import add_docs
 
     add_docs(app)
     try:
         import jinja2  # noqa: F401
     except ImportError:  # pragma: no cover - the server extra brings it
-        from hello_memory.ui.docs import missing_ui
+        from hello_memory.interfaces.ui.docs import missing_ui
 
         app.mount("/ui", missing_ui("the dashboard needs jinja2: pip install "
                                     "'hello-memory[server]'"), name="ui")
         return
-    from hello_memory.ui.web import build_ui
+    from hello_memory.interfaces.ui.web import build_ui
 
     app.mount("/ui", build_ui(app), name="ui")

@@ -3,7 +3,7 @@
 ``ViewerDep`` / ``NamespaceQ`` parameters), page rendering and URLs, the session
 cookie and the CSRF check, and the error pages (``HtmlErrors``, ``_error``).
 
-:mod:`hello_memory.ui.web` holds the routes and ``build_ui`` and re-exports every name
+:mod:`hello_memory.interfaces.ui.web` holds the routes and ``build_ui`` and re-exports every name
 defined here.
 """
 
@@ -22,11 +22,11 @@ from markupsafe import Markup, escape
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hello_memory import __version__
-from hello_memory.api.problems import AccessDenied
-from hello_memory.api.security import Access, namespace_allowed
 from hello_memory.errors import HelloMemoryError
-from hello_memory.ui import pages as P
-from hello_memory.ui.sessions import COOKIE, Session, Sessions
+from hello_memory.interfaces.rest.problems import AccessDenied
+from hello_memory.interfaces.rest.security import Access, namespace_allowed
+from hello_memory.interfaces.ui import pages as P
+from hello_memory.interfaces.ui.sessions import COOKIE, Session, Sessions
 
 logger = logging.getLogger("hello_memory.ui")
 # Pages load only the package's own scripts and styles, on every page, the graph's
@@ -110,7 +110,7 @@ def _host(request: Request) -> str | None:
 
 
 def _manager(request: Request) -> Any:
-    from hello_memory.api.app import manager_of_app
+    from hello_memory.interfaces.rest.app import manager_of_app
 
     return manager_of_app(_parent(request))
 

@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hello_memory.ui import VENDOR_DIR
+from hello_memory.interfaces.ui import VENDOR_DIR
 
 __all__ = ["DOCS_CSP", "add_docs", "missing_ui"]
 
@@ -18,7 +18,7 @@ DOCS_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inl
             "img-src 'self' data:; connect-src 'self'; font-src 'self' data:; "
             "frame-ancestors 'none'; base-uri 'none'")
 MISSING = ("the Swagger UI files are not in this installation "
-           "(hello_memory/ui/static/vendor/swagger-ui): run `make ui-assets`")
+           "(hello_memory/interfaces/ui/static/vendor/swagger-ui): run `make ui-assets`")
 
 
 def add_docs(app: FastAPI) -> None:

@@ -20,8 +20,8 @@ from hello_memory.validation import DEFAULT_LIMITS, validate_importance
 
 if TYPE_CHECKING:
     from hello_memory.config import LimitsSettings
+    from hello_memory.interfaces.ui.web import Viewer
     from hello_memory.memory.manager import MemoryManager
-    from hello_memory.ui.web import Viewer
 
 __all__ = ["NAMESPACE_PAGES", "SEARCH_TYPES", "ZOOMS", "documents", "graph",
            "memory_page", "namespace_overview", "run_search", "timeline",

@@ -1,16 +1,16 @@
 """The ``/ui`` dashboard: server-rendered pages over the REST app's memory manager.
 
-A sub-application mounted at ``/ui`` by :func:`hello_memory.ui.mount`; it reads the
+A sub-application mounted at ``/ui`` by :func:`hello_memory.interfaces.ui.mount`; it reads the
 parent app's state (the open :class:`MemoryManager`, the :class:`Access` rules built
 from ``api.api_keys``, the job scheduler), so the same keys grant the same namespaces
 here as on the REST API. Every page is thin over the facade: search is
 ``MemoryManager.search`` (the one engine; the dashboard ranks nothing itself), edits
 are ``update`` / ``forget_ids`` / ``restore`` / ``remove``, jobs are the scheduler's
-``run``. What each page computes lives in :mod:`hello_memory.ui.pages`.
+``run``. What each page computes lives in :mod:`hello_memory.interfaces.ui.pages`.
 
 This module holds the routes and :func:`build_ui`; the plumbing they share (the
 security headers, ``script_json``, the :class:`Viewer`, rendering, URLs, cookies, the
-CSRF check and the error pages) lives in ``hello_memory/ui/_web_base.py``, and every
+CSRF check and the error pages) lives in ``hello_memory/interfaces/ui/_web_base.py``, and every
 name defined there can be imported from here as well.
 """
 
@@ -27,15 +27,15 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hello_memory.api.problems import AccessDenied, status_for
-from hello_memory.api.security import Access, is_loopback
 from hello_memory.errors import HelloMemoryError, InvalidInputError
-from hello_memory.ui import STATIC_DIR
-from hello_memory.ui import pages as P
-from hello_memory.ui._web_base import (
+from hello_memory.interfaces.rest.problems import AccessDenied, status_for
+from hello_memory.interfaces.rest.security import Access, is_loopback
+from hello_memory.interfaces.ui import STATIC_DIR
+from hello_memory.interfaces.ui import pages as P
+from hello_memory.interfaces.ui._web_base import (
     _SCRIPT_ESCAPES as _SCRIPT_ESCAPES,
 )
-from hello_memory.ui._web_base import (
+from hello_memory.interfaces.ui._web_base import (
     CSP,
     BadForm,
     HtmlErrors,
@@ -55,22 +55,22 @@ from hello_memory.ui._web_base import (
     render,
     script_json,
 )
-from hello_memory.ui._web_base import (
+from hello_memory.interfaces.ui._web_base import (
     SECURITY_HEADERS as SECURITY_HEADERS,
 )
-from hello_memory.ui._web_base import (
+from hello_memory.interfaces.ui._web_base import (
     Viewer as Viewer,
 )
-from hello_memory.ui._web_base import (
+from hello_memory.interfaces.ui._web_base import (
     _failure as _failure,
 )
-from hello_memory.ui._web_base import (
+from hello_memory.interfaces.ui._web_base import (
     logger as logger,
 )
-from hello_memory.ui._web_base import (
+from hello_memory.interfaces.ui._web_base import (
     viewer_of as viewer_of,
 )
-from hello_memory.ui.sessions import (
+from hello_memory.interfaces.ui.sessions import (
     COOKIE,
     LOGIN_COOKIE,
     LoginForms,
@@ -289,7 +289,7 @@ def graph(request: Request, viewer: ViewerDep, namespace: NamespaceQ,
 
 # --- documents -------------------------------------------------------------------------
 def _rag(request: Request) -> Any:
-    from hello_memory.api.documents import pipeline_of
+    from hello_memory.interfaces.rest.documents import pipeline_of
 
     return pipeline_of(_parent(request))()  # the REST document routes' one pipeline
 
