@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.run import pct
-from hello_memory.stores.vector.base import PayloadIndex
+from hello_memory.ports.vector import PayloadIndex, VectorFilter
 
 SPEC_FIELDS: dict[str, PayloadIndex] = {"memory_type": "keyword", "status": "keyword"}
 
@@ -47,8 +47,8 @@ def run(kind: str, n: int, n_queries: int) -> dict[str, Any]:
         out: dict[str, Any] = {"backend": kind, "n": n,
                                "upsert_per_s": n / (time.perf_counter() - t0)}
         for label, flt in (("namespace", None),
-                           ("namespace+type+status", {"memory_type": "episodic",
-                                                      "status": "active"})):
+                           ("namespace+type+status",
+                            VectorFilter.where(memory_type="episodic", status="active"))):
             lat = []
             for j in range(n_queries):
                 t0 = time.perf_counter()

@@ -14,6 +14,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from hello_memory import _moved, errors
+from hello_memory._version import __version__ as __version__
 from hello_memory.config import Settings, load_settings
 from hello_memory.errors import HelloMemoryError
 from hello_memory.types import (
@@ -25,8 +26,6 @@ from hello_memory.types import (
     Modality,
     Relation,
 )
-
-__version__ = "0.1.0"
 
 # the interfaces moved under hello_memory/interfaces/; their former import paths give the
 # same modules (hello_memory/_moved.py)

@@ -16,6 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# the job list and the schedule syntax jobs.schedule is checked against (core, not
+# hello_memory.interfaces.jobs, an interface: docs/ARCHITECTURE.md "Known debts")
+from hello_memory.schedules import ALL_JOBS, parse_schedule
+
 __all__ = [
     "EMBEDDING_PRESETS",
     "ApiSettings",
@@ -385,7 +389,7 @@ _PREV_TYPE = {v: k for k, v in _NEXT_TYPE.items()}
 class JobsSettings(_Section):
     """The lifecycle defaults, and the ``schedule`` on which ``hello-memory serve`` runs
     the jobs itself (job name -> ``"every 6h"`` or a 5-field cron line ``"15 3 * * *"``,
-    see :func:`hello_memory.interfaces.jobs.parse_schedule`; empty: the server runs no job on
+    see :func:`hello_memory.schedules.parse_schedule`; empty: the server runs no job on
     its own).
 
     One set of defaults for every lifecycle entry point: ``hello-memory jobs``, the
@@ -449,11 +453,6 @@ class JobsSettings(_Section):
 
     @model_validator(mode="after")
     def _valid_schedule(self) -> JobsSettings:
-        from hello_memory.interfaces.jobs import (  # jobs imports this module
-            ALL_JOBS,
-            parse_schedule,
-        )
-
         for job, text in self.schedule.items():
             if job not in ALL_JOBS:
                 raise ValueError(f"jobs.schedule.{job}: unknown job; schedulable: "

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from hello_memory._version import __version__
+
 __all__ = ["STORE_ID", "configure", "enabled", "namespace_hash", "span", "traced",
            "wrap_for_thread"]
 
@@ -56,8 +58,6 @@ def configure(*, tracing: bool, capture_query: bool = False,
             "observability.tracing is on but the OpenTelemetry API is not installed: "
             "no spans (pip install 'hello-memory[observability]')")
         return False
-    from hello_memory import __version__
-
     _state.tracer = (provider.get_tracer(_SCOPE, __version__) if provider is not None
                      else trace.get_tracer(_SCOPE, __version__))
     return True

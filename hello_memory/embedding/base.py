@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from hello_memory.errors import EmptyContentError, InvalidInputError
 
-__all__ = ["Embedder", "batch_query_encoder", "validate_texts"]
+__all__ = ["Embedder", "validate_texts"]
 
 
 # Not runtime_checkable: on Python < 3.12 an isinstance() check reads the
@@ -47,23 +47,3 @@ def validate_texts(texts: Sequence[str]) -> list[str]:
         if not text.strip():
             raise EmptyContentError(f"texts[{i}] is empty or whitespace only")
     return items
-
-
-def batch_query_encoder(embedder: object) -> Callable[[list[str]], npt.NDArray[np.float32]] | None:
-    """How to encode several search queries in one call, or None when ``embedder`` has
-    no batch form (its ``embed_query`` is then called once per query).
-
-    An embedder may offer ``embed_queries(texts)``; for the sentence-transformers
-    embedder a query is encoded exactly as a one-text batch (its ``embed_query`` is
-    ``embed([text])[0]``), so its ``embed`` is the batch form. Engines whose queries
-    differ from passages (e5's ``query:`` prefix, ``embedding/packaged.py``) keep their
-    own ``embed_query``. Used by the server's coalescing worker (``embedding/batching.py``)."""
-    batch = getattr(embedder, "embed_queries", None)
-    if callable(batch):
-        return batch
-    from hello_memory.embedding.sentence_transformer import SentenceTransformerEmbedder
-
-    if (isinstance(embedder, SentenceTransformerEmbedder)
-            and type(embedder).embed_query is SentenceTransformerEmbedder.embed_query):
-        return embedder.embed
-    return None

@@ -35,12 +35,33 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from hello_memory.embedding.base import Embedder, batch_query_encoder, validate_texts
+from hello_memory.embedding.base import Embedder, validate_texts
+from hello_memory.embedding.sentence_transformer import SentenceTransformerEmbedder
 from hello_memory.errors import EmbeddingError, EmptyContentError, InvalidInputError
 
-__all__ = ["CoalescingEmbedder"]
+__all__ = ["CoalescingEmbedder", "batch_query_encoder"]
 
 Vectors = npt.NDArray[np.float32]
+
+
+def batch_query_encoder(embedder: object) -> Callable[[list[str]], Vectors] | None:
+    """How to encode several search queries in one call, or None when ``embedder`` has
+    no batch form (its ``embed_query`` is then called once per query).
+
+    An embedder may offer ``embed_queries(texts)``; for the sentence-transformers
+    embedder a query is encoded exactly as a one-text batch (its ``embed_query`` is
+    ``embed([text])[0]``), so its ``embed`` is the batch form. Engines whose queries
+    differ from passages (e5's ``query:`` prefix, ``embedding/packaged.py``) keep their
+    own ``embed_query``. Used by the server's coalescing worker below; it lives here,
+    not in ``embedding/base.py``, which the sentence-transformers embedder imports
+    (docs/ARCHITECTURE.md "Known debts": no import cycle)."""
+    batch = getattr(embedder, "embed_queries", None)
+    if callable(batch):
+        return batch
+    if (isinstance(embedder, SentenceTransformerEmbedder)
+            and type(embedder).embed_query is SentenceTransformerEmbedder.embed_query):
+        return embedder.embed
+    return None
 
 
 @dataclass

@@ -54,6 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hello_memory.errors import InvalidInputError
+from hello_memory.ports.vector import VectorFilter
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 from hello_memory.stores.records import DuplicateKeyError, WriteConflictError
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, VectorHit
@@ -275,7 +276,8 @@ def near_duplicates(mm: DedupHost, items: Sequence[MemoryItem],
         found_hits = mm.stores.vectors.nearest_batch(
             MEMORY_COLLECTION, [vectors[n].tolist() for n in members], namespace=namespace,
             using=DENSE, limit=NEAR_LIMIT, score_threshold=threshold,
-            filters={"memory_type": memory_type.value, "status": MemoryStatus.ACTIVE.value})
+            filters=VectorFilter.where(memory_type=memory_type.value,
+                                       status=MemoryStatus.ACTIVE.value))
         stored.update(zip(members, found_hits, strict=True))
     out: list[tuple[tuple[str, float], ...]] = []
     for n, (item, vector) in enumerate(zip(items, vectors, strict=True)):

@@ -24,9 +24,9 @@ import numpy.typing as npt
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit, clip_similarity, score
+from hello_memory.ports.vector import Between, Condition, VectorFilter
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
-from hello_memory.stores.vector.base import Range
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import require_namespace, validate_top_k
 
@@ -37,11 +37,13 @@ CANDIDATE_FACTOR = 4
 EPISODE_FIELDS = ("participants", "context", "outcome", "tags")
 
 
-def payload_filters(flt: ItemFilter) -> dict[str, Any]:
-    """The Qdrant payload filter equivalent to ``flt`` (see bundle.memory_payload)."""
-    out: dict[str, Any] = {}
+def payload_filters(flt: ItemFilter) -> VectorFilter:
+    """The vector payload filter equivalent to ``flt`` (see bundle.memory_payload); the
+    validity conditions (``as_of``, ``current``) have no payload field and are checked
+    on the records (:func:`matches`)."""
+    out: dict[str, Condition] = {}
     if flt.memory_types is not None:
-        out["memory_type"] = [MemoryType(t).value for t in flt.memory_types]
+        out["memory_type"] = tuple(MemoryType(t).value for t in flt.memory_types)
     if flt.status is not None:
         out["status"] = MemoryStatus(flt.status).value
     for name in ("user_id", "agent_id", "session_id"):
@@ -49,10 +51,10 @@ def payload_filters(flt: ItemFilter) -> dict[str, Any]:
         if value is not None:
             out[name] = value
     if flt.since is not None or flt.until is not None:
-        out["event_time"] = Range(gte=flt.since, lte=flt.until)
+        out["event_time"] = Between(gte=flt.since, lte=flt.until)
     if flt.min_importance is not None:
-        out["importance"] = Range(gte=flt.min_importance)
-    return out
+        out["importance"] = Between(gte=flt.min_importance)
+    return VectorFilter(out)
 
 
 def matches(item: MemoryItem, flt: ItemFilter) -> bool:

@@ -59,6 +59,7 @@ import numpy as np
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.reports import ConsolidateReport, ForgetReport
 from hello_memory.memory.scoring import EPISODIC, recency
+from hello_memory.ports.vector import VectorFilter
 from hello_memory.stores.records import ItemFilter, WriteConflictError
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import (
@@ -423,8 +424,8 @@ def _within(stores: Stores, threshold: float, ns: str, items: list[MemoryItem],
         hits = stores.vectors.nearest(
             MEMORY_COLLECTION, vecs[k].tolist(), namespace=ns, using=DENSE,
             limit=_WITHIN_NEIGHBOURS + 1, score_threshold=threshold,
-            filters={"memory_type": head.memory_type.value,
-                     "status": MemoryStatus.ACTIVE.value})
+            filters=VectorFilter.where(memory_type=head.memory_type.value,
+                                       status=MemoryStatus.ACTIVE.value))
         members = same + [items[order[rank[h.id]]] for h in hits
                           if h.id in rank and h.id != head.id and h.id not in taken
                           and rank[h.id] > rank[head.id] and h.score >= threshold

@@ -43,10 +43,11 @@ from hello_memory.errors import (
 )
 from hello_memory.memory import scoring
 from hello_memory.memory.scoring import PERCEPTUAL, ScoringProfile, SearchHit
+from hello_memory.ports.vector import Between, Condition, VectorFilter
 from hello_memory.stores.bundle import DENSE, PAYLOAD_INDEXES, memory_payload
 from hello_memory.stores.indexing import IndexEngine
 from hello_memory.stores.records import ItemFilter, OutboxEntry, RecordStore
-from hello_memory.stores.vector.base import CollectionSpec, Range, VectorStore
+from hello_memory.stores.vector.base import CollectionSpec, VectorStore
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality, VectorPoint, utcnow
 from hello_memory.validation import (
     require_namespace,
@@ -429,18 +430,20 @@ class PerceptualMemory:
         target = qmod if target_modality is None else _modality(target_modality,
                                                                 "target_modality")
         validate_top_k(top_k)
-        filters: dict[str, Any] = {"memory_type": MemoryType.PERCEPTUAL.value,
-                                   "status": MemoryStatus.ACTIVE.value, "modality": target.value}
+        filters: dict[str, Condition] = {"memory_type": MemoryType.PERCEPTUAL.value,
+                                         "status": MemoryStatus.ACTIVE.value,
+                                         "modality": target.value}
         if user_id is not None:
             if not isinstance(user_id, str):
                 raise InvalidInputError("user_id must be a str or None")
             filters["user_id"] = user_id
         if min_importance is not None:
             min_importance = validate_importance(min_importance)
-            filters["importance"] = Range(gte=min_importance)
+            filters["importance"] = Between(gte=min_importance)
         qv = self._query_vector(query, qmod, target)
         hits = self.vectors.nearest(COLLECTIONS[target], qv.tolist(), namespace=namespace,
-                                   using=DENSE, limit=top_k * CANDIDATE_FACTOR, filters=filters)
+                                   using=DENSE, limit=top_k * CANDIDATE_FACTOR,
+                                   filters=VectorFilter(filters))
         sims = {h.id: h.score for h in hits}
         now = self._clock()
         scored = [scoring.score(self.profile, item, now,

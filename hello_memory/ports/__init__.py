@@ -7,7 +7,8 @@ satisfy it structurally (``tests/unit/test_ports.py`` checks each one).
 
 - :mod:`hello_memory.ports.records`: the record repositories and the store that hands
   them out (SQLite / PostgreSQL through SQLAlchemy).
-- :mod:`hello_memory.ports.vector`: the vector index and its own filter type.
+- :mod:`hello_memory.ports.vector`: the vector index, its own filter type and the
+  value types it speaks (``CollectionSpec``, ``PayloadIndex``).
 - :mod:`hello_memory.ports.graph`: the entity graph.
 - :mod:`hello_memory.ports.embedder`: the text embedder.
 - :mod:`hello_memory.ports.extractor`: the entity extractor.
@@ -31,12 +32,19 @@ from hello_memory.ports.records import (
     OutboxPort,
     RecordsPort,
 )
-from hello_memory.ports.vector import Between, VectorFilter, VectorIndexPort
+from hello_memory.ports.vector import (
+    Between,
+    CollectionSpec,
+    PayloadIndex,
+    VectorFilter,
+    VectorIndexPort,
+)
 
 __all__ = [
     "AuditPort",
     "Between",
     "ChatMessage",
+    "CollectionSpec",
     "DocumentRecordsPort",
     "EmbedderPort",
     "EntityExtractorPort",
@@ -45,6 +53,7 @@ __all__ = [
     "LLMPort",
     "MemoryRecordsPort",
     "OutboxPort",
+    "PayloadIndex",
     "RecordsPort",
     "UsageCounters",
     "VectorFilter",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 
-from hello_memory.rag import loaders
+from hello_memory.rag import formats
 
 with contextlib.suppress(Exception):  # without the rag extra the worker reports it
-    loaders._converter("preload", ".pdf")
+    formats._converter("preload", ".pdf")

@@ -350,7 +350,7 @@ class RAGPipeline:
         from hello_memory.stores.uploads import remove_upload
 
         ns = self._ready(namespace)
-        return sum(remove_upload(data_dir, "documents", ns, source) for source in sources)
+        return sum(remove_upload(Path(data_dir), "documents", ns, source) for source in sources)
 
     def documents(self, namespace: str) -> list[DocumentRecord]:
         return self.index.records.documents.list_documents(self._ready(namespace))

@@ -3,7 +3,7 @@ process with a memory limit and a deadline, after cheap checks of the container.
 
 One hostile file must not take the server with it: a 1 MB DOCX that inflates to
 gigabytes, a 0.5 MB PDF whose content stream is a flate bomb, a PDF of 1,500 pages.
-So, for the formats MarkItDown reads (:data:`~hello_memory.rag.loaders.MARKITDOWN_TYPES`):
+So, for the formats MarkItDown reads (:data:`~hello_memory.rag.formats.MARKITDOWN_TYPES`):
 
 - ZIP containers (DOCX, PPTX, XLSX) are refused before any member is inflated when the
   members declare more than ``limits.document_max_expanded_mb`` in all, or a member
@@ -45,6 +45,7 @@ from hello_memory.rag.errors import (
     EmptyDocumentError,
     UnsupportedDocumentError,
 )
+from hello_memory.rag.formats import MARKITDOWN_TYPES, to_markdown
 
 __all__ = ["ParseLimits", "check_zip", "client_gone", "convert"]
 
@@ -107,13 +108,11 @@ def check_zip(path: str, data: bytes, limits: ParseLimits) -> None:
 
 def convert(path: str, suffix: str, data: bytes, limits: ParseLimits | None = None
             ) -> tuple[str, str | None]:
-    """Markdown and title of a file's bytes, as :func:`loaders.to_markdown` gives them,
+    """Markdown and title of a file's bytes, as :func:`formats.to_markdown` gives them,
     under ``limits`` (see the module doc; default: the settings' defaults). Raises
     DocumentError."""
-    from hello_memory.rag import loaders
-
-    if suffix not in loaders.MARKITDOWN_TYPES:
-        return loaders.to_markdown(path, suffix, data)
+    if suffix not in MARKITDOWN_TYPES:
+        return to_markdown(path, suffix, data)
     limits = limits or ParseLimits()
     if suffix in _ZIP_TYPES:
         check_zip(path, data, limits)
@@ -196,12 +195,10 @@ def _child(conn: Any, path: str, suffix: str, data: bytes, limits: ParseLimits) 
     except (ImportError, ValueError, OSError):  # pragma: no cover - not on Linux
         pass
     try:
-        from hello_memory.rag import loaders
-
         if suffix == ".pdf":
             _check_pdf_streams(path, data, limits.max_expanded_bytes)
             _check_pages(path, data, limits.max_pages)
-        markdown, title = loaders.to_markdown(path, suffix, data)
+        markdown, title = to_markdown(path, suffix, data)
         if len(markdown) > limits.max_chars:
             raise DocumentReadError(path, f"converts to {len(markdown):,} characters, more "
                                           f"than limits.document_max_chars "

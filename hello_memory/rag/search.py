@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from hello_memory.errors import ConfigError, InvalidInputError, ModelNotFoundError
 from hello_memory.llm.base import LLMClient, Message, call_or_fallback
+from hello_memory.ports.vector import Condition, VectorFilter
 from hello_memory.rag.indexing import CHUNK_COLLECTION, DENSE, ChunkIndex
 from hello_memory.rag.types import RAGHit
 from hello_memory.rrf import reciprocal_rank_fusion
@@ -141,23 +142,24 @@ def expand_hyde(llm: LLMClient | None, query: str) -> list[Variant]:
     return [Variant("hyde", text, is_passage=True)] if text else []
 
 
-def vector_filters(filters: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Public filter names (source, document_id, heading, language) to payload fields."""
+def vector_filters(filters: Mapping[str, Any] | None) -> VectorFilter:
+    """Public filter names (source, document_id, heading, language) to payload fields,
+    as the vector index's filter (one value: that value; several: any of them)."""
     if not filters:
-        return {}
+        return VectorFilter()
     if not isinstance(filters, Mapping):
         raise InvalidInputError("filters must be a mapping")
     unknown = set(filters) - set(FILTER_KEYS)
     if unknown:
         raise InvalidInputError(f"unknown RAG filter(s) {sorted(unknown)}; "
                                 f"use {sorted(FILTER_KEYS)}")
-    out: dict[str, Any] = {}
+    out: dict[str, Condition] = {}
     for key, value in filters.items():
         values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
         if not values or not all(isinstance(v, str) and v.strip() for v in values):
             raise InvalidInputError(f"filter {key!r} takes a non-empty string or list of them")
-        out[FILTER_KEYS[key]] = values[0] if len(values) == 1 else values
-    return out
+        out[FILTER_KEYS[key]] = values[0] if len(values) == 1 else tuple(values)
+    return VectorFilter(out)
 
 
 def rrf_fuse(lists: Mapping[str, Sequence[str]], k: int) -> list[tuple[str, float, dict[str, int]]]:

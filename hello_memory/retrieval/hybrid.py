@@ -353,7 +353,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         if state.dense_blind:
             weights = {**weights, "semantic": weights.get("semantic", 1.0) * CJK_SEMANTIC_WEIGHT}
         stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
-        filters = payload_filters(flt) if stored else {}
+        filters = payload_filters(flt).conditions if stored else {}
         if stored:
             self._run_views(ns, plan.queries, plan.analysis, filters, active, state)
         # Working memory has its own (TF-IDF + keyword) search: it votes as one more view

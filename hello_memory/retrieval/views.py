@@ -40,7 +40,7 @@ from hello_memory.retrieval.bounds import bounded_terms
 from hello_memory.retrieval.fusion import ViewResult
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
-from hello_memory.stores.vector.base import Range
+from hello_memory.stores.vector.base import Range, VectorFilter
 from hello_memory.text import contains_cjk
 from hello_memory.text.attributes import asked_attributes, attributes_of, subjects_of
 from hello_memory.text.bm25 import BM25_VECTOR, term_index
@@ -89,8 +89,8 @@ def _dense(stores: Stores, req: ViewRequest, vector: npt.NDArray[np.float32],
            ids: Sequence[str] | None = None, *, positive: bool = True
            ) -> list[tuple[str, float]]:
     hits = stores.vectors.nearest(MEMORY_COLLECTION, vector.tolist(), namespace=req.namespace,
-                                 using=DENSE, limit=limit, filters=dict(filters), ids=ids,
-                                 with_payload=False)  # ids and scores are all a view reads
+                                 using=DENSE, limit=limit, filters=VectorFilter.of(filters),
+                                 ids=ids, with_payload=False)  # ids and scores are all a view reads
     # A non-positive cosine is no evidence of relevance (as in the memory types), unless
     # another constraint (a time range) is the evidence and the cosine only orders.
     return [(h.id, h.score) for h in hits if h.score > 0 or not positive]
@@ -116,8 +116,8 @@ def _sparse_search(stores: Stores, req: ViewRequest, terms: Mapping[int, float],
     indices = sorted(terms)
     sparse = SparseVector(tuple(indices), tuple(terms[i] for i in indices))
     hits = stores.vectors.nearest(MEMORY_COLLECTION, sparse, namespace=req.namespace,
-                                 using=BM25_VECTOR, limit=limit, filters=dict(filters), ids=ids,
-                                 with_payload=False)
+                                 using=BM25_VECTOR, limit=limit,
+                                 filters=VectorFilter.of(filters), ids=ids, with_payload=False)
     return [(h.id, h.score) for h in hits if h.score > 0]
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from hello_memory.errors import VectorStoreError
 from hello_memory.stores.vector import CollectionSpec, QdrantEdgeVectorStore, QdrantVectorStore
-from hello_memory.stores.vector.base import HnswParams
+from hello_memory.stores.vector.base import HnswParams, VectorFilter
 from hello_memory.types import VectorPoint
 
 COL = "memories"
@@ -66,7 +66,7 @@ def test_edge_graph_is_built_only_on_request_and_keeps_every_filter(tmp_path: Pa
     big, small = points(big_x, "big"), points(small_x, "small")
     store.upsert(COL, big + small)
     queries = unit_rows(30, 3)
-    active = {"status": "active"}
+    active = VectorFilter.where(status="active")
 
     def ranked(ns: str, q: npt.NDArray[np.float32], k: int = 10) -> list[str]:
         return [h.id for h in store.nearest(COL, q.tolist(), namespace=ns, limit=k,
@@ -147,7 +147,7 @@ def test_edge_builds_the_graph_once_enough_points_are_written(tmp_path: Path) ->
     assert dense_indexed(on) > before
     q = x[1200]
     top = on.nearest(COL, q.tolist(), namespace="a", limit=1,
-                     filters={"status": pts[1200].payload["status"]})
+                     filters=VectorFilter.where(status=pts[1200].payload["status"]))
     assert [h.id for h in top] == [pts[1200].id]
     on.close()
 

@@ -32,6 +32,7 @@ from hello_memory.stores.vector import (
     QdrantEdgeVectorStore,
     QdrantVectorStore,
     Range,
+    VectorFilter,
     VectorStore,
 )
 from hello_memory.stores.vector.base import calls_in_turn
@@ -129,7 +130,8 @@ def test_search_without_payload_finds_the_same_points(h: Harness) -> None:
     h.store.upsert(COL, pts + [point(E[1], ns="b")])
     store = h.read()
     for query, using, extra in [([0.1, 0.9, 0.2, 0.0], "dense", {}),
-                                ([0.6, 0.5, 0.4, 0.0], "dense", {"filters": {"status": "active"}}),
+                                ([0.6, 0.5, 0.4, 0.0], "dense",
+                                 {"filters": VectorFilter.where(status="active")}),
                                 ([0.3, 0.1, 0.7, 0.0], "dense", {"ids": [pts[0].id, pts[2].id]}),
                                 (SparseVector((7,), (1.0,)), "bm25", {})]:
         full = store.nearest(COL, query, namespace="a", using=using, limit=3, **extra)
@@ -147,7 +149,8 @@ def test_batch_search_finds_what_each_search_finds(h: Harness) -> None:
     h.store.upsert(COL, pts + [point(E[1], ns="b", status="active")])
     store = h.read()
     queries = [[0.1, 0.9, 0.2, 0.0], [0.6, 0.5, 0.4, 0.0], [0.0, 0.0, 1.0, 0.0], E[3]]
-    for extra in ({}, {"filters": {"status": "active"}}, {"score_threshold": 0.5}):
+    active = VectorFilter.where(status="active")
+    for extra in ({}, {"filters": active}, {"score_threshold": 0.5}):
         batch = store.nearest_batch(COL, queries, namespace="a", limit=2, **extra)
         assert len(batch) == len(queries)
         for q, hits in zip(queries, batch, strict=True):
@@ -156,7 +159,7 @@ def test_batch_search_finds_what_each_search_finds(h: Harness) -> None:
                 [(x.id, round(x.score, 5)) for x in one]
             assert all(x.payload == {} for x in hits)
     filtered = store.nearest_batch(COL, [E[2]], namespace="a", limit=4,
-                                   filters={"status": "active"})[0]
+                                   filters=VectorFilter.where(status="active"))[0]
     assert pts[2].id not in {x.id for x in filtered} and len(filtered) == 3
     assert store.nearest_batch(COL, [], namespace="a") == []
     with pytest.raises(NamespaceRequiredError):
@@ -178,12 +181,13 @@ def test_set_payload_changes_filters_not_vectors(h: Harness) -> None:
     h.store.upsert(COL, pts + [point(E[0], ns="b", pid=None, status="active")])
     h.store.set_payload(COL, [pts[0].id], {"status": "forgotten"}, namespace="a")
     store = h.read()
-    assert store.count(COL, namespace="a", filters={"status": "active"}) == 3
-    hits = store.nearest(COL, E[0], namespace="a", filters={"status": "forgotten"}, limit=2)
+    assert store.count(COL, namespace="a", filters=VectorFilter.where(status="active")) == 3
+    hits = store.nearest(COL, E[0], namespace="a", limit=2,
+                         filters=VectorFilter.where(status="forgotten"))
     assert [x.id for x in hits] == [pts[0].id] and hits[0].score == pytest.approx(1.0)
     assert hits[0].payload["n"] == 0  # merged, not replaced
     store.set_payload(COL, [pts[1].id], {"status": "x"}, namespace="b")  # other namespace
-    assert store.count(COL, namespace="a", filters={"status": "x"}) == 0
+    assert store.count(COL, namespace="a", filters=VectorFilter.where(status="x")) == 0
     with pytest.raises(InvalidInputError):
         store.set_payload(COL, [pts[1].id], {"namespace": "b"}, namespace="a")
 
@@ -238,7 +242,8 @@ def test_filters_scalar_any_range_datetime_nested(h: Harness) -> None:
     h.store.upsert(COL, pts)
     s = h.read()
 
-    def ids(**flt: Any) -> set[str]:
+    def ids(**conditions: Any) -> set[str]:  # the mapping form, converted
+        flt = VectorFilter.of(conditions)
         hits = s.nearest(COL, [1.0, 1.0, 1.0, 1.0], namespace="a", filters=flt)
         assert s.count(COL, namespace="a", filters=flt) == len(hits)
         return {x.id for x in hits}

@@ -5,7 +5,7 @@ names, and the check itself catches a backend that does not."""
 from __future__ import annotations
 
 import inspect
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -15,6 +15,7 @@ from hello_memory.embedding import SentenceTransformerEmbedder
 from hello_memory.embedding.batching import CoalescingEmbedder
 from hello_memory.errors import InvalidInputError
 from hello_memory.llm.openai_compat import OpenAICompatClient
+from hello_memory.memory.episodic import payload_filters
 from hello_memory.ports import (
     AuditPort,
     Between,
@@ -33,13 +34,16 @@ from hello_memory.stores.graph.sqlite import SQLiteGraphStore
 from hello_memory.stores.records import (
     AuditRepository,
     DocumentRepository,
+    ItemFilter,
     MemoryRepository,
     OutboxRepository,
     RecordStore,
 )
+from hello_memory.stores.vector.base import Range
 from hello_memory.stores.vector.edge import QdrantEdgeVectorStore
 from hello_memory.stores.vector.qdrant import QdrantVectorStore
 from hello_memory.text.entities import RuleExtractor
+from hello_memory.types import MemoryType
 
 _PROTOCOL_BASES = {object, Protocol}
 
@@ -201,3 +205,44 @@ def test_vector_filter_is_typed_and_checked() -> None:
         Between(gte=1.0, lte=datetime(2024, 1, 1))
     with pytest.raises(InvalidInputError):
         Between(gte=float("nan"))
+
+
+def test_vector_filter_conditions_are_checked_when_built() -> None:
+    """A condition no backend answers the same way is refused at once, not by one
+    backend's engine at query time."""
+    for bad in ({"kind": None}, {"kind": ("a", 1)}, {"kind": (True, False)},
+                {"imp": float("inf")}, {"at": b"2024"}, {"": "x"}):
+        with pytest.raises(InvalidInputError):
+            VectorFilter(bad)
+    with pytest.raises(TypeError):
+        VectorFilter([("kind", "note")])  # type: ignore[arg-type]
+    assert Between(gte=datetime(2024, 1, 2),  # a naive bound is read as UTC
+                   lte=datetime(2024, 1, 2, 1, tzinfo=timezone.utc)).gte is not None
+    with pytest.raises(InvalidInputError):
+        Between(gte=datetime(2024, 1, 2), lte=datetime(2024, 1, 1, tzinfo=timezone.utc))
+
+
+def test_vector_filter_of_converts_the_mapping_form() -> None:
+    at = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    flt = VectorFilter.of({"kind": ["fact", "todo"], "n": {3}, "status": "active",
+                           "imp": Range(gte=0.5), "at": at})
+    assert flt == VectorFilter.where(kind=("fact", "todo"), n=(3,), status="active",
+                                     imp=Between(gte=0.5), at=Between(gte=at, lte=at))
+    assert Range is Between  # the one range type, under its old name too
+    assert VectorFilter.of(flt) is flt
+    with pytest.raises(InvalidInputError):
+        VectorFilter.of({"kind": []})  # any of no values
+    with pytest.raises(TypeError):
+        VectorFilter.of([("kind", "note")])  # type: ignore[arg-type]
+
+
+def test_payload_filters_translate_an_item_filter_into_a_vector_filter() -> None:
+    since, until = datetime(2024, 1, 1, tzinfo=timezone.utc), datetime(2024, 2, 1,
+                                                                      tzinfo=timezone.utc)
+    flt = payload_filters(ItemFilter(memory_types=(MemoryType.EPISODIC, MemoryType.SEMANTIC),
+                                     user_id="u1", since=since, until=until,
+                                     min_importance=0.4))
+    assert flt == VectorFilter.where(memory_type=("episodic", "semantic"), status="active",
+                                     user_id="u1", event_time=Between(gte=since, lte=until),
+                                     importance=Between(gte=0.4))
+    assert payload_filters(ItemFilter(status=None)) == VectorFilter()

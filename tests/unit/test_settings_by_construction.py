@@ -170,7 +170,7 @@ def test_convert_takes_the_limits_it_is_given(monkeypatch: pytest.MonkeyPatch,
 ALLOWED_GLOBALS: dict[tuple[str, str], str] = {
     ("text/tokenize.py", "_jieba"): "jieba imported on first use (a lazy import, the "
                                     "same module for every caller)",
-    ("rag/loaders.py", "_markitdown"): "MarkItDown imported on first use (a lazy import)",
+    ("rag/formats.py", "_markitdown"): "MarkItDown imported on first use (a lazy import)",
     ("rag/safe_parse.py", "_ctx"): "the process's one multiprocessing context for the "
                                    "parse worker's fork server, made on first use",
 }

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from hello_memory.interfaces.catalogue import Call, NoArguments, Operation, Request, Rest
+from hello_memory.interfaces.catalogue.core import Call, NoArguments, Operation, Request, Rest
 
 if TYPE_CHECKING:
     from hello_memory.interfaces.jobs import JobRun

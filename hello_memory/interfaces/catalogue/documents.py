@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from hello_memory.errors import InvalidInputError, NotFoundError
-from hello_memory.interfaces.catalogue import (
+from hello_memory.interfaces.catalogue.core import (
     Call,
     NoArguments,
     Operation,

@@ -24,7 +24,7 @@ from urllib.parse import quote, urlencode
 from pydantic import Field
 
 from hello_memory.errors import InvalidInputError, NotFoundError
-from hello_memory.interfaces.catalogue import Call, Operation, Request, Rest
+from hello_memory.interfaces.catalogue.core import Call, Operation, Request, Rest
 from hello_memory.interfaces.catalogue.documents import SavedUpload, confined, resolve_under
 from hello_memory.memory.manager import hit_to_json, item_to_json, perceptual_off_error
 from hello_memory.types import MemoryItem, MemoryType, Modality

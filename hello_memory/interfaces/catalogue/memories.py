@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hello_memory.errors import InvalidInputError, NotFoundError
-from hello_memory.interfaces.catalogue import Call, NoArguments, Operation, Rest, plain_json
+from hello_memory.interfaces.catalogue.core import Call, NoArguments, Operation, Rest, plain_json
 from hello_memory.interfaces.catalogue.memory_requests import (
     AddMany,
     AddMemory,
@@ -35,6 +35,7 @@ from hello_memory.interfaces.catalogue.memory_requests import (
     TypeName,
     UpdateMemory,
 )
+from hello_memory.interfaces.tools.context import ContextBuilder
 from hello_memory.memory.manager import added_to_json, hit_to_json, item_to_json
 from hello_memory.types import MemoryItem, MemoryType
 
@@ -153,13 +154,11 @@ def clear(call: Call, req: ClearRequest) -> Any:
 
 
 def context(call: Call, req: ContextRequest) -> dict[str, Any]:
-    from hello_memory.interfaces.tools.memory_tool import MemoryTool
-
-    tool = MemoryTool(call.manager, namespace=call.namespace,
-                      context_tokens=max(20, req.max_tokens))
-    text = tool.get_context_for_query(req.query, req.max_tokens,
-                                      reference_time=req.reference_time, recipe=req.recipe)
-    return {"context": text, "tokens": tool.counter.count(text)}
+    builder = ContextBuilder(call.manager, namespace=call.namespace,
+                             context_tokens=max(20, req.max_tokens))
+    text = builder.build(req.query, req.max_tokens, reference_time=req.reference_time,
+                         recipe=req.recipe)
+    return {"context": text, "tokens": builder.counter.count(text)}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from hello_memory.interfaces.catalogue import Request
+from hello_memory.interfaces.catalogue.core import Request
 from hello_memory.retrieval.recipes import recipe_names
 
 __all__ = ["AddMany", "AddMemory", "ClearRequest", "ConsolidateRequest", "ContextRequest",

@@ -16,18 +16,28 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hello_memory import __version__
+from hello_memory._version import __version__
 from hello_memory.config import Settings, load_settings
 from hello_memory.errors import HelloMemoryError
+
+# the routes' dependencies and the app's managers (rest/deps.py), re-exported here
+from hello_memory.interfaces.rest.deps import (
+    Admin,
+    Namespace,
+    async_manager_of,
+    manager_of,
+    manager_of_app,
+)
+from hello_memory.interfaces.rest.deps import admin_dependency as admin_dependency
+from hello_memory.interfaces.rest.deps import namespace_dependency as namespace_dependency
 from hello_memory.interfaces.rest.problems import (
     AccessDenied,
     add_problem_responses,
@@ -37,7 +47,6 @@ from hello_memory.interfaces.rest.problems import (
 from hello_memory.interfaces.rest.security import Access, BodyLimit, HostCheck, SearchAdmission
 
 if TYPE_CHECKING:
-    from hello_memory.interfaces.aio import AsyncMemoryManager
     from hello_memory.interfaces.catalogue import Catalogue
     from hello_memory.memory.manager import MemoryManager
     from hello_memory.memory.write_batching import CoalescingWriter
@@ -56,64 +65,6 @@ SEARCH_PATHS = frozenset({"/v1/search", "/v1/context", "/v1/documents/search", "
                           "/v1/media/search", "/v1/media/search/file"})
 
 PROBLEM_JSON = "application/problem+json"
-_bearer = HTTPBearer(auto_error=False, description="API key as a bearer token")
-_header_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key")
-
-
-async def namespace_dependency(
-    request: Request,
-    namespace: Annotated[str | None, Query(min_length=1, max_length=512, description=(
-        "The namespace to act in; the API key must grant it. It may be left out when "
-        "the key grants exactly one namespace (an exact name, no pattern): that one is "
-        "used. Any other key must name one (400 namespace-required)."))] = None,
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)] = None,
-    header_key: Annotated[str | None, Depends(_header_key)] = None,
-) -> str:
-    key = bearer.credentials if bearer is not None else header_key
-    host = request.client.host if request.client else None
-    access: Access = request.app.state.access
-    return access.check(namespace, key, host)
-
-
-Namespace = Annotated[str, Depends(namespace_dependency)]
-
-
-async def admin_dependency(
-    request: Request,
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)] = None,
-    header_key: Annotated[str | None, Depends(_header_key)] = None,
-) -> None:
-    key = bearer.credentials if bearer is not None else header_key
-    host = request.client.host if request.client else None
-    access: Access = request.app.state.access
-    access.check_admin(key, host)
-
-
-Admin = Depends(admin_dependency)
-
-
-def manager_of(request: Request) -> MemoryManager:
-    manager: MemoryManager | None = request.app.state.manager
-    if manager is None:  # only when the lifespan did not run (a misconfigured host)
-        raise HelloMemoryError("the memory manager is not open")
-    return manager
-
-
-def async_manager_of(request: Request) -> AsyncMemoryManager:
-    """The app's async facade: the catalogue's routes run every operation in its pool."""
-    amm: AsyncMemoryManager | None = request.app.state.amm
-    if amm is None:
-        raise HelloMemoryError("the memory manager is not open")
-    return amm
-
-
-def manager_of_app(app: FastAPI) -> MemoryManager:
-    manager: MemoryManager | None = app.state.manager
-    if manager is None:
-        raise HelloMemoryError("the memory manager is not open")
-    return manager
-
-
 def _problem_response(body: dict[str, Any], headers: dict[str, str] | None = None
                       ) -> JSONResponse:
     return JSONResponse(body, status_code=int(body["status"]), media_type=PROBLEM_JSON,

@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import FastAPI, Request, UploadFile
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.interfaces.rest.app import manager_of_app
+from hello_memory.interfaces.rest.deps import manager_of_app
 from hello_memory.interfaces.rest.security import safe_upload_name
 from hello_memory.interfaces.tools.rag_access import build_rag
 from hello_memory.services.browse import upload_folder

@@ -52,7 +52,7 @@ from hello_memory.interfaces.catalogue.memories import (  # noqa: F401
     SearchRequest,
     UpdateMemory,
 )
-from hello_memory.interfaces.rest.app import Admin, Namespace, async_manager_of
+from hello_memory.interfaces.rest.deps import Admin, Namespace, async_manager_of
 from hello_memory.interfaces.rest.documents import pipeline_of, save_upload, temporary_upload
 
 __all__ = ["build_router", "router"]

@@ -9,16 +9,15 @@ needs a network connection at run time.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+# the local files' folders (ui/paths.py, which ui.web and ui.docs read), re-exported
+from hello_memory.interfaces.ui.paths import STATIC_DIR, VENDOR_DIR
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
 __all__ = ["STATIC_DIR", "VENDOR_DIR", "mount"]
-
-STATIC_DIR = Path(__file__).parent / "static"
-VENDOR_DIR = STATIC_DIR / "vendor"
 
 
 def mount(app: FastAPI) -> None:

@@ -21,7 +21,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hello_memory import __version__
+from hello_memory._version import __version__
 from hello_memory.errors import HelloMemoryError
 from hello_memory.interfaces.rest.problems import AccessDenied
 from hello_memory.interfaces.rest.security import Access, namespace_allowed
@@ -110,7 +110,7 @@ def _host(request: Request) -> str | None:
 
 
 def _manager(request: Request) -> Any:
-    from hello_memory.interfaces.rest.app import manager_of_app
+    from hello_memory.interfaces.rest.deps import manager_of_app
 
     return manager_of_app(_parent(request))
 

@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hello_memory.interfaces.ui import VENDOR_DIR
+from hello_memory.interfaces.ui.paths import VENDOR_DIR
 
 __all__ = ["DOCS_CSP", "add_docs", "missing_ui"]
 

@@ -30,7 +30,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hello_memory.errors import HelloMemoryError, InvalidInputError
 from hello_memory.interfaces.rest.problems import AccessDenied, status_for
 from hello_memory.interfaces.rest.security import Access, is_loopback
-from hello_memory.interfaces.ui import STATIC_DIR
 from hello_memory.interfaces.ui import pages as P
 from hello_memory.interfaces.ui._web_base import (
     _SCRIPT_ESCAPES as _SCRIPT_ESCAPES,
@@ -70,6 +69,7 @@ from hello_memory.interfaces.ui._web_base import (
 from hello_memory.interfaces.ui._web_base import (
     viewer_of as viewer_of,
 )
+from hello_memory.interfaces.ui.paths import STATIC_DIR
 from hello_memory.interfaces.ui.sessions import (
     COOKIE,
     LOGIN_COOKIE,

@@ -1,8 +1,10 @@
 """Validation and filter parsing shared by the vector backends, free of any client
 import (so the embedded Edge path never loads qdrant-client's generated models).
 
-A filter entry is parsed once into a :data:`Cond`, which each backend maps onto its own
-classes: the semantics (and the errors for bad filters) are the same everywhere.
+A :class:`~hello_memory.ports.vector.VectorFilter` is parsed once
+(:func:`filter_conditions`) into :class:`Cond` entries, which each backend maps onto
+its own classes: the semantics (and the errors for bad filters) are the same
+everywhere (``tests/contract/test_vector_filter.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from hello_memory.errors import (
     NamespaceRequiredError,
     VectorError,
 )
-from hello_memory.stores.vector.base import CollectionSpec, FieldCondition, PayloadIndex, Range
+from hello_memory.ports.vector import (
+    Between,
+    CollectionSpec,
+    Condition,
+    PayloadIndex,
+    VectorFilter,
+)
 from hello_memory.types import SparseVector
 
 DISTANCES = ("cosine", "dot", "euclid")
@@ -140,33 +148,38 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def parse_condition(key: str, cond: FieldCondition) -> Cond:
-    """One filter entry: scalar -> exact match, list/tuple/set -> any-of, Range -> range."""
-    if isinstance(cond, Range):
+def filter_conditions(filters: VectorFilter | None) -> list[Cond]:
+    """The parsed conditions of a backend call's ``filters``: None or a
+    :class:`VectorFilter`. A mapping (the form the backends took before) is refused
+    with a TypeError naming :meth:`VectorFilter.of`, which converts it."""
+    if filters is None:
+        return []
+    if not isinstance(filters, VectorFilter):
+        raise TypeError(f"filters must be a VectorFilter or None, not "
+                        f"{type(filters).__name__} (VectorFilter.of(mapping) converts one)")
+    return [parse_condition(key, cond) for key, cond in filters.conditions.items()]
+
+
+def parse_condition(key: str, cond: Condition) -> Cond:
+    """One condition of a VectorFilter (checked when it was built): a tuple is any of
+    its values, a Between a range, a float the one value as a range (Qdrant matches
+    only str, int and bool exactly), str / int / bool an exact match."""
+    if isinstance(cond, Between):
         return _range(key, cond.gte, cond.lte)
-    if isinstance(cond, (list, tuple, set, frozenset)):
-        values = list(cond)
-        if not all(isinstance(v, str) for v in values) and not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in values
-        ):
-            raise InvalidInputError(f"filter {key!r}: any-of values must be all str or all int")
-        return Cond(key, "any", tuple(values))
-    if isinstance(cond, (datetime, float)):
-        return _range(key, cond, cond)  # Qdrant cannot match these exactly; a point range can
+    if isinstance(cond, tuple):
+        return Cond(key, "any", cond)
+    if isinstance(cond, float):
+        return _range(key, cond, cond)
     if isinstance(cond, (str, int, bool)):
         return Cond(key, "value", (cond,))
     raise InvalidInputError(f"unsupported filter value for {key!r}: {cond!r}")
 
 
 def _range(key: str, gte: Any, lte: Any) -> Cond:
-    bounds = [b for b in (gte, lte) if b is not None]
-    if not bounds:
-        raise InvalidInputError(f"filter {key!r}: Range needs at least one bound")
-    if all(isinstance(b, (datetime, date)) for b in bounds):
+    """A range of datetimes or of numbers (the bounds' kinds checked by Between)."""
+    if isinstance(gte, datetime) or isinstance(lte, datetime):
         return Cond(key, "datetime", gte=gte, lte=lte)
-    if all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds):
-        return Cond(key, "range", gte=gte, lte=lte)
-    raise InvalidInputError(f"filter {key!r}: Range bounds must be both numbers or datetimes")
+    return Cond(key, "range", gte=gte, lte=lte)
 
 
 def iso(value: Any) -> str | None:

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hello_memory.errors import BackendUnavailableError, InvalidInputError
-from hello_memory.stores.vector._common import Cond, _require_ns, _Shape, iso, parse_condition
-from hello_memory.stores.vector.base import FieldCondition
+from hello_memory.stores.vector._common import Cond, _require_ns, _Shape, filter_conditions, iso
+from hello_memory.stores.vector.base import VectorFilter
 
 if TYPE_CHECKING:
     from hello_memory.stores.vector.pgvector import PgVectorParams
@@ -201,14 +201,13 @@ def _finite(score: Any) -> float:
     return value if math.isfinite(value) else 0.0
 
 
-def _where(namespace: str, filters: Mapping[str, FieldCondition] | None
-           ) -> tuple[str, list[Any]]:
+def _where(namespace: str, filters: VectorFilter | None) -> tuple[str, list[Any]]:
     """``p.namespace = ns AND <each filter>`` over the table aliased ``p``, and its
-    parameters (filters parsed by _common.parse_condition, as every backend does)."""
+    parameters (filters parsed by _common.filter_conditions, as every backend does)."""
     _require_ns(namespace)
     parts, args = ["p.namespace = %s"], [namespace]
-    for key, cond in (filters or {}).items():
-        sql, more = _to_sql(parse_condition(key, cond))
+    for cond in filter_conditions(filters):
+        sql, more = _to_sql(cond)
         parts.append(sql)
         args.extend(more)
     return " AND ".join(parts), args
@@ -219,15 +218,8 @@ def _to_sql(c: Cond) -> tuple[str, list[Any]]:
         raise InvalidInputError(f"filter keys must be non-empty strings, got {c.key!r}")
     path = c.key.split(".")
     field = "(p.payload #> %s::text[])"
-    if c.kind == "value":
-        # jsonb containment: equal to the value, or (a field holding an array) one of
-        # its elements, as Qdrant matches a keyword against an array field
-        return f"{field} @> %s::jsonb", [path, json.dumps(c.values[0])]
-    if c.kind == "any":
-        if not c.values:
-            return "false", []
-        return (f"{field} @> ANY(%s::jsonb[])",
-                [path, [json.dumps(v) for v in c.values]])
+    if c.kind in ("value", "any"):
+        return _match_sql(c, field, path)
     text = "(p.payload #>> %s::text[])"
     if c.kind == "datetime":
         # an ISO string that is not a date is no match (Qdrant's datetime range skips it)
@@ -237,6 +229,25 @@ def _to_sql(c: Cond) -> tuple[str, list[Any]]:
     number = (f"(CASE WHEN jsonb_typeof({field}) = 'number' "
               f"THEN ({text})::float8 END)")
     return _range_sql(number, "", path, c, float)
+
+
+def _match_sql(c: Cond, field: str, path: list[str]) -> tuple[str, list[Any]]:
+    """An exact or any-of match: jsonb containment, equal to a value or (a field
+    holding an array) holding one as an element, as Qdrant matches a keyword against
+    an array field."""
+    if c.kind == "value":
+        sql, args = f"{field} @> %s::jsonb", [path, json.dumps(c.values[0])]
+    elif not c.values:
+        return "false", []
+    else:
+        sql, args = f"{field} @> ANY(%s::jsonb[])", [path, [json.dumps(v) for v in c.values]]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in c.values):
+        return sql, args
+    # jsonb compares numbers by value (1.0 = 1); Qdrant matches an int only to an int,
+    # so a number field written as a float (its text "1.0") is no match
+    # (tests/contract/test_vector_filter.py)
+    return (f"({sql} AND (jsonb_typeof({field}) <> 'number' "
+            f"OR ({field})::text !~ '[.eE]'))", [*args, path, path])
 
 
 def _range_sql(value: str, cast: str, path: list[str], c: Cond,

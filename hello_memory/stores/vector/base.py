@@ -1,5 +1,7 @@
 """The ``VectorStore`` protocol: named dense vectors (and room for sparse lexical
-vectors) per collection, with payload filters, scoped by namespace.
+vectors) per collection, with payload filters (a
+:class:`~hello_memory.ports.vector.VectorFilter`; a plain mapping is refused with a
+``TypeError``), scoped by namespace.
 
 Every method that reads or deletes takes the namespace explicitly; the backend stores
 it in the payload field ``namespace`` and always filters on it. An empty namespace
@@ -10,25 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+# The value types the vector port speaks live in the port (docs/ARCHITECTURE.md,
+# "Ports"); their old import paths stay.
+from hello_memory.ports.vector import (
+    Between,
+    CollectionSpec,
+    Condition,
+    PayloadIndex,
+    VectorFilter,
+)
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
 
-__all__ = ["CollectionSpec", "FieldCondition", "HnswParams", "PayloadIndex", "Range", "VectorStore"]
-
-PayloadIndex = Literal["keyword", "integer", "float", "datetime", "bool", "text"]
-
-
-@dataclass(frozen=True)
-class CollectionSpec:
-    """Shape of a collection: dense vector sizes by name, sparse vector names, and the
-    payload fields to index (where the server supports payload indexes)."""
-
-    name: str
-    dense: Mapping[str, int]
-    sparse: tuple[str, ...] = ()
-    payload_indexes: Mapping[str, PayloadIndex] | None = None
-    distance: Literal["cosine", "dot", "euclid"] = "cosine"
+__all__ = ["Between", "CollectionSpec", "FieldCondition", "HnswParams", "PayloadIndex", "Range",
+           "VectorFilter", "VectorStore"]
 
 
 @dataclass(frozen=True)
@@ -50,19 +48,10 @@ class HnswParams:
     auto_index: bool = True
 
 
-@dataclass(frozen=True)
-class Range:
-    """Numeric / datetime range condition (bounds inclusive; None = open)."""
-
-    gte: Any = None
-    lte: Any = None
-
-
-# A filter is a mapping field -> condition:
-#   scalar      exact match
-#   list/tuple  match any of the values
-#   Range       range match
-FieldCondition = Any
+# The one range type of the vector filter, under its old name.
+Range = Between
+# One condition of a VectorFilter, under its old name.
+FieldCondition = Condition
 
 
 def calls_in_turn(store: object) -> bool:
@@ -96,7 +85,7 @@ class VectorStore(Protocol):
         namespace: str,
         using: str = "dense",
         limit: int = 10,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
         score_threshold: float | None = None,
         ids: Sequence[str] | None = None,
         with_payload: bool = True,
@@ -114,7 +103,7 @@ class VectorStore(Protocol):
         namespace: str,
         using: str = "dense",
         limit: int = 10,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
         score_threshold: float | None = None,
     ) -> list[list[VectorHit]]:
         """:meth:`nearest` for many dense queries at once (one list of hits per query, in
@@ -139,7 +128,7 @@ class VectorStore(Protocol):
         collection: str,
         *,
         namespace: str,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
     ) -> int: ...
 
     def ids(self, collection: str, *, namespace: str) -> set[str]:

@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from hello_memory.errors import (
     BackendUnavailableError,
     CollectionNotFoundError,
@@ -54,10 +56,10 @@ from hello_memory.stores.vector._common import (
     _Shape,
     _sparse_parts,
     _uuid,
+    filter_conditions,
     iso,
-    parse_condition,
 )
-from hello_memory.stores.vector.base import CollectionSpec, FieldCondition, HnswParams
+from hello_memory.stores.vector.base import CollectionSpec, HnswParams, VectorFilter
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
 
 __all__ = ["QdrantEdgeVectorStore"]
@@ -374,7 +376,7 @@ class QdrantEdgeVectorStore:
         namespace: str,
         using: str = "dense",
         limit: int = 10,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
         score_threshold: float | None = None,
         ids: Sequence[str] | None = None,
         with_payload: bool = True,
@@ -417,7 +419,7 @@ class QdrantEdgeVectorStore:
         namespace: str,
         using: str = "dense",
         limit: int = 10,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
         score_threshold: float | None = None,
     ) -> list[list[VectorHit]]:
         """Dense :meth:`nearest` for every query, planned by Edge as one batch (its
@@ -452,7 +454,7 @@ class QdrantEdgeVectorStore:
         collection: str,
         *,
         namespace: str,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
     ) -> int:
         """Exact number of points in ``namespace`` matching ``filters``."""
         e = _edge()
@@ -512,18 +514,22 @@ def _has_shard(directory: Path) -> bool:
     return (directory / "edge_config.json").is_file()
 
 
-def _filter(e: Any, namespace: str, filters: Mapping[str, FieldCondition] | None,
-            *extra: Any) -> Any:
+def _filter(e: Any, namespace: str, filters: VectorFilter | None, *extra: Any) -> Any:
     """The namespace condition ANDed with ``filters`` (parsed as for the server backend)."""
     _require_ns(namespace)
     must: list[Any] = [e.FieldCondition("namespace", match=e.MatchValue(namespace)), *extra]
-    must.extend(_to_edge(e, parse_condition(k, v)) for k, v in (filters or {}).items())
+    must.extend(_to_edge(e, c) for c in filter_conditions(filters))
     return e.Filter(must=must)
 
 
 def _to_edge(e: Any, c: Cond) -> Any:
     if c.kind == "value":
-        return e.FieldCondition(c.key, match=e.MatchValue(c.values[0]))
+        value = c.values[0]
+        # Edge's MatchValue reads a Python bool as the integer 0 or 1 (it tries int
+        # first), so True matched the payload value 1 and not true; a numpy bool is no
+        # int and reaches Edge as a bool (tests/contract/test_vector_filter.py).
+        return e.FieldCondition(c.key, match=e.MatchValue(
+            np.bool_(value) if isinstance(value, bool) else value))
     if c.kind == "any":
         return e.FieldCondition(c.key, match=e.MatchAny(list(c.values)))
     if c.kind == "datetime":

@@ -92,7 +92,7 @@ from hello_memory.stores.vector._pg_sql import _OPERATOR as _OPERATOR
 from hello_memory.stores.vector._pg_sql import _OPS as _OPS
 from hello_memory.stores.vector._pg_sql import _range_sql as _range_sql
 from hello_memory.stores.vector._pg_sql import _to_sql as _to_sql
-from hello_memory.stores.vector.base import CollectionSpec, FieldCondition
+from hello_memory.stores.vector.base import CollectionSpec, VectorFilter
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
 
 __all__ = ["PgVectorParams", "PgVectorStore"]
@@ -431,7 +431,7 @@ class PgVectorStore(PgSql):
         namespace: str,
         using: str = "dense",
         limit: int = 10,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
         score_threshold: float | None = None,
         ids: Sequence[str] | None = None,
         with_payload: bool = True,
@@ -476,7 +476,7 @@ class PgVectorStore(PgSql):
         namespace: str,
         using: str = "dense",
         limit: int = 10,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
         score_threshold: float | None = None,
     ) -> list[list[VectorHit]]:
         """Dense :meth:`nearest` for every query, one after the other (each is an index
@@ -505,7 +505,7 @@ class PgVectorStore(PgSql):
         collection: str,
         *,
         namespace: str,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
     ) -> int:
         """Exact number of points in ``namespace`` matching ``filters``."""
         where, args = _where(namespace, filters)

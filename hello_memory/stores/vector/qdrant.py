@@ -31,6 +31,7 @@ from hello_memory.errors import (
     VectorStoreError,
 )
 from hello_memory.stores.vector._common import (
+    Cond,
     _check_spec,
     _dense,
     _jsonable,
@@ -39,9 +40,9 @@ from hello_memory.stores.vector._common import (
     _Shape,
     _sparse_parts,
     _uuid,
-    parse_condition,
+    filter_conditions,
 )
-from hello_memory.stores.vector.base import CollectionSpec, FieldCondition, PayloadIndex
+from hello_memory.stores.vector.base import CollectionSpec, PayloadIndex, VectorFilter
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
 
 __all__ = ["QdrantVectorStore"]
@@ -309,7 +310,7 @@ class QdrantVectorStore:
         namespace: str,
         using: str = "dense",
         limit: int = 10,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
         score_threshold: float | None = None,
         ids: Sequence[str] | None = None,
         with_payload: bool = True,
@@ -345,7 +346,7 @@ class QdrantVectorStore:
         namespace: str,
         using: str = "dense",
         limit: int = 10,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
         score_threshold: float | None = None,
     ) -> list[list[VectorHit]]:
         """Dense :meth:`nearest` for every query in one ``query_batch_points`` call;
@@ -383,7 +384,7 @@ class QdrantVectorStore:
         collection: str,
         *,
         namespace: str,
-        filters: Mapping[str, FieldCondition] | None = None,
+        filters: VectorFilter | None = None,
     ) -> int:
         """Exact number of points in ``namespace`` matching ``filters``."""
         flt = self._filter(namespace, filters)
@@ -427,14 +428,14 @@ class QdrantVectorStore:
         return self._prefix + collection
 
     def _filter(
-        self, namespace: str, filters: Mapping[str, FieldCondition] | None, *extra: Any
+        self, namespace: str, filters: VectorFilter | None, *extra: Any
     ) -> models.Filter:
         _require_ns(namespace)
         must: list[Any] = [
             models.FieldCondition(key="namespace", match=models.MatchValue(value=namespace)),
             *extra,
         ]
-        must.extend(_condition(k, v) for k, v in (filters or {}).items())
+        must.extend(_condition(c) for c in filter_conditions(filters))
         return models.Filter(must=must)
 
     @contextmanager
@@ -488,9 +489,9 @@ def _sparse(vec: SparseVector, collection: str, name: str) -> models.SparseVecto
     return models.SparseVector(indices=idx, values=vals)
 
 
-def _condition(key: str, cond: FieldCondition) -> models.FieldCondition:
-    """One filter entry as a qdrant-client condition (parsed by ``parse_condition``)."""
-    c = parse_condition(key, cond)
+def _condition(c: Cond) -> models.FieldCondition:
+    """One parsed filter condition (``_common.filter_conditions``) as qdrant-client's."""
+    key = c.key
     if c.kind == "value":
         return models.FieldCondition(key=key, match=models.MatchValue(value=c.values[0]))
     if c.kind == "any":
