@@ -39,13 +39,13 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
 install: $(STAMP) ui-assets
 
 # The dashboard's browser libraries (Cytoscape.js, Swagger UI for /docs), from the npm
-# registry at the versions of hello_memory/ui/npm/package-lock.json, bundled into
-# hello_memory/ui/static/vendor/ (git-ignored; nothing is loaded from a CDN at run time).
-UI_VENDOR := hello_memory/ui/static/vendor
+# registry at the versions of hello_memory/interfaces/ui/npm/package-lock.json, bundled into
+# hello_memory/interfaces/ui/static/vendor/ (git-ignored; nothing is loaded from a CDN at run time).
+UI_VENDOR := hello_memory/interfaces/ui/static/vendor
 .PHONY: ui-assets ui-screenshots
 ui-assets: $(UI_VENDOR)/VERSIONS.txt
 
-$(UI_VENDOR)/VERSIONS.txt: hello_memory/ui/npm/package.json hello_memory/ui/npm/package-lock.json scripts/ui-assets.sh
+$(UI_VENDOR)/VERSIONS.txt: hello_memory/interfaces/ui/npm/package.json hello_memory/interfaces/ui/npm/package-lock.json scripts/ui-assets.sh
 	scripts/ui-assets.sh
 
 # The README's dashboard pictures (docs/images/ui-*.png), taken by the end-to-end tests.

@@ -181,8 +181,8 @@ def run(path: Path = DEFAULT_DATA, modes: Sequence[str] = MODES,
         limit: int | None = None) -> dict[str, Any]:
     """Ingest the set into a fresh data dir, then evaluate each mode."""
     from hello_memory.config import load_settings
+    from hello_memory.interfaces.tools.memory_tool import MemoryTool
     from hello_memory.memory.manager import MemoryManager
-    from hello_memory.tools.memory_tool import MemoryTool
 
     data = load(path)
     problems = check(data)
@@ -220,8 +220,8 @@ def run(path: Path = DEFAULT_DATA, modes: Sequence[str] = MODES,
             if "rest" in modes:
                 from fastapi.testclient import TestClient
 
-                from hello_memory.api import create_app
-                from hello_memory.api.routes import SearchRequest
+                from hello_memory.interfaces.rest import create_app
+                from hello_memory.interfaces.rest.routes import SearchRequest
 
                 send_ref = "reference_time" in SearchRequest.model_fields
                 result["reference_time_sent"]["rest"] = send_ref

@@ -3,7 +3,7 @@
     python -m benchmarks.assistant_v2 [DATA.json] [--recipes R ...] [--limit N]
                                       [--memories N] [--json OUT] [--md FILE] [--no-write]
 
-One fresh embedded data dir; the FastAPI app of ``hello_memory.api.create_app`` over it,
+One fresh embedded data dir; the FastAPI app of ``hello_memory.interfaces.rest.create_app`` over it,
 in-process (httpx ASGI transport through Starlette's TestClient: real routing, validation
 and serialisation). Every memory of the set is added in file order with
 ``POST /v1/memories`` (content, event_time, and memory_type only where the set gives one:
@@ -335,8 +335,8 @@ def run(path: Path = DEFAULT_DATA, recipes: Sequence[str] = RECIPES,
     recipe. ``memories``/``limit`` take a slice (smoke runs; the full set otherwise)."""
     from fastapi.testclient import TestClient
 
-    from hello_memory.api import create_app
     from hello_memory.config import load_settings
+    from hello_memory.interfaces.rest import create_app
 
     full = load(path)
     problems = check(full)

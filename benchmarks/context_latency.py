@@ -96,8 +96,8 @@ def time_context(mm: Any, data: Path, qs: Sequence[str], cache: WarmQueryCache
     blocks, and the query embeddings the timed pass still needed (0 expected)."""
     import httpx
 
-    from hello_memory.api import create_app
     from hello_memory.config import load_settings
+    from hello_memory.interfaces.rest import create_app
 
     settings = load_settings(environ={}, data_dir=data, api={"api_keys": {KEY: [NS]}})
     app = create_app(settings, manager=mm)

@@ -160,7 +160,7 @@ def searchers(settings: Any, mm: Any, via: str
         return
     from fastapi.testclient import TestClient
 
-    from hello_memory.api import create_app
+    from hello_memory.interfaces.rest import create_app
 
     with TestClient(create_app(settings, manager=mm)) as client:
         def make_rest(recipe: str, reference: dict[str, datetime]

@@ -72,8 +72,8 @@ def run(path: Path = DEFAULT_DATA, memories: int | None = None,
         limit: int | None = None) -> dict[str, Any]:
     from fastapi.testclient import TestClient
 
-    from hello_memory.api import create_app
     from hello_memory.config import load_settings
+    from hello_memory.interfaces.rest import create_app
 
     data = load(path)
     if memories or limit:

@@ -14,7 +14,7 @@ used before, added about 5 ms of its own thread hand-offs per request). Query
 embedding is included everywhere (the same model call on both sides).
 
 Twice: on the store as ingested, and again after ``jobs optimize``
-(:func:`hello_memory.jobs.run_optimize`, which the server's scheduler runs; it builds
+(:func:`hello_memory.interfaces.jobs.run_optimize`, which the server's scheduler runs; it builds
 the HNSW segments), the state of a store that has been running. Since
 ``vector.hnsw.auto_index`` the write path builds the graph itself every ~6,700 memories,
 so at 10k the first pass already searches it for all but the latest writes. The dense
@@ -133,10 +133,10 @@ def _measure(modes: dict[str, Mode], qs: Sequence[str], floor: Floor, first_mode
 
 
 def run(n: int, n_queries: int) -> dict[str, Any]:
-    from hello_memory.api import create_app
     from hello_memory.config import load_settings
     from hello_memory.embedding import SentenceTransformerEmbedder
-    from hello_memory.jobs import run_optimize
+    from hello_memory.interfaces.jobs import run_optimize
+    from hello_memory.interfaces.rest import create_app
 
     embedder = SentenceTransformerEmbedder()
     embedder.embed(["warm up"])

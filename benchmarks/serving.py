@@ -26,7 +26,7 @@ def start_serve(src: Path, data: Path, port: int, env: dict[str, str], *,
     returned once ``/healthz`` answers 200 (checked every ``poll`` seconds); a
     RuntimeError when it exits first or does not answer within ``timeout``."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(data), "serve",
+        [sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir", str(data), "serve",
          "--host", "127.0.0.1", "--port", str(port)],
         cwd=src, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + timeout

@@ -48,7 +48,8 @@ def _env(src: Path) -> dict[str, str]:
 
 def _cli(src: Path, data: Path, *args: str) -> float:
     t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "hello_memory.cli", "--data-dir", str(data), *args],
+    subprocess.run([sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir", str(data),
+                    *args],
                    cwd=src, env=_env(src), check=True, capture_output=True, timeout=600)
     return time.monotonic() - t0
 

@@ -162,8 +162,8 @@ def run(path: Path = DEFAULT_DATA, modes: Sequence[str] = MODES,
     """Every pair of the set through REST in a fresh data dir, once per mode."""
     from fastapi.testclient import TestClient
 
-    from hello_memory.api import create_app
     from hello_memory.config import load_settings
+    from hello_memory.interfaces.rest import create_app
     from hello_memory.memory.manager import MemoryManager
 
     data = load(path)

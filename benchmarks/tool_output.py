@@ -94,8 +94,8 @@ def tool_lists(manager: Any, settings: Any) -> dict[str, tuple[int, int, int]]:
     from mcp import Client
     from mcp.server.mcpserver import MCPServer
 
-    from hello_memory.catalogue import default_catalogue
-    from hello_memory.mcp_server import INSTRUCTIONS, build_server, tool_signature
+    from hello_memory.interfaces.catalogue import default_catalogue
+    from hello_memory.interfaces.mcp import INSTRUCTIONS, build_server, tool_signature
 
     def listed(server: Any) -> list[dict[str, Any]]:
         async def go() -> list[dict[str, Any]]:
@@ -122,9 +122,9 @@ def tool_lists(manager: Any, settings: Any) -> dict[str, tuple[int, int, int]]:
 
 def measure() -> dict[str, Any]:
     from hello_memory import MemoryManager, MemoryTool
-    from hello_memory.catalogue import Call, default_catalogue
     from hello_memory.config import load_settings
-    from hello_memory.tools.views import brief
+    from hello_memory.interfaces.catalogue import Call, default_catalogue
+    from hello_memory.interfaces.tools.views import brief
 
     rows: dict[str, list[tuple[int, int]]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -145,8 +145,8 @@ def run_one(data: dict[str, Any], preset: str | None,
     """One embedder: a fresh data dir, every message, every question x recipe."""
     from fastapi.testclient import TestClient
 
-    from hello_memory.api import create_app
     from hello_memory.config import load_settings
+    from hello_memory.interfaces.rest import create_app
     from hello_memory.memory.manager import MemoryManager
 
     ns = data.get("namespace", "zh-everyday")

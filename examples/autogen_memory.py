@@ -15,7 +15,7 @@ from autogen_core.model_context import BufferedChatCompletionContext
 from autogen_core.models import UserMessage
 
 from hello_memory import MemoryManager
-from hello_memory.adapters.autogen import HelloMemory
+from hello_memory.interfaces.adapters.autogen import HelloMemory
 
 
 async def main(data_dir: str) -> None:

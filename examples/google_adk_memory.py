@@ -15,7 +15,7 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from hello_memory import MemoryManager
-from hello_memory.adapters.google_adk import HelloMemoryService
+from hello_memory.interfaces.adapters.google_adk import HelloMemoryService
 
 
 async def main(data_dir: str) -> None:

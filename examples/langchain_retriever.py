@@ -12,7 +12,7 @@ import tempfile
 from langchain_core.documents import Document
 
 from hello_memory import MemoryManager
-from hello_memory.adapters.langchain import HelloMemoryRetriever, HelloMemoryVectorStore
+from hello_memory.interfaces.adapters.langchain import HelloMemoryRetriever, HelloMemoryVectorStore
 
 
 def main(data_dir: str) -> None:

@@ -15,7 +15,7 @@ from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
 
 from hello_memory import MemoryManager
-from hello_memory.adapters.langgraph import HelloMemoryStore
+from hello_memory.interfaces.adapters.langgraph import HelloMemoryStore
 
 
 class State(TypedDict):

@@ -14,7 +14,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 
 from hello_memory import MemoryManager
-from hello_memory.adapters.llamaindex import HelloMemoryBlock
+from hello_memory.interfaces.adapters.llamaindex import HelloMemoryBlock
 
 
 async def main(data_dir: str) -> None:

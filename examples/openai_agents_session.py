@@ -18,7 +18,7 @@ from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabl
 from openai import AsyncOpenAI
 
 from hello_memory import MemoryManager, MemoryTool
-from hello_memory.adapters.openai_agents import HelloMemorySession, memory_function_tools
+from hello_memory.interfaces.adapters.openai_agents import HelloMemorySession, memory_function_tools
 
 
 async def main(data_dir: str) -> None:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 from hello_memory import MemoryManager, MemoryTool
-from hello_memory.adapters.pydantic_ai import memory_toolset
+from hello_memory.interfaces.adapters.pydantic_ai import memory_toolset
 
 
 async def main(data_dir: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from hello_memory import errors
+from hello_memory import _moved, errors
 from hello_memory._version import __version__ as __version__
 from hello_memory.config import Settings, load_settings
 from hello_memory.errors import HelloMemoryError
@@ -26,6 +26,10 @@ from hello_memory.types import (
     Modality,
     Relation,
 )
+
+# the interfaces moved under hello_memory/interfaces/; their former import paths give the
+# same modules (hello_memory/_moved.py)
+_moved.install()
 
 # name -> module holding it; imported on first attribute access (PEP 562) so that
 # `import hello_memory` stays light (no torch, no qdrant-client, no SQLAlchemy engine).
@@ -51,13 +55,13 @@ _LAZY = {
     "Neo4jGraphStore": "hello_memory.stores.graph",
     "SentenceTransformerEmbedder": "hello_memory.embedding",
     "RAGPipeline": "hello_memory.rag.pipeline",
-    "RAGTool": "hello_memory.rag.tool",
-    "MemoryTool": "hello_memory.tools",
-    "create_app": "hello_memory.api",
-    "JobRun": "hello_memory.jobs",
-    "run_job": "hello_memory.jobs",
-    "Client": "hello_memory.client",
-    "AsyncClient": "hello_memory.client",
+    "RAGTool": "hello_memory.interfaces.tools.rag_tool",
+    "MemoryTool": "hello_memory.interfaces.tools",
+    "create_app": "hello_memory.interfaces.rest",
+    "JobRun": "hello_memory.interfaces.jobs",
+    "run_job": "hello_memory.interfaces.jobs",
+    "Client": "hello_memory.interfaces.client",
+    "AsyncClient": "hello_memory.interfaces.client",
 }
 
 __all__ = [
@@ -115,11 +119,13 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from hello_memory.api import create_app
-    from hello_memory.client import AsyncClient, Client
     from hello_memory.embedding import SentenceTransformerEmbedder
     from hello_memory.factory import open_stores
-    from hello_memory.jobs import JobRun, run_job
+    from hello_memory.interfaces.client import AsyncClient, Client
+    from hello_memory.interfaces.jobs import JobRun, run_job
+    from hello_memory.interfaces.rest import create_app
+    from hello_memory.interfaces.tools import MemoryTool
+    from hello_memory.interfaces.tools.rag_tool import RAGTool
     from hello_memory.llm import LLMClient, OpenAICompatClient
     from hello_memory.memory.episodic import EpisodicMemory
     from hello_memory.memory.manager import MemoryManager
@@ -127,7 +133,6 @@ if TYPE_CHECKING:
     from hello_memory.memory.semantic import SemanticMemory
     from hello_memory.memory.working import WorkingMemory
     from hello_memory.rag.pipeline import RAGPipeline
-    from hello_memory.rag.tool import RAGTool
     from hello_memory.retrieval.hybrid import HybridRetriever
     from hello_memory.retrieval.progressive import ProgressiveLoader, TokenMetrics
     from hello_memory.retrieval.task_aware import TaskAwareRetriever
@@ -136,4 +141,3 @@ if TYPE_CHECKING:
     from hello_memory.stores.records import RecordStore
     from hello_memory.stores.vector import QdrantVectorStore
     from hello_memory.text.timeparse import find_time_ranges
-    from hello_memory.tools import MemoryTool

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # the job list and the schedule syntax jobs.schedule is checked against (core, not
-# hello_memory.jobs, an interface: docs/ARCHITECTURE.md "Known debts")
+# hello_memory.interfaces.jobs, an interface: docs/ARCHITECTURE.md "Known debts")
 from hello_memory.schedules import ALL_JOBS, parse_schedule
 
 __all__ = [

@@ -2,8 +2,8 @@
 
 Core, below the settings: ``JobsSettings`` (``config_sections.py``) checks each
 ``jobs.schedule`` entry against :data:`ALL_JOBS` and :func:`parse_schedule` here, so the
-settings need not import :mod:`hello_memory.jobs`, an interface that reaches the facade
-(docs/ARCHITECTURE.md "Known debts": no import cycle). :mod:`hello_memory.jobs` runs
+settings need not import :mod:`hello_memory.interfaces.jobs`, an interface that reaches the facade
+(docs/ARCHITECTURE.md "Known debts": no import cycle). :mod:`hello_memory.interfaces.jobs` runs
 the jobs and re-exports every name below.
 """
 

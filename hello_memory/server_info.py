@@ -6,7 +6,7 @@ While a server runs on a data directory it keeps ``<data_dir>/server.json``: its
 address, process id, start time and whether it holds the directory's embedded stores
 (an embedded vector directory opens in one process only). The CLI reads it to run its
 commands through that server instead of opening the stores itself
-(:mod:`hello_memory.remote`). The file is written atomically once the server listens
+(:mod:`hello_memory.interfaces.remote`). The file is written atomically once the server listens
 and removed when it exits cleanly; a file left by a server that died is *stale* and
 ignored: its process is gone, or nothing listens at its address.
 

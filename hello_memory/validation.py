@@ -268,7 +268,7 @@ def validate_item(item: MemoryItem, limits: LimitsSettings | None = None) -> Mem
 
 
 # The keys of search's ``filters`` mapping, beside its keyword filters: one list for
-# MemoryManager.search and the HTTP client's search (hello_memory/client/operations.py).
+# MemoryManager.search and the HTTP client's search (hello_memory/interfaces/client/operations.py).
 SEARCH_FILTERS = frozenset({"user_id", "agent_id", "session_id", "min_importance",
                             "time_range", "as_of"})
 

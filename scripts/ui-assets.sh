@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Bundle the browser libraries of the memory inspector (/ui) and the API docs (/docs)
-# into hello_memory/ui/static/vendor/ (git-ignored): `npm ci` of the pinned
-# hello_memory/ui/npm/package-lock.json in a temporary folder, install scripts off,
+# into hello_memory/interfaces/ui/static/vendor/ (git-ignored): `npm ci` of the pinned
+# hello_memory/interfaces/ui/npm/package-lock.json in a temporary folder, install scripts off,
 # then the distributed files copied over. Nothing is loaded from a CDN at run time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-src=$root/hello_memory/ui/npm
-out=$root/hello_memory/ui/static/vendor
+src=$root/hello_memory/interfaces/ui/npm
+out=$root/hello_memory/interfaces/ui/static/vendor
 command -v npm >/dev/null || { echo "ui-assets: npm is needed (Debian: apt-get install npm)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -19,7 +19,7 @@ for f in swagger-ui-bundle.js swagger-ui.css favicon-32x32.png LICENSE NOTICE; d
   cp "$nm/swagger-ui-dist/$f" "$out.new/swagger-ui/"
 done
 {
-  echo "# bundled by scripts/ui-assets.sh from hello_memory/ui/npm/package-lock.json"
+  echo "# bundled by scripts/ui-assets.sh from hello_memory/interfaces/ui/npm/package-lock.json"
   for p in cytoscape swagger-ui-dist; do
     node -e "const p=require('$nm/$p/package.json'); console.log(p.name + ' ' + p.version + ' ' + p.license)"
   done

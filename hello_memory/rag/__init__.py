@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 _LAZY = {
     "RAGPipeline": "hello_memory.rag.pipeline",
-    "RAGTool": "hello_memory.rag.tool",
+    "RAGTool": "hello_memory.interfaces.tools.rag_tool",
     "IngestReport": "hello_memory.rag.types",
     "RAGHit": "hello_memory.rag.types",
     "Answer": "hello_memory.rag.types",
@@ -55,6 +55,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from hello_memory.interfaces.tools.rag_tool import RAGTool
     from hello_memory.rag.chunker import Chunk, MarkdownChunker
     from hello_memory.rag.errors import (
         DocumentError,
@@ -64,5 +65,4 @@ if TYPE_CHECKING:
     )
     from hello_memory.rag.pipeline import RAGPipeline
     from hello_memory.rag.search import CrossEncoderReranker, Reranker
-    from hello_memory.rag.tool import RAGTool
     from hello_memory.rag.types import Answer, Citation, IngestReport, RAGHit

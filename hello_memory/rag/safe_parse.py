@@ -49,7 +49,7 @@ from hello_memory.rag.formats import MARKITDOWN_TYPES, to_markdown
 
 __all__ = ["ParseLimits", "check_zip", "client_gone", "convert"]
 
-# Set (by hello_memory.api.security.BodyLimit) to an Event that fires when the HTTP
+# Set (by hello_memory.interfaces.rest.security.BodyLimit) to an Event that fires when the HTTP
 # client of the current request disconnects; None outside a request.
 client_gone: ContextVar[threading.Event | None] = ContextVar("client_gone", default=None)
 

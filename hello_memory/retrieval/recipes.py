@@ -74,7 +74,7 @@ _BUILT_IN_RECIPES = frozenset(RECIPES)
 
 def register_recipe(recipe: SearchRecipe, *, replace: bool = False) -> SearchRecipe:
     """Add a named recipe: every interface takes its name (``recipe``) and the REST and
-    MCP schemas list it (catalogue/memories.py). Its views must be registered
+    MCP schemas list it (interfaces/catalogue/memories.py). Its views must be registered
     (retrieval/registry.py); a name already taken is refused unless ``replace`` (never
     for a built-in recipe)."""
     from hello_memory.retrieval.registry import view_names

@@ -65,8 +65,8 @@ class EditService:
     def add_keyed(self, items: Sequence[MemoryItem]) -> list[MemoryItem]:
         """Store ``items`` under the ids they carry, as given: no duplicate check, one
         embedding batch, one transaction (one invalid item stores nothing). The
-        adapters' keyed records (adapters/_common.py), whose id is derived from their
-        own key, go here rather than through the idempotent add."""
+        adapters' keyed records (interfaces/adapters/_common.py), whose id is derived
+        from their own key, go here rather than through the idempotent add."""
         return self.stores.add(list(items))
 
     def remove_many(self, ns: str, ids: Sequence[str]) -> int:

@@ -71,13 +71,14 @@ class MaintenanceService:
 
     def record_job(self, ns: str, job: str, run: Mapping[str, Any]) -> None:
         """Write the audit record of one maintenance job's run (action ``job:<job>``,
-        hello_memory/jobs.py ``JobRun.as_dict``) in namespace ``ns``."""
+        hello_memory/interfaces/jobs.py ``JobRun.as_dict``) in namespace ``ns``."""
         self.stores.records.audit.add(ns, f"job:{job}", dict(run))
 
     def shared_engine(self) -> Engine | None:
         """The records' SQL engine when several processes may share it (PostgreSQL),
         else None: the scheduler's fleet lease claims its rows there
-        (hello_memory/scheduler.py ``FleetLease``; docs/ARCHITECTURE.md, "The write path")."""
+        (hello_memory/interfaces/scheduler.py ``FleetLease``; docs/ARCHITECTURE.md,
+        "The write path")."""
         engine = self.stores.records.engine
         return engine if engine.url.get_backend_name() == "postgresql" else None
 

@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 from adapter_helpers import make_manager
 
-from hello_memory.aio import AsyncMemoryManager
+from hello_memory.interfaces.aio import AsyncMemoryManager
 from hello_memory.memory.manager import MemoryManager
 
 

@@ -7,8 +7,8 @@ from autogen_core.memory import MemoryContent, MemoryMimeType
 from autogen_core.model_context import BufferedChatCompletionContext
 from autogen_core.models import SystemMessage, UserMessage
 
-from hello_memory.adapters.autogen import HelloMemory
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.adapters.autogen import HelloMemory
 from hello_memory.memory.manager import MemoryManager
 
 

@@ -8,7 +8,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
-from hello_memory.adapters.google_adk import HelloMemoryService
+from hello_memory.interfaces.adapters.google_adk import HelloMemoryService
 from hello_memory.memory.manager import MemoryManager
 
 

@@ -17,8 +17,8 @@ from langchain_tests.integration_tests import (
     VectorStoreIntegrationTests,
 )
 
-from hello_memory.adapters.langchain import HelloMemoryRetriever, HelloMemoryVectorStore
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.adapters.langchain import HelloMemoryRetriever, HelloMemoryVectorStore
 from hello_memory.memory.manager import MemoryManager
 
 FACTS = [

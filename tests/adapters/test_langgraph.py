@@ -11,9 +11,9 @@ from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
-from hello_memory.adapters.langgraph import HelloMemoryStore
-from hello_memory.aio import AsyncMemoryManager
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.adapters.langgraph import HelloMemoryStore
+from hello_memory.interfaces.aio import AsyncMemoryManager
 from hello_memory.memory.manager import MemoryManager
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 
-from hello_memory.adapters.llamaindex import HelloMemoryBlock
+from hello_memory.interfaces.adapters.llamaindex import HelloMemoryBlock
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.stores.records import ItemFilter
 

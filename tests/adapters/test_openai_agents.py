@@ -14,9 +14,9 @@ from agents.memory import Session, SessionSettings
 from llm.scripted_server import ScriptedLLMServer, ScriptedResponse, chat_body
 from openai import AsyncOpenAI
 
-from hello_memory.adapters.openai_agents import HelloMemorySession, memory_function_tools
+from hello_memory.interfaces.adapters.openai_agents import HelloMemorySession, memory_function_tools
+from hello_memory.interfaces.tools.memory_tool import MemoryTool
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.tools.memory_tool import MemoryTool
 
 set_tracing_disabled(True)  # nothing leaves the machine
 

@@ -12,9 +12,9 @@ from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from hello_memory.adapters.pydantic_ai import memory_toolset
+from hello_memory.interfaces.adapters.pydantic_ai import memory_toolset
+from hello_memory.interfaces.tools.memory_tool import MemoryTool
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.tools.memory_tool import MemoryTool
 
 
 @pytest.fixture

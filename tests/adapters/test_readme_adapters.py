@@ -15,7 +15,7 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 def test_readme_adapter_example(tmp_path: Path) -> None:
     blocks = [b for page in PAGES
               for b in re.findall(r"```py\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
-              if "hello_memory.adapters" in b]
+              if "hello_memory.interfaces.adapters" in b]
     assert len(blocks) == 1
     out = subprocess.run([sys.executable, "-c", blocks[0].replace("/tmp/", f"{tmp_path}/")],
                          cwd=tmp_path, capture_output=True, text=True, timeout=280)

@@ -211,7 +211,7 @@ def test_import_skips_content_already_stored(tmp_path: Path, embedder: Any) -> N
 def test_rest_add_and_batch_return_the_stored_memory(tmp_path: Path, embedder: Any) -> None:
     from fastapi.testclient import TestClient
 
-    from hello_memory.api import create_app
+    from hello_memory.interfaces.rest import create_app
 
     settings = load_settings(environ={}, data_dir=tmp_path / "rest",
                              api={"api_keys": {"k": ["*"]}})
@@ -241,7 +241,7 @@ def test_rest_add_and_batch_return_the_stored_memory(tmp_path: Path, embedder: A
 def test_mcp_remember_twice_is_one_memory(tmp_path: Path, mm: MemoryManager) -> None:
     from mcp import Client
 
-    from hello_memory.mcp_server import build_server
+    from hello_memory.interfaces.mcp import build_server
 
     settings = load_settings(environ={}, data_dir=tmp_path / "data")
     server = build_server(mm, settings, ["m"])
@@ -263,7 +263,7 @@ def test_mcp_remember_twice_is_one_memory(tmp_path: Path, mm: MemoryManager) -> 
 
 
 def test_memory_tool_add_twice_says_it_is_remembered(mm: MemoryManager) -> None:
-    from hello_memory.tools import MemoryTool
+    from hello_memory.interfaces.tools import MemoryTool
 
     tool = MemoryTool(mm, namespace="t")
     first = tool.add("The user's dentist is Dr Lund.", "semantic")

@@ -13,9 +13,9 @@ import pytest
 from asgi_client import AsgiApi  # tests/ is on sys.path
 from sqlalchemy import MetaData, func, select
 
-from hello_memory.api import create_app
 from hello_memory.config import Settings, load_settings
 from hello_memory.factory import open_stores
+from hello_memory.interfaces.rest import create_app
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.rag import RAGPipeline
 from hello_memory.stores.records.models import Base

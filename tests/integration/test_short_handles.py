@@ -12,8 +12,8 @@ import pytest
 
 from hello_memory.config import load_settings
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.tools.memory_tool import MemoryTool
 from hello_memory.memory.manager import HANDLE_CHARS, MemoryManager
-from hello_memory.tools.memory_tool import MemoryTool
 from hello_memory.types import MemoryItem, MemoryType
 
 
@@ -86,7 +86,7 @@ def test_holds_cjk_is_one_query_on_both_databases(tmp_path: Path, records: str,
 def test_rest_takes_a_handle_and_answers_a_shared_one_with_a_400(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from hello_memory.api import create_app
+    from hello_memory.interfaces.rest import create_app
 
     settings = load_settings(environ={}, data_dir=tmp_path / "d",
                              api={"api_keys": {"k": ["n"]}})

@@ -159,7 +159,7 @@ def test_factory_builds_the_bolt_graph_backend(tmp_path: Path, embedder,
 
 
 def test_cli_demo_persists_across_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hello_memory.cli import app
+    from hello_memory.interfaces.cli import app
 
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()

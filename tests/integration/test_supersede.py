@@ -146,7 +146,7 @@ def test_a_move_supersedes_the_old_home_and_as_of_finds_it(mm: MemoryManager,
 
 
 def test_context_blocks_leave_superseded_memories_out(mm: MemoryManager) -> None:
-    from hello_memory.tools.memory_tool import MemoryTool
+    from hello_memory.interfaces.tools.memory_tool import MemoryTool
 
     add(mm, "Tom lives in Oslo.", T0, session_id="chat-1")
     add(mm, "Tom moved from Oslo to Bergen.", T1, session_id="chat-1")
@@ -349,9 +349,9 @@ def test_supersede_off_and_working_memory(tmp_path: Path, embedder: Any) -> None
 
 # --- interfaces -------------------------------------------------------------------------
 def test_as_of_over_rest_mcp_and_cli(tmp_path: Path, embedder: Any) -> None:
-    from hello_memory.api import create_app
-    from hello_memory.cli import app
-    from hello_memory.mcp_server import build_server
+    from hello_memory.interfaces.cli import app
+    from hello_memory.interfaces.mcp import build_server
+    from hello_memory.interfaces.rest import create_app
 
     data = tmp_path / "data"
     settings = load_settings(environ={}, data_dir=data, api={"api_keys": {"k": ["*"]}})

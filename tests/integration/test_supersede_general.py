@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from asgi_client import AsgiApi  # tests/ is on sys.path
 
-from hello_memory.api import create_app
 from hello_memory.config import load_settings
 from hello_memory.factory import open_stores
+from hello_memory.interfaces.rest import create_app
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.text.entities import RuleExtractor
 

@@ -80,10 +80,11 @@ def test_the_wheel_carries_its_data_files(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("hello_memory/default.yaml", "hello_memory/py.typed",
                    "hello_memory/stores/records/migrations.py",
-                   "hello_memory/ui/templates/base.html", "hello_memory/ui/static/ui.css",
-                   "hello_memory/ui/static/vendor/VERSIONS.txt",
-                   "hello_memory/ui/static/vendor/swagger-ui/swagger-ui-bundle.js",
-                   "hello_memory/ui/static/vendor/cytoscape/cytoscape.min.js"):
+                   "hello_memory/interfaces/ui/templates/base.html",
+                   "hello_memory/interfaces/ui/static/ui.css",
+                   "hello_memory/interfaces/ui/static/vendor/VERSIONS.txt",
+                   "hello_memory/interfaces/ui/static/vendor/swagger-ui/swagger-ui-bundle.js",
+                   "hello_memory/interfaces/ui/static/vendor/cytoscape/cytoscape.min.js"):
         assert needed in names, f"{needed} is not in {wheel.name}"
     # every file of the package that is not code is in the wheel (the npm manifests are
     # build inputs of `make ui-assets`, not run-time files)
@@ -92,7 +93,8 @@ def test_the_wheel_carries_its_data_files(wheel: Path) -> None:
             and "npm" not in p.parts}
     assert data - names == set()
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "hello-memory = hello_memory.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    entry_points = zipfile.ZipFile(wheel).read(entry).decode()
+    assert "hello-memory = hello_memory.interfaces.cli:main" in entry_points
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from hello_memory.aio import AsyncMemoryManager
 from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.interfaces.aio import AsyncMemoryManager
+from hello_memory.interfaces.tools.memory_tool import MemoryTool
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.tools.memory_tool import MemoryTool
 
 REQUEST = contextvars.ContextVar("request", default="none")
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from asgi_client import AsgiApi  # tests/ is on sys.path
 
-from hello_memory.api import create_app
+from hello_memory.interfaces.rest import create_app
 from hello_memory.memory.manager import MemoryManager
 
 from .conftest import free_port, make_manager, make_settings
@@ -184,14 +184,14 @@ def test_live_server_from_the_cli(tmp_path: Path) -> None:
     env = {**os.environ, "HELLO_MEMORY__API__AUTH_DISABLED": "true",
            "HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"}
     refused = subprocess.run(
-        [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(tmp_path / "d"), "serve",
-         "--host", "0.0.0.0", "--port", str(port)], env=env, capture_output=True, text=True,
-        timeout=120)
+        [sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir", str(tmp_path / "d"),
+         "serve", "--host", "0.0.0.0", "--port", str(port)], env=env, capture_output=True,
+        text=True, timeout=120)
     assert refused.returncode == 2 and "loopback" in refused.stderr
     assert "Traceback" not in refused.stderr
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(tmp_path / "d"), "serve",
-         "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir", str(tmp_path / "d"),
+         "serve", "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180

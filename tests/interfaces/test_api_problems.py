@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from asgi_client import AsgiApi  # tests/ is on sys.path
 
-from hello_memory.api import create_app
+from hello_memory.interfaces.rest import create_app
 
 from .conftest import make_manager, make_settings
 

@@ -20,14 +20,14 @@ from fastapi.routing import APIRoute
 from mcp import Client
 from pydantic import BaseModel, ConfigDict, Field
 
-from hello_memory.api import create_app
-from hello_memory.api.routes import build_router
-from hello_memory.catalogue import Call, Operation, Rest, default_catalogue
 from hello_memory.config import Settings
-from hello_memory.mcp_server import build_server
+from hello_memory.interfaces.catalogue import Call, Operation, Rest, default_catalogue
+from hello_memory.interfaces.mcp import build_server
+from hello_memory.interfaces.rest import create_app
+from hello_memory.interfaces.rest.routes import build_router
+from hello_memory.interfaces.tools import MemoryTool
+from hello_memory.interfaces.tools.views import HIT_OPERATIONS
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.tools import MemoryTool
-from hello_memory.tools.views import HIT_OPERATIONS
 
 from .conftest import make_settings
 
@@ -90,8 +90,8 @@ async def _mcp_tools(server: Any) -> dict[str, dict[str, Any]]:
 def _tools(manager: MemoryManager) -> dict[str, dict[str, Any]]:
     """The agent tools' functions: the MemoryTool's (memories) and the RAGTool's
     (documents), by name."""
+    from hello_memory.interfaces.tools.rag_access import build_rag
     from hello_memory.rag import RAGTool
-    from hello_memory.tools.rag_access import build_rag
 
     schemas = [*MemoryTool(manager, namespace="n").schemas(),
                *RAGTool(build_rag(manager), namespace="n").schemas()]
@@ -105,7 +105,7 @@ def _cli_commands() -> dict[str, Any]:
     """CLI command name -> its click command; a group's commands as ``group sub``."""
     from typer.main import get_command
 
-    from hello_memory.cli import app as cli_app
+    from hello_memory.interfaces.cli import app as cli_app
 
     out: dict[str, Any] = {}
     for name, cmd in get_command(cli_app).commands.items():  # type: ignore[attr-defined]
@@ -301,8 +301,8 @@ def test_a_new_document_operation_reaches_the_rag_tool(manager: MemoryManager,
                                                        tmp_path: Path) -> None:
     """A document operation (entry + handler) is a REST route, an MCP tool and a
     RAGTool action, on the interface's one pipeline."""
+    from hello_memory.interfaces.tools.rag_access import build_rag
     from hello_memory.rag import RAGTool
-    from hello_memory.tools.rag_access import build_rag
 
     settings = make_settings(tmp_path / "data", api={"api_keys": {"k": ["kb"]}})
     catalogue = CATALOGUE.extended(TITLES)
@@ -398,7 +398,7 @@ def _same(a: Any, b: Any, where: str = "") -> None:
 def test_cli_json_is_the_rest_json(embedder: Any, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from hello_memory.cli import app as cli_app
+    from hello_memory.interfaces.cli import app as cli_app
 
     from .conftest import make_manager
 

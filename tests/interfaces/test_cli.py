@@ -1,4 +1,4 @@
-"""The ``hello-memory`` command through typer's CliRunner on ``hello_memory.cli:app``
+"""The ``hello-memory`` command through typer's CliRunner on ``hello_memory.interfaces.cli:app``
 and, for exit codes and tracebacks, through its console entry point."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hello_memory.cli import app
+from hello_memory.interfaces.cli import app
 
 pytestmark = pytest.mark.slow
 ENV = {"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules", "HELLO_MEMORY_CONFIG": ""}

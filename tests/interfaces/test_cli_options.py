@@ -1,6 +1,6 @@
 """The CLI's options come from the operation catalogue (issue 31): for every command
 that runs a catalogue operation, each option that is a request field has that field's
-default, bounds, choices and description (hello_memory/catalogue/cli_options.py), so a
+default, bounds, choices and description (hello_memory/interfaces/catalogue/cli_options.py), so a
 bound changed in the catalogue changes the CLI too."""
 
 # no ``from __future__ import annotations``: the probe commands below are typed with
@@ -13,17 +13,17 @@ import typer
 from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
-from hello_memory.catalogue import Request
-from hello_memory.catalogue.admin import JobRequest
-from hello_memory.catalogue.cli_options import bounds, choices, field_type, option
-from hello_memory.catalogue.documents import AskRequest
-from hello_memory.catalogue.memory_requests import (
+from hello_memory.interfaces.catalogue import Request
+from hello_memory.interfaces.catalogue.admin import JobRequest
+from hello_memory.interfaces.catalogue.cli_options import bounds, choices, field_type, option
+from hello_memory.interfaces.catalogue.documents import AskRequest
+from hello_memory.interfaces.catalogue.memory_requests import (
     AddMemory,
     ConsolidateRequest,
     ForgetRequest,
     SearchRequest,
 )
-from hello_memory.cli import app
+from hello_memory.interfaces.cli import app
 
 # command path -> (its request model, {CLI parameter: request field}, the CLI's own
 # parameters, which no request field has: where to run, output form, repetition)
@@ -52,7 +52,7 @@ COMMANDS: dict[tuple[str, ...], tuple[type[BaseModel], dict[str, str], set[str]]
                             "llm_calls": "llm_calls"}, {"question", "namespace", "config",
                                                         "as_json"}),
 }
-# the options every namespace job has (cli_jobs.py): where and how often it runs
+# the options every namespace job has (interfaces/cli/jobs.py): where and how often it runs
 JOB_OPTIONS = {"namespace", "all_namespaces", "every", "max_runs", "as_json"}
 
 

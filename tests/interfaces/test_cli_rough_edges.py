@@ -12,10 +12,10 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from hello_memory import cli as cli_module
-from hello_memory.cli import app
 from hello_memory.embedding.sentence_transformer import SentenceTransformerEmbedder
 from hello_memory.errors import BackendUnavailableError
+from hello_memory.interfaces import cli as cli_module
+from hello_memory.interfaces.cli import app
 from hello_memory.memory.manager import MemoryManager
 
 pytestmark = pytest.mark.slow
@@ -144,7 +144,8 @@ def test_usage_errors_are_one_line_with_exit_2(tmp_path: Path, argv: list[str],
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-c", "from hello_memory.cli import main; main()",
+    run = subprocess.run([sys.executable, "-c",
+                          "from hello_memory.interfaces.cli import main; main()",
                           "--data-dir", str(tmp_path / "d"), *argv],
                          capture_output=True, text=True, timeout=120,
                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "80"})
@@ -160,7 +161,7 @@ def test_stats_and_show_import_neither_torch_nor_spacy(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys\nfrom hello_memory.cli import main\ntry:\n    main()\n"
+    code = ("import sys\nfrom hello_memory.interfaces.cli import main\ntry:\n    main()\n"
             "except SystemExit as e:\n    code = e.code\n"
             "print('LOADED', sorted(m for m in ('torch', 'spacy', 'sentence_transformers')"
             " if m in sys.modules), code)")

@@ -33,8 +33,8 @@ from hello_memory.errors import (
     InvalidInputError,
     NotFoundError,
 )
-from hello_memory.remote import ServerClient, hit_from_json, job_run_from_json
-from hello_memory.scheduler import JobScheduler
+from hello_memory.interfaces.remote import ServerClient, hit_from_json, job_run_from_json
+from hello_memory.interfaces.scheduler import JobScheduler
 from hello_memory.server_info import (
     ServerInfo,
     info_path,
@@ -348,7 +348,7 @@ def test_explicit_server_that_does_not_answer_is_exit_4(tmp_path: Path) -> None:
 def test_json_round_trips_render_the_same(manager: Any) -> None:
     """The renderers work on the JSON both paths give: a hit rebuilt from its JSON
     explains as the hit itself does, a job run rebuilt from its JSON is the same run."""
-    from hello_memory.jobs import run_job
+    from hello_memory.interfaces.jobs import run_job
     from hello_memory.memory.manager import hit_to_json
     from hello_memory.retrieval.fusion import explain
 
@@ -373,7 +373,7 @@ def test_client_errors_keep_the_exit_codes(tmp_path: Path, embedder: Any) -> Non
 
     import uvicorn
 
-    from hello_memory.api import create_app
+    from hello_memory.interfaces.rest import create_app
 
     settings = make_settings(tmp_path / "d", api={"auth_disabled": True})
     mm = make_manager(settings, embedder)
@@ -437,7 +437,7 @@ def test_scheduler_reads_the_managers_lifecycle_defaults(tmp_path: Path,
 def run_here(*args: str, env: dict[str, str | None], code: int = 0) -> Any:
     from typer.testing import CliRunner
 
-    from hello_memory.cli import app
+    from hello_memory.interfaces.cli import app
 
     result = CliRunner().invoke(app, list(args), env=env)
     assert result.exit_code == code, (result.stdout, result.stderr, result.exception)

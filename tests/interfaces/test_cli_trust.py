@@ -28,7 +28,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hello_memory.errors import ConfigError
-from hello_memory.remote import ServerClient
+from hello_memory.interfaces.remote import ServerClient
 from hello_memory.server_info import (
     Discovery,
     ServerInfo,
@@ -119,7 +119,7 @@ def forge(data: Path, url: str, *, pid: int | None = None, data_dir: Path | None
 
 
 def run_cli(data: Path, *args: str, key: str | None = SECRET_KEY) -> Any:
-    from hello_memory.cli import app
+    from hello_memory.interfaces.cli import app
 
     env: dict[str, str | None] = {"HELLO_MEMORY_CONFIG": "", "HELLO_MEMORY_SERVER": None,
                                   "HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules",

@@ -23,8 +23,6 @@ from typing import Any
 import pytest
 
 from hello_memory import AsyncClient, Client
-from hello_memory import client as client_module
-from hello_memory.catalogue import default_catalogue
 from hello_memory.errors import (
     BackendUnavailableError,
     ConfigError,
@@ -33,6 +31,8 @@ from hello_memory.errors import (
     InvalidInputError,
     NotFoundError,
 )
+from hello_memory.interfaces import client as client_module
+from hello_memory.interfaces.catalogue import default_catalogue
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.memory.reports import ConsolidateReport, ForgetReport
 from hello_memory.types import MemoryItem
@@ -286,12 +286,12 @@ def test_timeout_is_a_typed_error_and_not_retried() -> None:
 
 
 def test_the_cli_server_path_is_the_client() -> None:
-    from hello_memory.remote import ServerClient
+    from hello_memory.interfaces.remote import ServerClient
 
     with ServerClient("http://127.0.0.1:9") as backend:
         assert isinstance(backend.client, Client)
     source = Path(client_module.__file__).parents[1].joinpath("remote.py").read_text()
-    assert "httpx" not in source  # one HTTP engine: hello_memory/client/
+    assert "httpx" not in source  # one HTTP engine: hello_memory/interfaces/client/
 
 
 CLIENT_DOC = Path(__file__).resolve().parents[2] / "docs" / "CLIENT.md"

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from asgi_client import AsgiApi  # tests/ is on sys.path
 
-from hello_memory.api import create_app
+from hello_memory.interfaces.rest import create_app
+from hello_memory.interfaces.tools.memory_tool import MemoryTool
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.text.tokens import default_token_counter
-from hello_memory.tools.memory_tool import MemoryTool
 
 from .conftest import make_manager, make_settings
 

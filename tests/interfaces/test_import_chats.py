@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hello_memory.chat_import import import_chats, read_chats
-from hello_memory.cli import app
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.chat_import import import_chats, read_chats
+from hello_memory.interfaces.cli import app
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.stores.records import ItemFilter
 

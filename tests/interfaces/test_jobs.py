@@ -8,7 +8,7 @@ import pytest
 
 from hello_memory.config import JobsSettings
 from hello_memory.errors import InvalidInputError, NamespaceRequiredError
-from hello_memory.jobs import JobRun, namespaces_for, parse_duration, run_every, run_job
+from hello_memory.interfaces.jobs import JobRun, namespaces_for, parse_duration, run_every, run_job
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.types import MemoryStatus, MemoryType
 

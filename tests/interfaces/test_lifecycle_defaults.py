@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from asgi_client import AsgiApi  # tests/ is on sys.path
 
-from hello_memory.api import create_app
 from hello_memory.config import JobsSettings, load_settings
-from hello_memory.jobs import run_job
+from hello_memory.interfaces.jobs import run_job
+from hello_memory.interfaces.rest import create_app
+from hello_memory.interfaces.tools import MemoryTool
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.tools import MemoryTool
 
 pytestmark = pytest.mark.slow
 NS = {"namespace": "n"}

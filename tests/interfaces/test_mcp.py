@@ -22,7 +22,7 @@ def server(data_dir: Path, *args: str, env: dict[str, str] | None = None
            ) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hello_memory.cli", "--data-dir", str(data_dir), "mcp", *args],
+        args=["-m", "hello_memory.interfaces.cli", "--data-dir", str(data_dir), "mcp", *args],
         env={"HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules", **(env or {})})
 
 
@@ -104,7 +104,7 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
 
 
 def test_refuses_to_start_without_namespaces(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "hello_memory.cli", "--data-dir",
+    out = subprocess.run([sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir",
                           str(tmp_path), "mcp"], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "HELLO_MEMORY_API_KEY": ""}, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and "--namespace" in out.stderr
@@ -116,7 +116,7 @@ def test_streamable_http_on_loopback(tmp_path: Path) -> None:
 
     port = free_port()
     env = {**os.environ, "HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"}
-    base = [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(tmp_path), "mcp",
+    base = [sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir", str(tmp_path), "mcp",
             "-n", "alice", "--http", "--port", str(port)]
     refused = subprocess.run([*base, "--host", "0.0.0.0"], env=env, capture_output=True,
                              text=True, timeout=120)

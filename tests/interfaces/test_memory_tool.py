@@ -8,9 +8,9 @@ import re
 import pytest
 
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.tools import ACTIONS, MemoryTool
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.text.tokens import default_token_counter
-from hello_memory.tools import ACTIONS, MemoryTool
 from hello_memory.types import MemoryStatus, MemoryType
 
 pytestmark = pytest.mark.slow

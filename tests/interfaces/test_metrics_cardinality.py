@@ -13,7 +13,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from hello_memory.api import create_app
+from hello_memory.interfaces.rest import create_app
 
 from .conftest import make_manager, make_settings
 

@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 
 from hello_memory import telemetry
-from hello_memory.api import create_app
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.rest import create_app
 from hello_memory.memory.manager import MemoryManager
 
 from .conftest import make_manager, make_settings
@@ -95,7 +95,7 @@ def test_query_text_only_when_asked(manager: MemoryManager) -> None:
 
 def test_forget_consolidate_and_jobs_have_spans(
         manager: MemoryManager, spans: InMemorySpanExporter) -> None:
-    from hello_memory.jobs import run_job
+    from hello_memory.interfaces.jobs import run_job
 
     manager.add("A passing remark about the weather.", namespace=NS, importance=0.05)
     manager.forget("importance", threshold=0.1, namespace=NS)

@@ -15,11 +15,11 @@ from asgi_client import AsgiApi  # tests/ is on sys.path
 from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
-from hello_memory.api import create_app
-from hello_memory.cli import app as cli_app
 from hello_memory.config import load_settings
+from hello_memory.interfaces.cli import app as cli_app
+from hello_memory.interfaces.rest import create_app
+from hello_memory.interfaces.tools import MemoryTool
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.tools import MemoryTool
 
 pytestmark = pytest.mark.slow
 NS = "family"
@@ -79,7 +79,8 @@ def test_same_ids_in_the_same_order_everywhere(tmp_path: Path, embedder: Any) ->
     async def recall() -> dict[str, list[str]]:
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "hello_memory.cli", "--data-dir", str(data), "mcp", "--namespace", NS],
+            args=["-m", "hello_memory.interfaces.cli", "--data-dir", str(data), "mcp",
+                  "--namespace", NS],
             env=ENV)
         out: dict[str, list[str]] = {}
         async with Client(params, read_timeout_seconds=180) as c:

@@ -87,7 +87,7 @@ def test_help_shows_flags_as_flags() -> None:
 
 
 def test_serve_without_a_key_warns_loudly(tmp_path: Path) -> None:
-    from hello_memory.cli import keyless_warning
+    from hello_memory.interfaces.cli import keyless_warning
 
     assert EXE is not None
     proc = subprocess.Popen([EXE, "--data-dir", str(tmp_path / "d"), "serve", "--port", "0"],
@@ -180,7 +180,7 @@ def test_opening_a_directory_a_server_holds_names_the_server(tmp_path: Path,
 
 @pytest.fixture
 def api(tmp_path: Path, embedder: Any) -> Iterator[AsgiApi]:
-    from hello_memory.api import create_app
+    from hello_memory.interfaces.rest import create_app
 
     settings = make_settings(tmp_path / "data", api={"api_keys": {"k": ["*"]},
                                                      "max_request_bytes": 2048})
@@ -242,7 +242,7 @@ def test_a_missing_adapter_extra_is_named(adapter: str) -> None:
     extra, module = ADAPTERS[adapter]
     # the framework made unimportable, installed or not
     code = (f"import sys; sys.modules[{module!r}] = None\n"
-            f"import hello_memory.adapters.{adapter}")
+            f"import hello_memory.interfaces.adapters.{adapter}")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode != 0

@@ -41,7 +41,7 @@ def test_the_readme_curl_lines_answer_from_what_they_stored(tmp_path: Path) -> N
     env = {**os.environ, name: shlex.split(value)[0], "HELLO_MEMORY_CONFIG": "",
            "HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(tmp_path / "data"),
+        [sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir", str(tmp_path / "data"),
          "serve", "--port", str(port)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

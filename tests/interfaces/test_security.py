@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from hello_memory.api.problems import AccessDenied, problem_for, status_for
-from hello_memory.api.security import Access, check_bind, is_loopback, namespace_allowed
 from hello_memory.config import ApiSettings, load_settings
 from hello_memory.errors import (
     BackendUnavailableError,
@@ -15,8 +13,10 @@ from hello_memory.errors import (
     NotFoundError,
     StoreError,
 )
+from hello_memory.interfaces.mcp import grants_for
+from hello_memory.interfaces.rest.problems import AccessDenied, problem_for, status_for
+from hello_memory.interfaces.rest.security import Access, check_bind, is_loopback, namespace_allowed
 from hello_memory.llm.base import LLMUnavailableError
-from hello_memory.mcp_server import grants_for
 
 
 def test_namespace_patterns() -> None:

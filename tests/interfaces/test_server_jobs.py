@@ -1,4 +1,4 @@
-"""The server's own maintenance jobs (``jobs.schedule``, :mod:`hello_memory.scheduler`):
+"""The server's own maintenance jobs (``jobs.schedule``, :mod:`hello_memory.interfaces.scheduler`):
 the real app, its lifespan (``with TestClient(app)``), real APScheduler threads and a
 real manager on embedded stores."""
 
@@ -14,12 +14,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from hello_memory.api import create_app
 from hello_memory.config import load_settings
 from hello_memory.errors import ConfigError
-from hello_memory.jobs import parse_schedule
+from hello_memory.interfaces.jobs import parse_schedule
+from hello_memory.interfaces.rest import create_app
+from hello_memory.interfaces.scheduler import THREAD_PREFIX
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.scheduler import THREAD_PREFIX
 from hello_memory.stores.records.models import AuditRow
 
 from .conftest import make_manager, make_settings

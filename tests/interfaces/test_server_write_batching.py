@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from hello_memory.api import create_app
+from hello_memory.interfaces.rest import create_app
 from hello_memory.memory.manager import MemoryManager
 from interfaces.conftest import make_manager, make_settings
 

@@ -13,9 +13,9 @@ import pytest
 from mcp import Client
 
 from hello_memory.config import Settings
-from hello_memory.mcp_server import build_server
+from hello_memory.interfaces.mcp import build_server
+from hello_memory.interfaces.tools import MemoryTool
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.tools import MemoryTool
 
 pytestmark = pytest.mark.slow
 

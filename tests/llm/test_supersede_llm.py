@@ -16,10 +16,10 @@ import pytest
 from hello_memory.config import RetrievalSettings, load_settings
 from hello_memory.errors import InvalidInputError
 from hello_memory.factory import open_stores
+from hello_memory.interfaces.tools.memory_tool import MemoryTool
 from hello_memory.llm import OpenAICompatClient
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.text.entities import RuleExtractor
-from hello_memory.tools.memory_tool import MemoryTool
 from hello_memory.types import MemoryType
 
 from .scripted_server import ScriptedLLMServer, ScriptedResponse

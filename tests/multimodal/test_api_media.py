@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from asgi_client import AsgiApi  # tests/ is on sys.path
 
-from hello_memory.api import create_app
 from hello_memory.config import load_settings
+from hello_memory.interfaces.rest import create_app
 from hello_memory.memory.manager import MemoryManager
 
 from .conftest import CLIP_ARCH
@@ -141,8 +141,8 @@ def test_media_operations_over_mcp_and_the_tool(api: Any, media: dict[str, Path]
     import anyio
     from mcp import Client
 
-    from hello_memory.mcp_server import build_server
-    from hello_memory.tools import MemoryTool
+    from hello_memory.interfaces.mcp import build_server
+    from hello_memory.interfaces.tools import MemoryTool
 
     call, settings = api
     mm = call.app.state.manager

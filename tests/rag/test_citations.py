@@ -12,11 +12,11 @@ import typer
 from asgi_client import AsgiApi  # tests/ is on sys.path
 from typer.testing import CliRunner
 
-from hello_memory.api import create_app
 from hello_memory.config import load_settings
 from hello_memory.factory import open_stores
+from hello_memory.interfaces.cli.rag import register
+from hello_memory.interfaces.rest import create_app
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.rag.cli import register
 
 pytestmark = pytest.mark.slow
 KEY = {"Authorization": "Bearer k"}

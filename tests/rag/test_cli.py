@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from hello_memory.rag.cli import register
+from hello_memory.interfaces.cli.rag import register
 
 from .corpus import write_corpus
 

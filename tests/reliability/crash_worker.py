@@ -96,8 +96,8 @@ def serve(spec: dict[str, Any], embedder: Any) -> None:
     them replays what an earlier kill left pending); runs until killed."""
     import uvicorn
 
-    from hello_memory.api import create_app
     from hello_memory.config import load_settings
+    from hello_memory.interfaces.rest import create_app
 
     journal = Journal(spec["log"])
     more = spec.get("settings") or {}

@@ -59,8 +59,8 @@ class LiveServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(self.data_dir),
-                 "serve", "--port", str(self.port)],
+                [sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir",
+                 str(self.data_dir), "serve", "--port", str(self.port)],
                 env=self.environ(**env), stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while True:

@@ -9,8 +9,8 @@ import zipfile
 
 import pytest
 
-from hello_memory.api.security import host_allowed, safe_upload_name
 from hello_memory.errors import InvalidInputError, PayloadTooLargeError
+from hello_memory.interfaces.rest.security import host_allowed, safe_upload_name
 from hello_memory.rag.errors import DocumentReadError
 from hello_memory.rag.safe_parse import ParseLimits, check_zip
 from hello_memory.text.entities import RuleExtractor
@@ -112,8 +112,8 @@ def test_an_unexpected_error_is_a_problem_that_stays_inside_the_app(tmp_path: ob
 
     import httpx
 
-    from hello_memory.api.app import create_app
     from hello_memory.config import load_settings
+    from hello_memory.interfaces.rest.app import create_app
 
     app = create_app(load_settings(environ={}, data_dir=str(tmp_path),
                                    api={"auth_disabled": True}))

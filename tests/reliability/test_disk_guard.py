@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 
 from hello_memory.config import load_settings
 from hello_memory.errors import InsufficientStorageError
-from hello_memory.jobs import run_job, run_optimize
+from hello_memory.interfaces.jobs import run_job, run_optimize
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.rag.pipeline import RAGPipeline
 from hello_memory.stores.records import ItemFilter
@@ -74,7 +74,7 @@ def test_every_write_path_is_refused_under_the_floor(full: tuple[MemoryManager, 
     note.write_text("# Note\n\nThe harbour office opens at nine.\n")
     chats = tmp_path / "chats.jsonl"
     chats.write_text(json.dumps({"role": "user", "content": "hello", "timestamp": 1}) + "\n")
-    from hello_memory.chat_import import import_chats
+    from hello_memory.interfaces.chat_import import import_chats
 
     refused = {
         "add": lambda: mm.add("one more", "episodic", namespace=NS),

@@ -20,8 +20,8 @@ import httpx
 import pytest
 import uvicorn
 
-from hello_memory.api import create_app
 from hello_memory.config import load_settings
+from hello_memory.interfaces.rest import create_app
 from hello_memory.memory.manager import MemoryManager
 
 from .fork_server import ForkServer

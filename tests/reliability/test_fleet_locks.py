@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine
 
-from hello_memory.jobs import parse_schedule
-from hello_memory.scheduler import FleetLease, slot_of
+from hello_memory.interfaces.jobs import parse_schedule
+from hello_memory.interfaces.scheduler import FleetLease, slot_of
 from hello_memory.stores.indexing import DbKeyLocks, IndexEngine
 
 from .load import drift
@@ -175,7 +175,7 @@ def test_a_scheduled_store_wide_job_runs_and_once_per_slot(postgres_url: str, tm
     """A scheduled ``optimize`` (store-wide) runs (it was refused for being asked for
     every namespace), and a second process firing in the same slot does not run it."""
     from hello_memory.config import JobsSettings
-    from hello_memory.scheduler import JobScheduler
+    from hello_memory.interfaces.scheduler import JobScheduler
 
     stack = {"records": {"url": postgres_url}, "vector": {"provider": "pgvector"}}
     managers = [make_manager(tmp_path / f"p{k}", embedder, **stack) for k in (0, 1)]

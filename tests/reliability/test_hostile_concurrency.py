@@ -6,7 +6,7 @@ concurrent results equal a one-client run. docs/RELIABILITY.md "Concurrency" lis
 each guarantee with its test here.
 
 Each client has its own API key (a tenant each), as the admission control counts
-searches per key (hello_memory/api/security.py ``SearchAdmission``). Everything is
+searches per key (hello_memory/interfaces/rest/security.py ``SearchAdmission``). Everything is
 checked on behaviour; the one timing check compares two latencies measured in the
 same run (a ratio), never a fixed number of seconds.
 """

@@ -49,8 +49,8 @@ print(json.dumps({"good": good.id, "bad": bad.id}))
 
 def cli(data: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("HELLO_MEMORY")}
-    return subprocess.run([sys.executable, "-m", "hello_memory.cli", "--data-dir", str(data),
-                           *args], env={**base, "HELLO_MEMORY_CONFIG": "", **env},
+    return subprocess.run([sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir",
+                           str(data), *args], env={**base, "HELLO_MEMORY_CONFIG": "", **env},
                           capture_output=True, text=True, timeout=300)
 
 
@@ -143,7 +143,7 @@ def test_the_poison_is_refused_at_the_door_by_mcp_too(tmp_path: Path) -> None:
     base = {k: v for k, v in os.environ.items() if not k.startswith("HELLO_MEMORY")}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hello_memory.cli", "--data-dir", str(tmp_path / "d"), "mcp",
+        args=["-m", "hello_memory.interfaces.cli", "--data-dir", str(tmp_path / "d"), "mcp",
               "--namespace", NS],
         env={**base, "HELLO_MEMORY_CONFIG": ""})
     results: dict[str, Any] = {}

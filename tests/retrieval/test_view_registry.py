@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from hello_memory.api import create_app
 from hello_memory.config import load_settings
 from hello_memory.errors import InvalidInputError
+from hello_memory.interfaces.rest import create_app
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.retrieval.fusion import ViewResult, explain
 from hello_memory.retrieval.recipes import SearchRecipe, register_recipe, unregister_recipe

@@ -66,7 +66,7 @@ def seed(mm: MemoryManager, settings: Settings) -> Seeded:
         utc(2024, 10, 3, 7))
     add("bob", "Bob keeps a secret recipe for plum cake.", "semantic", utc(2024, 5, 1),
         namespace="bob")
-    from hello_memory.tools.rag_access import build_rag
+    from hello_memory.interfaces.tools.rag_access import build_rag
 
     rag = build_rag(mm, settings)
     doc = rag.add_text("# Handbook\n\n## Leave\n\nEvery employee has twenty-five days of "
@@ -106,7 +106,7 @@ def server(seeded: Seeded) -> Iterator[str]:
     """``http://127.0.0.1:PORT``: the real app (REST + /ui + /docs) under uvicorn."""
     import uvicorn
 
-    from hello_memory.api import create_app
+    from hello_memory.interfaces.rest import create_app
 
     port = free_port()
     app = create_app(seeded.settings, manager=seeded.mm)

@@ -19,8 +19,8 @@ def test_ui_command_serves_the_dashboard_on_loopback_without_a_key(tmp_path: Pat
     port = free_port()
     env = {**os.environ, "HELLO_MEMORY__SEMANTIC__EXTRACTOR": "rules"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hello_memory.cli", "--data-dir", str(tmp_path / "d"), "ui",
-         "--no-open", "--port", str(port)], env=env, stdout=subprocess.PIPE,
+        [sys.executable, "-m", "hello_memory.interfaces.cli", "--data-dir", str(tmp_path / "d"),
+         "ui", "--no-open", "--port", str(port)], env=env, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from hello_memory.api import create_app
+from hello_memory.interfaces.rest import create_app
 
 from .conftest import Seeded
 

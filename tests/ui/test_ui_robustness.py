@@ -15,8 +15,8 @@ import pytest
 from fastapi import FastAPI
 from starlette.testclient import TestClient
 
-from hello_memory.api import create_app
-from hello_memory.ui.sessions import LoginThrottle, Sessions
+from hello_memory.interfaces.rest import create_app
+from hello_memory.interfaces.ui.sessions import LoginThrottle, Sessions
 
 from .conftest import Seeded
 from .test_ui_http import LOOPBACK, client, csrf_of, sign_in

@@ -74,7 +74,7 @@ def utc(*parts: int) -> datetime:
 def seeded(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[Seeded]:
     """The hostile corpus, in alice's namespace and in a namespace whose name is a
     payload (the ui conftest's server serves this module's ``seeded``)."""
-    from hello_memory.tools.rag_access import build_rag
+    from hello_memory.interfaces.tools.rag_access import build_rag
 
     data = tmp_path_factory.mktemp("xss") / "data"
     settings = load_settings(environ={}, data_dir=data, api={"api_keys": KEYS})

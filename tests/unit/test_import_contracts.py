@@ -76,23 +76,24 @@ def test_the_unchanged_copy_passes(package_copy: Path) -> None:
 
 
 def test_a_store_importing_an_interface_breaks_the_contracts(package_copy: Path) -> None:
-    tree = _with_line(package_copy, "hello_memory.stores.disk", "import hello_memory.api")
+    tree = _with_line(package_copy, "hello_memory.stores.disk",
+                      "import hello_memory.interfaces.rest")
     result = lint(tree)
     out = _checked(result, tree)
     assert result.returncode == 1, out
     assert "Stores do not import memory, retrieval" in out and "BROKEN" in out, out
-    assert "hello_memory.stores.disk -> hello_memory.api" in out, out
+    assert "hello_memory.stores.disk -> hello_memory.interfaces.rest" in out, out
     assert "Layers: interfaces > facade" in out
 
 
 def test_an_interface_importing_the_records_breaks_the_contract(package_copy: Path) -> None:
-    tree = _with_line(package_copy, "hello_memory.cli_jobs",
+    tree = _with_line(package_copy, "hello_memory.interfaces.cli.jobs",
                       "from hello_memory.stores import records")
     result = lint(tree)
     out = _checked(result, tree)
     assert result.returncode == 1, out
     assert "Interfaces do not import hello_memory.stores BROKEN" in out, out
-    assert "hello_memory.cli_jobs -> hello_memory.stores.records" in out, out
+    assert "hello_memory.interfaces.cli.jobs -> hello_memory.stores.records" in out, out
 
 
 def test_a_port_importing_a_backend_breaks_the_layers(package_copy: Path) -> None:

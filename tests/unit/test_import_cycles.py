@@ -34,8 +34,8 @@ TYPE_CHECKING_CYCLES: tuple[frozenset[str], ...] = tuple(
         ("stores.vector._pg_sql", "stores.vector.pgvector"),
         ("retrieval._hybrid_language", "retrieval._hybrid_people", "retrieval._hybrid_scoring",
          "retrieval._hybrid_views", "retrieval.hybrid"),
-        ("ui._web_base", "ui.pages", "ui.web"),
-        ("client", "client.engine", "client.operations"),
+        ("interfaces.ui._web_base", "interfaces.ui.pages", "interfaces.ui.web"),
+        ("interfaces.client", "interfaces.client.engine", "interfaces.client.operations"),
     ))
 
 
@@ -124,12 +124,12 @@ def test_type_checking_cycles_do_not_grow() -> None:
 
 
 # Importing a submodule runs its package's __init__ first, an edge grimp does not draw:
-# `hello_memory.tools` once loaded MemoryTool, which reads the catalogue while it
+# `hello_memory.interfaces.tools` once loaded MemoryTool, which reads the catalogue while it
 # loads, so the catalogue's `context` operation could not import tools.context. Each
 # module that breaks a cycle is imported first, in a fresh interpreter.
 CYCLE_BREAKERS = ("_version", "schedules", "rag.formats", "embedding.batching",
-                  "catalogue.core", "catalogue.memories", "tools.context", "api.deps",
-                  "ui.paths")
+                  "interfaces.catalogue.core", "interfaces.catalogue.memories",
+                  "interfaces.tools.context", "interfaces.rest.deps", "interfaces.ui.paths")
 
 
 @pytest.mark.parametrize("module", CYCLE_BREAKERS)

@@ -1,4 +1,4 @@
-"""A REST answer is written in one pass (api/routes._Answer, issue 27) and its bytes are
+"""A REST answer is written in one pass (interfaces/rest/routes._Answer, issue 27) and its bytes are
 the ones FastAPI's ``jsonable_encoder`` + Starlette's ``JSONResponse`` wrote before, for
 JSON-native answers and for every value ``json`` cannot write by itself."""
 
@@ -15,7 +15,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from hello_memory.api.routes import _Answer
+from hello_memory.interfaces.rest.routes import _Answer
 from hello_memory.types import MemoryType
 
 
