@@ -15,9 +15,10 @@ for while the same job runs is refused with :class:`~hello_memory.errors.JobBusy
 A fleet of servers on one PostgreSQL database (docs/DEPLOY.md, "Deploy for a team")
 runs each scheduled job once per schedule, not once per process: before a scheduled
 run, the process claims the run's slot in the database (:class:`FleetLease`, table
-``hm_job_leases``), and only the process whose claim inserted the slot runs it. A slot
-is the scheduled minute for a cron line, and the ``every`` period counted from the Unix
-epoch for an interval, so every process computes the same slots. Runs asked for by
+``hm_job_leases``, stores/records/leases.py, through the maintenance service), and only
+the process whose claim inserted the slot runs it. A slot is the scheduled minute for
+a cron line, and the ``every`` period counted from the Unix epoch for an interval, so
+every process computes the same slots. Runs asked for by
 request (``POST /v1/jobs/...``, ``hello-memory jobs``) are not leased. On SQLite (one
 process, the embedded default) there is no lease and nothing changes.
 """
@@ -25,12 +26,9 @@ process, the embedded default) there is no lease and nothing changes.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
-import zlib
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from hello_memory.config import JobsSettings
@@ -45,20 +43,18 @@ from hello_memory.interfaces.jobs import (
     run_job,
     run_optimize,
 )
+from hello_memory.services.maintenance import LEASE_TABLE, FleetLease
 from hello_memory.types import utcnow
 
 if TYPE_CHECKING:
     from hello_memory.memory.manager import MemoryManager
 
-__all__ = ["THREAD_PREFIX", "FleetLease", "JobScheduler"]
+# FleetLease and LEASE_TABLE: the lease itself is SQL, kept in stores/records/leases.py
+# and reached through the maintenance service; re-exported here, where it was
+__all__ = ["LEASE_TABLE", "THREAD_PREFIX", "FleetLease", "JobScheduler"]
 
 log = logging.getLogger(__name__)
 THREAD_PREFIX = "hm-job"  # the worker thread's name; the scheduler's own is "APScheduler"
-
-
-LEASE_TABLE = "hm_job_leases"
-_LEASE_DDL_LOCK = zlib.crc32(b"hello_memory.scheduler.leases")
-_LEASE_KEEP = timedelta(days=7)  # claimed slots older than this are deleted
 
 
 def slot_of(schedule: Schedule, now: datetime) -> datetime:
@@ -69,40 +65,6 @@ def slot_of(schedule: Schedule, now: datetime) -> datetime:
         start = int(now.timestamp() // schedule.seconds * schedule.seconds)
         return datetime.fromtimestamp(start, timezone.utc)
     return now.replace(second=0, microsecond=0)
-
-
-class FleetLease:
-    """One row per (job, slot) in the records database, inserted by the first process
-    to claim it: :meth:`claim` is True for that process only (``INSERT ... ON CONFLICT
-    DO NOTHING``, atomic in PostgreSQL whatever the number of claimants)."""
-
-    def __init__(self, engine: Any, holder: str | None = None) -> None:
-        self._engine = engine
-        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"
-        self._ready = False
-
-    def _create(self, conn: Any) -> None:
-        if self._ready:
-            return
-        # one creator at a time: CREATE TABLE IF NOT EXISTS races on the catalogue
-        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (_LEASE_DDL_LOCK,))
-        conn.exec_driver_sql(
-            f"CREATE TABLE IF NOT EXISTS {LEASE_TABLE} (job text NOT NULL, "
-            "slot timestamptz NOT NULL, holder text NOT NULL, "
-            "claimed timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (job, slot))")
-
-    def claim(self, job: str, slot: datetime) -> bool:
-        """Claim ``job``'s ``slot``; True when this process is to run it."""
-        with self._engine.begin() as conn:
-            self._create(conn)
-            row = conn.exec_driver_sql(
-                f"INSERT INTO {LEASE_TABLE} (job, slot, holder) VALUES (%s, %s, %s) "
-                "ON CONFLICT (job, slot) DO NOTHING RETURNING holder",
-                (job, slot, self.holder)).first()
-            conn.exec_driver_sql(f"DELETE FROM {LEASE_TABLE} WHERE job = %s AND slot < %s",
-                                 (job, slot - _LEASE_KEEP))
-        self._ready = True
-        return row is not None
 
 
 class JobScheduler:
@@ -168,9 +130,7 @@ class JobScheduler:
         """The fleet lease when the records are on PostgreSQL (several processes may
         share them), else None (read once, from the manager's record store)."""
         if not self._lease_checked:
-            engine = self._manager().maintenance.shared_engine()
-            if engine is not None:
-                self._lease = FleetLease(engine)
+            self._lease = self._manager().maintenance.job_lease()
             self._lease_checked = True
         return self._lease
 

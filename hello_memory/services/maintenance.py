@@ -2,8 +2,8 @@
 
 ``MemoryManager.stats``, ``export_jsonl``, ``import_jsonl``, ``reconcile``, ``reindex``
 and ``optimize`` delegate here; the jobs write their audit record (``record_job``) and
-the scheduler finds the fleet's shared SQL engine (``shared_engine``) through
-``MemoryManager.maintenance``. The repairs themselves live in
+the scheduler claims its scheduled slots (``job_lease``, the fleet lease of
+stores/records/leases.py) through ``MemoryManager.maintenance``. The repairs themselves live in
 ``memory/maintenance.py`` (``Maintenance``: the records are the truth, vectors and graph
 are rebuilt from them); this service builds one per call, as the facade did.
 
@@ -27,18 +27,18 @@ from hello_memory.services.convert import item_from_json, item_to_json
 from hello_memory.services.ingest import STORED_TYPES
 from hello_memory.stores.bundle import MEMORY_COLLECTION
 from hello_memory.stores.records import ItemFilter
+from hello_memory.stores.records.leases import LEASE_TABLE, FleetLease, fleet_lease
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
 from hello_memory.validation import validate_item
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
     from hello_memory.memory.maintenance import OptimizeReport, ReconcileReport, ReindexReport
     from hello_memory.memory.working import WorkingMemory
     from hello_memory.services.ingest import IngestService
     from hello_memory.stores.bundle import Stores
 
-__all__ = ["MaintenanceService"]
+# FleetLease, LEASE_TABLE: the scheduler (an interface) names them from here
+__all__ = ["LEASE_TABLE", "FleetLease", "MaintenanceService"]
 
 
 class MaintenanceService:
@@ -74,13 +74,11 @@ class MaintenanceService:
         hello_memory/interfaces/jobs.py ``JobRun.as_dict``) in namespace ``ns``."""
         self.stores.records.audit.add(ns, f"job:{job}", dict(run))
 
-    def shared_engine(self) -> Engine | None:
-        """The records' SQL engine when several processes may share it (PostgreSQL),
-        else None: the scheduler's fleet lease claims its rows there
-        (hello_memory/interfaces/scheduler.py ``FleetLease``; docs/ARCHITECTURE.md,
-        "The write path")."""
-        engine = self.stores.records.engine
-        return engine if engine.url.get_backend_name() == "postgresql" else None
+    def job_lease(self) -> FleetLease | None:
+        """The fleet lease on the records' database when several processes may share
+        it (PostgreSQL), else None: the scheduler claims each scheduled slot through it
+        (hello_memory/interfaces/scheduler.py; docs/ARCHITECTURE.md, "The write path")."""
+        return fleet_lease(self.stores.records.engine)
 
     # --- export / import --------------------------------------------------------------
     def export_jsonl(self, ns: str, path: str | Path) -> int:

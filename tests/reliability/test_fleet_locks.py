@@ -15,8 +15,9 @@ import pytest
 from sqlalchemy import create_engine
 
 from hello_memory.interfaces.jobs import parse_schedule
-from hello_memory.interfaces.scheduler import FleetLease, slot_of
+from hello_memory.interfaces.scheduler import slot_of
 from hello_memory.stores.indexing import DbKeyLocks, IndexEngine
+from hello_memory.stores.records.leases import FleetLease
 
 from .load import drift
 from .support import make_manager

@@ -262,9 +262,9 @@ def test_the_writes_the_interfaces_call(mm: MemoryManager, seeded: dict[str, str
     # the job audit record, as the jobs wrote it
     mm.maintenance.record_job("keyed", "reindex", {"counts": {"items": 1}})
     assert records.audit.list("keyed")[0]["action"] == "job:reindex"
-    # the fleet lease's engine: only a shared (PostgreSQL) one; this store is SQLite
+    # the fleet lease: only on a shared (PostgreSQL) database; this store is SQLite
     assert records.engine.url.get_backend_name() == "sqlite"
-    assert mm.maintenance.shared_engine() is None
+    assert mm.maintenance.job_lease() is None
     # the store's own embedder, as LangChain's Embeddings wrap it
     texts = ["green tea", "chess on Sundays"]
     assert (mm.embed(texts) == mm.stores.embedder.embed(texts)).all()
