@@ -22,7 +22,7 @@ from hello_memory.text.attributes import asked_attributes, attributes_of, single
 from hello_memory.types import MemoryItem, MemoryType
 
 if TYPE_CHECKING:
-    from hello_memory.retrieval.hybrid import _Round
+    from hello_memory.retrieval._hybrid_state import _Round
     from hello_memory.stores.bundle import Stores
 
 T = TypeVar("T")

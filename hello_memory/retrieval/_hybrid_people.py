@@ -26,7 +26,7 @@ from hello_memory.text.people import (
 from hello_memory.types import GraphHit, MemoryStatus
 
 if TYPE_CHECKING:
-    from hello_memory.retrieval.hybrid import RetrievalPlan
+    from hello_memory.retrieval._hybrid_state import RetrievalPlan
     from hello_memory.stores.bundle import Stores
 
 T = TypeVar("T")

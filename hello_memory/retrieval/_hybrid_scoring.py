@@ -32,7 +32,7 @@ from hello_memory.text.timeparse import says_when as says_when_text
 from hello_memory.types import MemoryItem, MemoryType
 
 if TYPE_CHECKING:
-    from hello_memory.retrieval.hybrid import _Round
+    from hello_memory.retrieval._hybrid_state import _Round
     from hello_memory.stores.bundle import Stores
 
 # What an event outside the time range a question names keeps of its score (once the

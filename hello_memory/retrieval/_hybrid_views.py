@@ -26,7 +26,7 @@ from hello_memory.stores.vector.base import calls_in_turn
 from hello_memory.types import MemoryItem, MemoryType
 
 if TYPE_CHECKING:
-    from hello_memory.retrieval.hybrid import _Round
+    from hello_memory.retrieval._hybrid_state import _Round
     from hello_memory.retrieval.parts import SearchParts
     from hello_memory.stores.bundle import Stores
     from hello_memory.stores.records import ItemFilter

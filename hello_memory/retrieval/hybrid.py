@@ -41,7 +41,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -75,6 +75,7 @@ from hello_memory.retrieval._hybrid_scoring import (  # noqa: F401 (re-exported)
     ScoringMixin,
     _memory_terms,
 )
+from hello_memory.retrieval._hybrid_state import RetrievalPlan, _Round
 from hello_memory.retrieval._hybrid_views import ViewsMixin
 from hello_memory.retrieval.bounds import bounded_analysis
 from hello_memory.retrieval.fusion import ViewResult, explain
@@ -83,7 +84,6 @@ from hello_memory.retrieval.multilingual import MultilingualReader
 from hello_memory.retrieval.parts import HasSearchParts, SearchParts, parts_of
 from hello_memory.retrieval.planning import (
     InformationPlan,
-    QueryAnalysis,
     QueryPlanner,
     analyze_query,
     decompose,
@@ -114,42 +114,6 @@ log = logging.getLogger(__name__)
 TimeRange = tuple[datetime | None, datetime | None]
 SEARCHED_TYPES = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
 OWN_VIEWS = RESERVED  # (retrieval/registry.py: no registered view takes this name)
-
-
-@dataclass(frozen=True)
-class RetrievalPlan:
-    """The planning stage's output: the analysis of the question, the information
-    requirements and the queries the views run (the original first)."""
-
-    analysis: QueryAnalysis
-    information: InformationPlan | None
-    queries: tuple[str, ...]
-
-
-@dataclass
-class _Round:
-    """Mutable state of one search across reflection rounds."""
-
-    flt: ItemFilter = field(default_factory=ItemFilter)
-    # Memories inside a time range the question names (None: it names none).
-    in_time: set[str] | None = None
-    asked_until: datetime | None = None  # end of the latest time range asked about
-    analysis: QueryAnalysis | None = None  # of the original question, as planned
-    # the same analysis whatever views run: the evidence reads the question's words
-    question: QueryAnalysis | None = None
-    results: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
-    found_by: dict[str, list[str]] = field(default_factory=dict)
-    items: dict[str, MemoryItem] = field(default_factory=dict)
-    # the embedder cannot read the question's language (HybridRetriever._dense_blind)
-    dense_blind: bool = False
-    # the symbolic view's own hits: memories inside a time range the question names
-    time_hits: list[tuple[str, float]] = field(default_factory=list)
-    # memories no view of the question's language could read (HybridRetriever._unread)
-    unread: list[str] = field(default_factory=list)
-    # ids of the items read from the record cache: shared, copied before they leave
-    shared: set[str] = field(default_factory=set)
-    # a small namespace's memories no view read, with their texts (_multilingual_view)
-    listed: list[tuple[str, str]] = field(default_factory=list)
 
 
 # What a retriever keeps of a namespace's records for the multilingual view (its

@@ -1,12 +1,12 @@
-"""No import cycle in hello_memory at run time (issue 31, item 6; docs/ARCHITECTURE.md
-"Known debts").
+"""No import cycle in hello_memory (issue 31, item 6; docs/ARCHITECTURE.md "Known
+debts").
 
 The import contracts of pyproject.toml ([tool.importlinter]) see imports between
 layers, not a cycle inside one layer or one package; this test reads the same graph
 (grimp, the library import-linter is built on) and asserts that no module reaches
-itself again through the imports that run: an import inside a function counts, one
-under ``if TYPE_CHECKING:`` does not. The cycles that exist only through type-checking
-imports are recorded below and in "Known debts"; they may shrink, not grow.
+itself again through its imports: an import inside a function counts, and so, in the
+second case, does one under ``if TYPE_CHECKING:`` (a type a module names ties it to
+the module that defines it, as the contracts count it).
 """
 
 from __future__ import annotations
@@ -22,21 +22,6 @@ import pytest
 grimp = pytest.importorskip("grimp")
 
 PACKAGE = "hello_memory"
-
-# The cycles closed only by imports under `if TYPE_CHECKING:` (grimp, 2026-12-03),
-# the same list as docs/ARCHITECTURE.md "Known debts": each is a package whose parts
-# name each other's types. A new one, or a module added to one, fails the test.
-TYPE_CHECKING_CYCLES: tuple[frozenset[str], ...] = tuple(
-    frozenset(f"{PACKAGE}.{name}" for name in group) for group in (
-        ("stores.records._memory_queries", "stores.records.audit", "stores.records.documents",
-         "stores.records.memories", "stores.records.migrations", "stores.records.outbox",
-         "stores.records.store"),
-        ("stores.vector._pg_sql", "stores.vector.pgvector"),
-        ("retrieval._hybrid_language", "retrieval._hybrid_people", "retrieval._hybrid_scoring",
-         "retrieval._hybrid_views", "retrieval.hybrid"),
-        ("interfaces.ui._web_base", "interfaces.ui.pages", "interfaces.ui.web"),
-        ("interfaces.client", "interfaces.client.engine", "interfaces.client.operations"),
-    ))
 
 
 def _graph(package: str, *, type_checking: bool) -> Any:  # a grimp ImportGraph
@@ -103,24 +88,15 @@ def describe(graph: Any, component: Iterable[str]) -> str:
     return "\n".join(lines)
 
 
-def test_no_import_cycle_at_run_time() -> None:
-    graph = _graph(PACKAGE, type_checking=False)
+@pytest.mark.parametrize("type_checking", [False, True], ids=["run time", "type checking"])
+def test_no_import_cycle(type_checking: bool) -> None:
+    graph = _graph(PACKAGE, type_checking=type_checking)
     found = cycles(graph)
     assert not found, (
-        "import cycles at run time (an import inside a function counts; move what both "
-        "sides need into a module of its own, docs/ARCHITECTURE.md 'Known debts'):\n"
-        + "\n".join(describe(graph, c) for c in found))
-
-
-def test_type_checking_cycles_do_not_grow() -> None:
-    graph = _graph(PACKAGE, type_checking=True)
-    found = cycles(graph)
-    new = [c for c in found if not any(set(c) <= known for known in TYPE_CHECKING_CYCLES)]
-    assert not new, (
-        "a cycle through type-checking imports that is not recorded (TYPE_CHECKING_CYCLES "
-        "here and docs/ARCHITECTURE.md 'Known debts' list those allowed):\n"
-        + "\n".join(describe(graph, c) for c in new))
-    assert sum(map(len, found)) <= sum(map(len, TYPE_CHECKING_CYCLES))
+        f"import cycles ({'with' if type_checking else 'without'} the imports under "
+        "`if TYPE_CHECKING:`; an import inside a function counts): move what both sides "
+        "need into a module of their own, or name it by a protocol (docs/ARCHITECTURE.md "
+        "'Known debts'):\n" + "\n".join(describe(graph, c) for c in found))
 
 
 # Importing a submodule runs its package's __init__ first, an edge grimp does not draw:
@@ -129,7 +105,9 @@ def test_type_checking_cycles_do_not_grow() -> None:
 # module that breaks a cycle is imported first, in a fresh interpreter.
 CYCLE_BREAKERS = ("_version", "schedules", "rag.formats", "embedding.batching",
                   "interfaces.catalogue.core", "interfaces.catalogue.memories",
-                  "interfaces.tools.context", "interfaces.rest.deps", "interfaces.ui.paths")
+                  "interfaces.tools.context", "interfaces.rest.deps", "interfaces.ui.paths",
+                  "interfaces.ui.pages", "interfaces.client.engine", "retrieval._hybrid_state",
+                  "stores.records.handle", "stores.records.outbox", "stores.vector._pg_sql")
 
 
 @pytest.mark.parametrize("module", CYCLE_BREAKERS)

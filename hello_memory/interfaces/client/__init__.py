@@ -56,10 +56,11 @@ from hello_memory.interfaces.client.engine import (
     Plan,
     R,
     _Async,
-    _Engine,
+    _AsyncEngine,
     _Request,
     _result,
     _Sync,
+    _SyncEngine,
 )
 from hello_memory.interfaces.client.operations import (
     SHARED_OPERATIONS,
@@ -87,7 +88,7 @@ __all__ = ["DEFAULT_TIMEOUT", "SHARED_OPERATIONS", "AsyncClient", "Client", "che
            "error_from_problem", "hit_from_json", "item_from_json", "job_run_from_json"]
 
 
-class Client(_Engine):
+class Client(_SyncEngine):
     """A running ``hello-memory serve`` at ``url`` (module doc). ``api_key`` goes as a
     bearer token, only over HTTPS or to this machine unless ``allow_insecure_key``;
     ``default_namespace`` stands in where a call names none (as MemoryManager's);
@@ -182,7 +183,7 @@ class Client(_Engine):
             return count
 
 
-class AsyncClient(_Engine):
+class AsyncClient(_AsyncEngine):
     """:class:`Client` for ``async`` code: the same operations, awaited (one
     ``httpx.AsyncClient``; close it with ``await client.aclose()`` or ``async with``)."""
 

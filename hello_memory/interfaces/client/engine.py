@@ -20,7 +20,6 @@ from hello_memory.types import MemoryType
 if TYPE_CHECKING:
     import httpx
 
-    from hello_memory.interfaces.client import AsyncClient, Client
 
 DEFAULT_TIMEOUT = 30.0
 P = ParamSpec("P")
@@ -180,6 +179,21 @@ def _describe(call: Callable[..., Any], plan: Callable[..., Any]) -> None:
         parameters=list(signature.parameters.values())[1:])
 
 
+class _SyncEngine(_Engine):
+    """An engine that sends a plan's requests one by one (``Client``); named here so
+    that this module never imports the package that defines the clients."""
+
+    def _drive(self, plan: Plan[R]) -> R:
+        raise NotImplementedError
+
+
+class _AsyncEngine(_Engine):
+    """An engine that awaits a plan's requests (``AsyncClient``)."""
+
+    async def _drive(self, plan: Plan[R]) -> R:
+        raise NotImplementedError
+
+
 class _Sync(Generic[P, R]):
     """``Client.<name>``: the operation's plan, its requests sent one by one."""
 
@@ -187,7 +201,7 @@ class _Sync(Generic[P, R]):
         self.plan = plan
         self.__doc__ = plan.__doc__
 
-    def __get__(self, obj: Client | None, owner: type) -> Callable[P, R]:
+    def __get__(self, obj: _SyncEngine | None, owner: type) -> Callable[P, R]:
         plan = self.plan
         if obj is None:
             return cast(Callable[P, R], self)
@@ -207,7 +221,7 @@ class _Async(Generic[P, R]):
         self.plan = plan
         self.__doc__ = plan.__doc__
 
-    def __get__(self, obj: AsyncClient | None, owner: type) -> Callable[P, Awaitable[R]]:
+    def __get__(self, obj: _AsyncEngine | None, owner: type) -> Callable[P, Awaitable[R]]:
         plan = self.plan
         if obj is None:
             return cast(Callable[P, Awaitable[R]], self)

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, time, timedelta, timezone
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.memory.manager import hit_to_json
@@ -20,7 +20,6 @@ from hello_memory.validation import DEFAULT_LIMITS, validate_importance
 
 if TYPE_CHECKING:
     from hello_memory.config import LimitsSettings
-    from hello_memory.interfaces.ui.web import Viewer
     from hello_memory.memory.manager import MemoryManager
 
 __all__ = ["NAMESPACE_PAGES", "SEARCH_TYPES", "ZOOMS", "documents", "graph",
@@ -87,7 +86,16 @@ def _ids_in(value: Any) -> list[str]:
 
 
 # --- namespaces ------------------------------------------------------------------------
-def visible_namespaces(mm: MemoryManager, viewer: Viewer) -> list[str]:
+class SeesNamespaces(Protocol):
+    """What the pages read of who is looking (``_web_base.Viewer``, which imports this
+    module): the namespace patterns its key grants and the check of one namespace."""
+
+    patterns: list[str] | None
+
+    def may(self, namespace: str) -> bool: ...
+
+
+def visible_namespaces(mm: MemoryManager, viewer: SeesNamespaces) -> list[str]:
     """The stored namespaces the viewer's key grants, and the exact names it grants
     (a namespace may hold only documents, or nothing yet)."""
     stored = [n for n in mm.browse.namespaces() if viewer.may(n)]
@@ -108,7 +116,7 @@ def _job_runs(audit: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-def namespace_overview(mm: MemoryManager, viewer: Viewer) -> list[dict[str, Any]]:
+def namespace_overview(mm: MemoryManager, viewer: SeesNamespaces) -> list[dict[str, Any]]:
     names = visible_namespaces(mm, viewer)[:OVERVIEW_LIMIT]  # the rest: the picker
     browse = mm.browse
     pending = Counter(e.namespace for e in browse.pending_index_work(

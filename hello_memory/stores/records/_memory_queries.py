@@ -38,7 +38,7 @@ from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
     from hello_memory.stores.records.access import AccessLog
-    from hello_memory.stores.records.store import RecordStore
+    from hello_memory.stores.records.outbox import OutboxRecords
 
 
 # list_items orders: oldest event first (the default), newest first, most important
@@ -127,7 +127,7 @@ class MemoryQueries:
     and the reads by topic, fact, hash and mentioned time, the totals, the store-wide
     counts."""
 
-    _records: RecordStore
+    _records: OutboxRecords
     access_log: AccessLog
 
     def _items_read(self, fetch: Callable[[], list[MemoryItem]], *, shared: bool = False

@@ -12,7 +12,7 @@ from hello_memory.types import utcnow
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
-    from hello_memory.stores.records.store import RecordStore
+    from hello_memory.stores.records.handle import RecordsHandle
 
 __all__ = ["AuditRepository"]
 
@@ -20,7 +20,7 @@ __all__ = ["AuditRepository"]
 class AuditRepository:
     """The audit log of a :class:`RecordStore` (``records.audit``)."""
 
-    def __init__(self, records: RecordStore) -> None:
+    def __init__(self, records: RecordsHandle) -> None:
         self._records = records
 
     def add(self, namespace: str, action: str, details: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ from hello_memory.stores.records.models import ChunkRow, DocumentRow
 from hello_memory.validation import require_namespace
 
 if TYPE_CHECKING:
-    from hello_memory.stores.records.store import RecordStore
+    from hello_memory.stores.records.outbox import OutboxRecords
 
 __all__ = ["ChunkRecord", "DocumentRecord", "DocumentRepository"]
 
@@ -84,7 +84,7 @@ def _codepoints(column: Any, dialect: str) -> Any:
 class DocumentRepository:
     """The documents and chunks of a :class:`RecordStore` (``records.documents``)."""
 
-    def __init__(self, records: RecordStore) -> None:
+    def __init__(self, records: OutboxRecords) -> None:
         self._records = records
 
     def find_document(self, namespace: str, document: str) -> DocumentRecord | None:

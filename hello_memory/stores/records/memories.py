@@ -83,7 +83,7 @@ from hello_memory.types import MemoryItem, MemoryStatus, utcnow
 from hello_memory.validation import require_namespace, validate_item
 
 if TYPE_CHECKING:
-    from hello_memory.stores.records.store import RecordStore
+    from hello_memory.stores.records.outbox import OutboxRecords
 
 __all__ = ["DuplicateKeyError", "ItemFilter", "ItemOrder", "MemoryRepository",
            "WriteConflictError", "count_tokens", "dedup_key", "item_topic",
@@ -126,7 +126,7 @@ class MemoryRepository(MemoryQueries):
     """The memory items of a :class:`RecordStore` (``records.memories``); its
     transactions are the store's, so a write and its outbox rows commit together."""
 
-    def __init__(self, records: RecordStore) -> None:
+    def __init__(self, records: OutboxRecords) -> None:
         self._records = records
         # Search hits' accesses, written off the request path (access.py).
         self.access_log = AccessLog(self._write_access)

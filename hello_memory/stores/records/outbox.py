@@ -8,19 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from hello_memory.stores.records.handle import RecordsHandle
 from hello_memory.stores.records.models import OutboxRow
 from hello_memory.types import MemoryItem, MemoryType, utcnow
 from hello_memory.validation import require_namespace
 
-if TYPE_CHECKING:
-    from hello_memory.stores.records.store import RecordStore
-
-__all__ = ["KINDS", "OutboxEntry", "OutboxRepository", "kind_of"]
+__all__ = ["KINDS", "OutboxEntry", "OutboxRecords", "OutboxRepository", "kind_of"]
 
 # The kinds of indexed thing, each applied by its own indexer.
 KINDS = ("memory", "media", "chunk")
@@ -58,7 +56,7 @@ def _entry(r: OutboxRow) -> OutboxEntry:
 class OutboxRepository:
     """The outbox rows of a :class:`RecordStore` (``records.outbox``)."""
 
-    def __init__(self, records: RecordStore) -> None:
+    def __init__(self, records: RecordsHandle) -> None:
         self._records = records
 
     # writes, inside the caller's transaction ----------------------------------------
@@ -168,3 +166,11 @@ class OutboxRepository:
             for start in range(0, len(wanted), _IN):
                 s.execute(update(OutboxRow).where(OutboxRow.seq.in_(wanted[start:start + _IN]))
                           .values(applied_at=now))
+
+
+class OutboxRecords(RecordsHandle, Protocol):
+    """What a repository that writes index work reads of its store (handle.py): the
+    common members and the outbox repository its writes add rows to in the same
+    transaction (the memories and the documents)."""
+
+    outbox: OutboxRepository

@@ -13,14 +13,22 @@ import json
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from hello_memory.errors import BackendUnavailableError, InvalidInputError
 from hello_memory.stores.vector._common import Cond, _require_ns, _Shape, filter_conditions, iso
 from hello_memory.stores.vector.base import VectorFilter
 
-if TYPE_CHECKING:
-    from hello_memory.stores.vector.pgvector import PgVectorParams
+
+@dataclass(frozen=True)
+class PgVectorParams:
+    """The store's HNSW settings (pgvector's names) and the size below which search is exact."""
+
+    m: int = 16
+    ef_construction: int = 64
+    ef_search: int = 100
+    exact_threshold: int = 10_000
 
 
 META_TABLE = "hm_pgv_collections"

@@ -55,7 +55,6 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from hello_memory.errors import (
@@ -82,6 +81,7 @@ from hello_memory.stores.vector._pg_sql import (
     _MAX_IDENT,
     META_TABLE,
     PgSql,
+    PgVectorParams,
     _finite,
     _quote,
     _shape_of,
@@ -100,16 +100,6 @@ __all__ = ["PgVectorParams", "PgVectorStore"]
 log = logging.getLogger(__name__)
 
 _BATCH = 500
-
-
-@dataclass(frozen=True)
-class PgVectorParams:
-    """HNSW settings (pgvector's names) and the size below which search is exact."""
-
-    m: int = 16
-    ef_construction: int = 64
-    ef_search: int = 100
-    exact_threshold: int = 10_000
 
 
 class PgVectorStore(PgSql):
