@@ -68,8 +68,10 @@ def test_one_search_is_one_span_with_one_child_per_view(
     assert attrs["hello_memory.namespace.hash"] == telemetry.namespace_hash(NS)
     assert "gen_ai.memory.query.text" not in attrs  # opt-in only
     views = [s for s in finished if s.name.startswith("hello_memory.view ")]
+    # working memory votes through the same View protocol (retrieval/memory_views.py),
+    # so it has its span too (perceptual memory is not searched here)
     assert sorted(s.attributes["hello_memory.view.name"] for s in views) == [
-        "graph", "lexical", "semantic", "symbolic"]
+        "graph", "lexical", "semantic", "symbolic", "working"]
     for view in views:  # children of the search span, across the view threads
         assert view.parent is not None and view.parent.span_id == search.context.span_id
         assert view.context.trace_id == search.context.trace_id
