@@ -24,7 +24,8 @@ from types import CodeType, ModuleType
 
 __all__ = ["MOVED", "MovedModuleFinder", "install", "new_name"]
 
-# former dotted name -> its home under hello_memory.interfaces (a package's submodules follow it)
+# former dotted name -> its home now, under hello_memory.interfaces but for one service
+# (a package's submodules follow it)
 MOVED: dict[str, str] = {
     "hello_memory.api": "hello_memory.interfaces.rest",
     "hello_memory.mcp_server": "hello_memory.interfaces.mcp",
@@ -42,6 +43,8 @@ MOVED: dict[str, str] = {
     "hello_memory.scheduler": "hello_memory.interfaces.scheduler",
     "hello_memory.jobs": "hello_memory.interfaces.jobs",
     "hello_memory.chat_import": "hello_memory.interfaces.chat_import",
+    # the lifecycle service (forget / restore / consolidate) joined the other services
+    "hello_memory.memory.lifecycle": "hello_memory.services.lifecycle",
 }
 
 

@@ -37,7 +37,7 @@ A new memory of a stored type whose embedding has cosine >= ``memory.dedup_thres
 with an existing memory of the same type and namespace (or an earlier one of the
 batch) is still stored, and reported on the returned item as ``near_duplicates``
 (id, cosine), best first; ``consolidate`` merges such memories within a type
-(hello_memory/memory/lifecycle.py).
+(hello_memory/services/lifecycle.py).
 """
 
 from __future__ import annotations

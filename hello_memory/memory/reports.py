@@ -1,7 +1,7 @@
 """What the facade's lifecycle and bookkeeping operations return: typed reports.
 
 ``MemoryManager.forget`` / ``consolidate`` return the frozen dataclasses below (built
-by :class:`hello_memory.memory.lifecycle.Lifecycle`); ``stats`` / ``clear`` return the
+by :class:`hello_memory.services.lifecycle.Lifecycle`); ``stats`` / ``clear`` return the
 ``TypedDict`` shapes (plain dicts at run time, so ``stats()["total"]`` and JSON stay as
 they were). Every dataclass report has ``as_dict()``: its JSON-ready form (enums as
 their values, tuples as lists), the one form every interface serialises. The

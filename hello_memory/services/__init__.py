@@ -30,8 +30,9 @@ resolved.
   which builds every service above from built stores and the facade's keyword options
   (``FacadeOptions``).
 
-Forget, restore and consolidate are the ``Lifecycle`` of ``memory/lifecycle.py``, which
-the facade builds the same way.
+- :mod:`hello_memory.services.lifecycle`: :class:`~hello_memory.services.lifecycle.Lifecycle`,
+  forget, restore and consolidate (the memories' life; formerly ``memory/lifecycle.py``,
+  which still imports).
 """
 
 from __future__ import annotations

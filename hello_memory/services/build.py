@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 from hello_memory import telemetry
 from hello_memory.memory.dedup import DuplicateMode, duplicate_mode
 from hello_memory.memory.episodic import EpisodicMemory
-from hello_memory.memory.lifecycle import Lifecycle
 from hello_memory.memory.scoring import EPISODIC, ScoringProfile
 from hello_memory.memory.semantic import SemanticMemory
 from hello_memory.memory.supersede import Superseder
@@ -36,6 +35,7 @@ from hello_memory.retrieval.parts import SearchParts
 from hello_memory.services.browse import BrowseService
 from hello_memory.services.edit import EditService
 from hello_memory.services.ingest import IngestService
+from hello_memory.services.lifecycle import Lifecycle
 from hello_memory.services.lookup import LookupService
 from hello_memory.services.maintenance import MaintenanceService
 from hello_memory.services.search import SearchService

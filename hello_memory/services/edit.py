@@ -3,7 +3,7 @@
 ``MemoryManager.update``, ``remove`` and ``clear`` delegate here; the adapters call
 ``add_keyed`` and ``remove_many`` through ``MemoryManager.edit`` (docs/ARCHITECTURE.md,
 "Interfaces": they call the facade, never the stores). Forget, restore and
-consolidate are the other service of the memories' life (``memory/lifecycle.py``
+consolidate are the other service of the memories' life (``services/lifecycle.py``
 ``Lifecycle``), which the facade calls as it did before.
 
 Built by the facade from the stores, the working memory and the lookup service (which

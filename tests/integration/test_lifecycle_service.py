@@ -1,4 +1,4 @@
-"""The lifecycle service (hello_memory/memory/lifecycle.py, issue 16) works on the
+"""The lifecycle service (hello_memory/services/lifecycle.py, issue 16) works on the
 stores and the working memory alone, with no MemoryManager: forget, restore and
 consolidate return their typed reports; the facade's ``lifecycle`` defaults are the
 service's. Real embedded stores and MiniLM."""
@@ -14,10 +14,10 @@ import pytest
 
 from hello_memory.config import JobsSettings, load_settings
 from hello_memory.factory import open_stores
-from hello_memory.memory.lifecycle import Lifecycle
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.memory.reports import ConsolidateReport, ForgetReport
 from hello_memory.memory.working import WorkingMemory
+from hello_memory.services.lifecycle import Lifecycle
 from hello_memory.stores.bundle import Stores
 from hello_memory.types import MemoryItem, MemoryType
 

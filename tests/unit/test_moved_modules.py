@@ -39,6 +39,7 @@ TOP: dict[str, str] = {
     "hello_memory.scheduler": "hello_memory.interfaces.scheduler",
     "hello_memory.jobs": "hello_memory.interfaces.jobs",
     "hello_memory.chat_import": "hello_memory.interfaces.chat_import",
+    "hello_memory.memory.lifecycle": "hello_memory.services.lifecycle",
 }
 
 

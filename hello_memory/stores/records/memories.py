@@ -94,7 +94,7 @@ class WriteConflictError(RecordStoreError):
     """A compare-and-swap write found the row changed (or gone) since the version the
     caller read (schema v7 ``version``); nothing of the write was committed. Callers
     that pass an expected version catch it: they re-read, or leave the memory for the
-    next run (memory/lifecycle.py)."""
+    next run (services/lifecycle.py)."""
 
 
 class DuplicateKeyError(RecordStoreError):
