@@ -34,6 +34,25 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+# Scores equal to this many decimals are equal: the index sums a memory's BM25 terms in
+# its own order, so one score can differ in the last bits between two stores.
+TIE_DIGITS = 5
+
+
+def settle_ties(state: _Round) -> None:
+    """Each view's equal scores in one order that the memories fix: the older event,
+    then the text, then the id. A vector index returns them in its own order, which
+    differs between two stores of the same memories (ids are random, segments fill in
+    their own order), and the fusion's ranks, the symbolic pool's order and so the
+    final list followed it: the same conversation ingested twice ranked differently
+    (retrieval/_hybrid_scoring.py ``_best_first`` settles the final list the same way;
+    docs/RETRIEVAL.md, "Ties")."""
+    items = state.items
+    for view, ranked in state.results.items():
+        state.results[view] = sorted(ranked, key=lambda ms: (
+            -round(ms[1], TIE_DIGITS), items[ms[0]].event_time, items[ms[0]].content, ms[0]))
+
+
 class ViewsMixin:
     """The registered views of one search, their records, the symbolic ranking."""
 
@@ -102,6 +121,7 @@ class ViewsMixin:
             for memory_id, _ in state.results[view]:
                 state.found_by.setdefault(memory_id, list(queries[:1]))
         self._load_items(ns, state)
+        settle_ties(state)
         state.question = analysis
         if "symbolic" in active:
             state.analysis = analysis
