@@ -111,8 +111,11 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                    cwd=env_dir).stdout.strip()
     Path(purelib, "_main_venv_packages.pth").write_text(
         sysconfig.get_path("purelib") + "\n", encoding="utf-8")
+    # without PYTHONPATH: a checkout on it (with the hello_memory.egg-info an editable
+    # install leaves there) reads to pip as hello-memory installed, and the wheel was not
     _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-index",
-          "--disable-pip-version-check", f"{wheel}[server]"], cwd=env_dir)
+          "--disable-pip-version-check", f"{wheel}[server]"], cwd=env_dir,
+         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     return env_dir
 
 
