@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from hello_memory.config import RetrievalSettings
 from hello_memory.memory.episodic import matches
 from hello_memory.memory.scoring import ScoringProfile, SearchHit, score
-from hello_memory.retrieval.fusion import weighted_rrf
+from hello_memory.retrieval.fusion import tie_order, weighted_rrf
 from hello_memory.retrieval.registry import registered_views
 from hello_memory.retrieval.views import about_named, about_someone_else, without_times
 from hello_memory.stores.records import ItemFilter
@@ -368,5 +368,5 @@ def _best_first(hits: list[SearchHit]) -> list[SearchHit]:
         return h.views[view].score if view in h.views else 0.0
 
     hits.sort(key=lambda h: (-h.score, -h.fused, -raw(h, "semantic"), -raw(h, "lexical"),
-                             h.item.event_time.timestamp(), h.item.content, h.item.id))
+                             *tie_order(h.item)))
     return hits

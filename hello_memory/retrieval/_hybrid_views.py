@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hello_memory import telemetry
 from hello_memory.config import RetrievalSettings
 from hello_memory.memory.episodic import matches
-from hello_memory.retrieval.fusion import ViewResult, weighted_rrf
+from hello_memory.retrieval.fusion import ViewResult, tie_order, weighted_rrf
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.retrieval.registry import registered_views, runs_with, served_types
 from hello_memory.retrieval.views import ViewRequest, symbolic_pool_view
@@ -40,8 +40,8 @@ TIE_DIGITS = 5
 
 
 def settle_ties(state: _Round) -> None:
-    """Each view's equal scores in one order that the memories fix: the older event,
-    then the text, then the id. A vector index returns them in its own order, which
+    """Each view's equal scores in one order that the memories fix (``tie_order``).
+    A vector index returns them in its own order, which
     differs between two stores of the same memories (ids are random, segments fill in
     their own order), and the fusion's ranks, the symbolic pool's order and so the
     final list followed it: the same conversation ingested twice ranked differently
@@ -50,7 +50,7 @@ def settle_ties(state: _Round) -> None:
     items = state.items
     for view, ranked in state.results.items():
         state.results[view] = sorted(ranked, key=lambda ms: (
-            -round(ms[1], TIE_DIGITS), items[ms[0]].event_time, items[ms[0]].content, ms[0]))
+            -round(ms[1], TIE_DIGITS), *tie_order(items[ms[0]])))
 
 
 class ViewsMixin:

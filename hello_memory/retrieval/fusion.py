@@ -13,14 +13,24 @@ view, so :func:`explain` can show why it ranked where it did.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import datetime
 
 from hello_memory.memory.scoring import SearchHit
 from hello_memory.rrf import RankedList, ViewHit, reciprocal_rank_fusion
+from hello_memory.types import MemoryItem
 
-__all__ = ["ViewHit", "ViewResult", "explain", "weighted_rrf"]
+__all__ = ["ViewHit", "ViewResult", "explain", "tie_order", "weighted_rrf"]
 
 # One view's ranked output: memory id and the view's own score, best first.
 ViewResult = RankedList
+
+
+def tie_order(item: MemoryItem) -> tuple[datetime, str, str]:
+    """The order of equal scores that the memory itself fixes, the same in every store
+    and process: the older event, then the text, then the id (a view's ties,
+    _hybrid_views.settle_ties, and the final list's, _hybrid_scoring._best_first;
+    docs/RETRIEVAL.md, "Ties")."""
+    return item.event_time, item.content, item.id
 
 
 def weighted_rrf(
