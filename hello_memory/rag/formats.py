@@ -132,8 +132,8 @@ def to_markdown(path: str, suffix: str, data: bytes) -> tuple[str, str | None]:
         result = converter.convert_stream(
             io.BytesIO(data), stream_info=StreamInfo(extension=suffix, filename=Path(path).name))
     except Exception as exc:  # MarkItDown wraps each converter's own exceptions
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DocumentReadError(path, f"cannot convert {suffix} file: {reason}") from exc
+        raise DocumentReadError(
+            path, f"cannot convert {suffix} file: {_conversion_reason(exc)}") from exc
     # Comment-only lines (PPTX slide markers) carry no text; left in they become
     # chunks of their own.
     markdown = _COMMENT_LINE_RE.sub("", result.markdown or "")
@@ -143,6 +143,23 @@ def to_markdown(path: str, suffix: str, data: bytes) -> tuple[str, str | None]:
         raise DocumentReadError(path, f"cannot convert {suffix} file: it is damaged (the "
                                       "conversion gave binary data)")
     return markdown, (result.title or None)
+
+
+def _conversion_reason(exc: BaseException) -> str:
+    """The first line of what went wrong, from the converter that failed.
+
+    MarkItDown's ``FileConversionException`` says only "File conversion failed after
+    1 attempts:" on its first line; the converter's own exception, the useful part,
+    sits in ``attempts[i].exc_info``.
+    """
+    for attempt in getattr(exc, "attempts", None) or ():
+        info = getattr(attempt, "exc_info", None)
+        if info and len(info) > 1 and isinstance(info[1], BaseException):
+            exc = info[1]
+            break
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _control_share(text: str) -> float:

@@ -99,3 +99,25 @@ def test_folder_walk_confines_links_and_skips_hidden(tmp_path: Path) -> None:
 
     [missing] = list(collect_files([tmp_path / "nope"]))
     assert missing.resolved is None and missing.error
+
+
+def test_a_failed_conversion_says_why_not_only_that_it_failed(tmp_path: Path) -> None:
+    """MarkItDown's own first line is "File conversion failed after 1 attempts:"; the
+    error carries the converter's reason instead (rag/formats.py _conversion_reason)."""
+    import zipfile
+
+    path = tmp_path / "hollow.docx"
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("[Content_Types].xml", (
+            '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/'
+            '2006/content-types"><Override PartName="/word/document.xml" ContentType="'
+            'application/vnd.openxmlformats-officedocument.wordprocessingml.document.main'
+            '+xml"/></Types>'))
+        archive.writestr("word/document.xml",
+                         f'<?xml version="1.0"?><w:document xmlns:w="{w}"></w:document>')
+    with pytest.raises(DocumentReadError) as info:
+        load_file(path, **LIMITS)
+    message = str(info.value)
+    assert "failed after" not in message and str(path) in message
+    assert "body element" in message, message
