@@ -177,6 +177,9 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any
             f"{peer['conversations']} conversation(s), one namespace / user each; search = top "
             f"5 for the {peer['questions']} questions (categories 1-4) of the first "
             "conversation, with only it loaded and then with every conversation loaded. "
+            "hello-memory: `MemoryManager.search(q, [\"episodic\"], 5)`, the one search "
+            "(dense, BM25, symbolic and graph views fused, no LLM); mem0 and the raw stack "
+            "search the dense vector alone. "
             "mem0: `add(..., infer=False)` per session, embedded Qdrant, the same local "
             "MiniLM through its huggingface embedder, offline, in its own venv "
             "(`.venv-peer`).", "",

@@ -14,11 +14,11 @@ from __future__ import annotations
 import bisect
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hello_memory.config import RetrievalSettings
 from hello_memory.memory.episodic import matches
@@ -30,6 +30,9 @@ from hello_memory.stores.records import ItemFilter
 from hello_memory.text.attributes import asked_attributes, asks_advice, attributes_of
 from hello_memory.text.timeparse import says_when as says_when_text
 from hello_memory.types import MemoryItem, MemoryType
+
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 if TYPE_CHECKING:
     from hello_memory.retrieval._hybrid_state import _Round
@@ -115,6 +118,10 @@ class ScoringMixin:
         def _records_of(self, ns: str, ids: Sequence[str], state: _Round
                         ) -> list[MemoryItem]: ...
 
+        def _kept_each(self, ns: str, kind: str, keys: Sequence[K],
+                       read: Callable[[Sequence[K]], Mapping[K, T]], *, since: Any = None
+                       ) -> dict[K, T]: ...
+
     def _fuse(self, state: _Round, weights: Mapping[str, float]
               ) -> dict[str, tuple[float, dict[str, Any]]]:
         # Equal scores share a rank in every registered view that says so (shared_ranks,
@@ -197,10 +204,12 @@ class ScoringMixin:
                       and state.items[m].memory_type != MemoryType.WORKING]
         if not in_session:
             return {}
-        # One indexed query for the sessions at hand: always current, also when other
-        # processes share the record store (a cache would need an invalidation signal).
-        orders = self.stores.records.memories.session_orders(
-            ns, [str(state.items[m].session_id) for m in in_session])
+        # One indexed query for the sessions not kept at the namespace's write
+        # generation (read every time where other processes may write the records).
+        orders = self._kept_each(
+            ns, "session", list(dict.fromkeys(str(state.items[m].session_id)
+                                              for m in in_session)),
+            lambda sessions: self.stores.records.memories.session_orders(ns, sessions))
         context: dict[str, float] = {}
         for m in in_session:
             order = orders.get(str(state.items[m].session_id), ())
@@ -263,19 +272,25 @@ class ScoringMixin:
         # A question asking when is answered by a memory that says when (its text
         # mentions a time, hm_memory_times): once the candidates hold one, the others
         # count WHEN_MISS_FACTOR of their score (issue 15).
-        says_when: set[str] = set()
-        if state.analysis is not None and state.analysis.asks_time:
-            says_when = self.stores.records.memories.with_mentioned_times(ns, list(totals))
-            # and those naming a recurring day or a time of day ("on Mondays"); and a
-            # note of what happened, outside any conversation session, is dated by its
-            # event time ("Housewarming: about twenty people in our little house"),
-            # while a conversation turn is dated by its session and often speaks of
-            # other times ("I went to the support group yesterday"; issue 26)
-            says_when |= {m for m in totals if m not in says_when
-                          and (says_when_text(state.items[m].content)
-                               or (state.items[m].memory_type == MemoryType.EPISODIC
-                                   and state.items[m].session_id is None))}
-        return says_when
+        if state.analysis is None or not state.analysis.asks_time:
+            return set()
+
+        def read(ids: Sequence[str]) -> dict[str, bool]:
+            # those whose text mentions a time (hm_memory_times), and those naming a
+            # recurring day or a time of day ("on Mondays"); and a note of what
+            # happened, outside any conversation session, is dated by its event time
+            # ("Housewarming: about twenty people in our little house"), while a
+            # conversation turn is dated by its session and often speaks of other
+            # times ("I went to the support group yesterday"; issue 26)
+            mention = self.stores.records.memories.with_mentioned_times(ns, ids)
+            return {m: m in mention or bool(says_when_text(state.items[m].content))
+                    or (state.items[m].memory_type == MemoryType.EPISODIC
+                        and state.items[m].session_id is None) for m in ids}
+
+        # kept per memory at the namespace's write generation (a record's text and
+        # times change only with a write)
+        kept = self._kept_each(ns, "says-when", list(totals), read, since=state.generation)
+        return {m for m, yes in kept.items() if yes}
 
     def _plainest(self, state: _Round, totals: Mapping[str, float], stating: set[str],
                   timed: set[str]) -> float:

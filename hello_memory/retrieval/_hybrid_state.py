@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from hello_memory.retrieval.planning import InformationPlan, QueryAnalysis
 from hello_memory.stores.records import ItemFilter
@@ -51,3 +52,6 @@ class _Round:
     shared: set[str] = field(default_factory=set)
     # a small namespace's memories no view read, with their texts (_multilingual_view)
     listed: list[tuple[str, str]] = field(default_factory=list)
+    # the namespace's write generation before any record was read (HybridRetriever
+    # ._generation): what is derived from ``items`` is kept only at that generation
+    generation: Any = None

@@ -39,7 +39,7 @@ import copy
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
@@ -117,11 +117,13 @@ OWN_VIEWS = RESERVED  # (retrieval/registry.py: no registered view takes this na
 
 
 # What a retriever keeps of a namespace's records for the multilingual view (its
-# totals, the ids of its listings), each while the namespace's write generation is the
+# totals, the ids of its listings), the neighbour context (each session's order) and
+# the memories that mention a time, each while the namespace's write generation is the
 # one it was read at (MemoryRepository.generation), and the people the graph links to
-# a name (_linked_people): at most this many entries.
-DERIVED = 256
+# a name (_linked_people): at most this many entries (small ones: ids, flags).
+DERIVED = 8192
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 def _check_arguments(query: str, top_k: int, memory_types: Sequence[MemoryType | str] | None,
@@ -332,7 +334,8 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
                 enable_reflection: bool | None) -> list[SearchHit]:
         plan = self._plan(query, reference_time=reference_time, enable_planning=enable_planning)
         plan = self.about_whom(ns, plan)
-        state = _Round(flt=flt, dense_blind=self._dense_blind(query))
+        state = _Round(flt=flt, dense_blind=self._dense_blind(query),
+                       generation=self._generation(ns))
         if state.dense_blind:
             weights = {**weights, "semantic": weights.get("semantic", 1.0) * CJK_SEMANTIC_WEIGHT}
         # the chosen views that serve a memory type searched (registry.served_types)
@@ -485,20 +488,63 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
                 return read()
             generation = ("fallback", fallback())
         full = (ns, *key)
-        with self._derived_lock:
-            kept = self._derived.get(full)
-            if kept is not None:
-                self._derived.move_to_end(full)
-        if kept is not None and kept[0] == generation:
-            value: T = kept[1]
+        (found,), (kept,) = self._recall([full], generation)
+        if found:
+            value: T = kept
             return value
         value = read()
+        self._keep({full: value}, generation)
+        return value
+
+    def _kept_each(self, ns: str, kind: str, keys: Sequence[K],
+                   read: Callable[[Sequence[K]], Mapping[K, T]], *, since: Any = None
+                   ) -> dict[K, T]:
+        """:meth:`_kept` for many values at once, each kept on its own under ``(kind,
+        key)``: those of ``keys`` not kept at the namespace's write generation are read
+        in one call, ``read(missing)`` (a key it leaves out is not kept). Where the
+        generation is unknown, ``read(keys)`` every time. ``since``: the generation of
+        the records ``read`` derives from (a search's, _Round.generation); after a
+        write since then nothing is kept (a value read from an older record must not
+        be kept as the new generation's)."""
+        generation = self._generation(ns)
+        if generation is None or since is not None and since != generation:
+            return dict(read(keys))
+        fulls = [(ns, kind, key) for key in keys]
+        found, kept = self._recall(fulls, generation)
+        out = {key: value for key, hit, value in zip(keys, found, kept, strict=True) if hit}
+        missing = [key for key in keys if key not in out]
+        if missing:
+            got = read(missing)
+            self._keep({(ns, kind, key): got[key] for key in missing if key in got},
+                       generation)
+            out.update(got)
+        return out
+
+    def _recall(self, fulls: Sequence[tuple[Any, ...]], generation: Any
+                ) -> tuple[list[bool], list[Any]]:
+        """Whether each of ``fulls`` is kept at ``generation``, and its value (None if
+        not); the kept ones become the most recently used."""
+        found: list[bool] = []
+        values: list[Any] = []
         with self._derived_lock:
-            self._derived[full] = (generation, value)
-            self._derived.move_to_end(full)
+            for full in fulls:
+                kept = self._derived.get(full)
+                hit = kept is not None and kept[0] == generation
+                if hit:
+                    self._derived.move_to_end(full)
+                found.append(hit)
+                values.append(kept[1] if hit else None)  # type: ignore[index]
+        return found, values
+
+    def _keep(self, values: Mapping[tuple[Any, ...], Any], generation: Any) -> None:
+        """Keep ``values`` at ``generation``; at most DERIVED, the least recently used
+        out."""
+        with self._derived_lock:
+            for full, value in values.items():
+                self._derived[full] = (generation, value)
+                self._derived.move_to_end(full)
             while len(self._derived) > DERIVED:
                 self._derived.popitem(last=False)
-        return value
 
     def _reflect(self, ns: str, query: str, plan: RetrievalPlan, state: _Round,
                  weights: Mapping[str, float],

@@ -441,3 +441,28 @@ def test_the_sql_graph_counts_its_writes_where_one_process_holds_it(
     graph_store.clear(ns)
     assert of(ns) != before_clear and of(ns2) == other
     assert e and backend.open_store().generation(ns) != of(ns)  # type: ignore[attr-defined]
+
+
+def test_find_entities_follows_every_write(graph_store: GraphStore, ns: str, ns2: str) -> None:
+    """The SQL graph keeps what find_entities read per namespace and names until a write
+    to that namespace (issue 27: the search asks the same names on every call); every
+    backend answers the same sequence of writes and reads alike."""
+    def names(namespace: str = ns, *wanted: str) -> set[str]:
+        return {e.name for e in graph_store.find_entities(namespace, list(wanted or ["Ada"]),
+                                                          aliases=True)}
+
+    assert names() == set() and names() == set()
+    graph_store.add_mentions(ns, "m1", [Entity(ns, "Ada Byron", "person")])
+    assert names() == {"Ada Byron"} and names() == {"Ada Byron"}
+    graph_store.add_mentions(ns2, "m9", [Entity(ns2, "Ada", "person")])
+    assert names() == {"Ada Byron"} and names(ns2) == {"Ada"}
+    found = graph_store.find_entities(ns, ["Ada"], aliases=True)
+    found[0].properties["scribbled"] = True  # a caller's copy, not what is kept
+    found.clear()
+    assert [e.properties for e in graph_store.find_entities(ns, ["Ada"], aliases=True)] == [{}]
+    graph_store.add_mentions(ns, "m2", [Entity(ns, "Ada", "person")])
+    assert names() == {"Ada", "Ada Byron"}
+    graph_store.remove_memory(ns, "m1")
+    assert names() == {"Ada"}
+    graph_store.clear(ns)
+    assert names() == set() and names(ns2) == {"Ada"}

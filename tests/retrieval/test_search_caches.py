@@ -359,3 +359,152 @@ def test_searches_starting_at_once_share_one_view_pool(
         for pool in made:
             pool.shutdown(wait=True)
     assert retriever._pool is None
+
+
+def test_kept_values_are_read_once_per_write_generation(tmp_path: Path) -> None:
+    """HybridRetriever._kept_each: each value is read once per write generation of its
+    namespace, the missing ones in one call; a value derived from records read before a
+    write (``since`` an older generation) is returned but never kept."""
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager.open(settings)
+    try:
+        retriever: HybridRetriever = manager.retriever
+        manager.add("A first memory.", namespace="k")
+        calls: list[list[str]] = []
+
+        def read(keys: Any) -> dict[str, str]:
+            calls.append(list(keys))
+            return {k: k.upper() for k in keys if k != "none"}
+
+        before = retriever._generation("k")
+        assert retriever._kept_each("k", "t", ["a", "b"], read) == {"a": "A", "b": "B"}
+        assert retriever._kept_each("k", "t", ["b", "c", "none"], read) == {"b": "B", "c": "C"}
+        assert calls == [["a", "b"], ["c", "none"]]
+        assert retriever._kept_each("k", "other", ["a"], read) == {"a": "A"}  # its own kind
+        manager.add("A second memory.", namespace="k")
+        assert retriever._kept_each("k", "t", ["a"], read) == {"a": "A"}
+        assert calls[2:] == [["a"], ["a"]]
+        assert retriever._kept_each("k", "t", ["d"], read, since=before) == {"d": "D"}
+        assert retriever._kept_each("k", "t", ["d"], read) == {"d": "D"}
+        assert calls[4:] == [["d"], ["d"]]  # the value read since an older write: not kept
+    finally:
+        manager.close()
+
+
+def test_the_session_context_and_saying_when_follow_every_write(tmp_path: Path) -> None:
+    """The neighbour context (each session's order) and which candidates say when are
+    kept per write generation (issue 27): after every add, edit and delete the search
+    gives what it gives with nothing kept (the record cache off)."""
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager(open_stores(settings, embedder=SentenceTransformerEmbedder()),
+                            extractor=RuleExtractor(), clock=_clock)  # scores stay put
+    records = manager.stores.records
+    turns = ["We are planning a trip to Lisbon with Marta.",
+             "I booked the flights to Lisbon yesterday.",
+             "Marta found a small hotel in Alfama.",
+             "We land in Lisbon at noon."]
+    questions = ["When do we land in Lisbon?", "When did I book the flights?",
+                 "Which hotel did Marta find?", "Who is coming to Lisbon?"]
+
+    def both() -> dict[str, list[tuple[Any, ...]]]:
+        on = {q: _key(manager.search(q, top_k=4, namespace="t", touch=False))
+              for q in questions}
+        again = {q: _key(manager.search(q, top_k=4, namespace="t", touch=False))
+                 for q in questions}
+        cache, records.item_cache = records.item_cache, None  # nothing kept
+        try:
+            off = {q: _key(manager.search(q, top_k=4, namespace="t", touch=False))
+                   for q in questions}
+        finally:
+            records.item_cache = cache
+        assert on == again == off
+        return on
+
+    try:
+        added = [manager.add(text, namespace="t", memory_type="episodic", session_id="trip",
+                             event_time=NOW - timedelta(days=2, minutes=-10 * n))
+                 for n, text in enumerate(turns)]
+        first = both()
+        assert any(hit[3] > 0 for hits in first.values() for hit in hits)  # context
+        middle = manager.add("The hotel has a view of the river.", namespace="t",
+                             memory_type="episodic", session_id="trip",
+                             event_time=NOW - timedelta(days=2, minutes=-15))
+        assert both() != first
+        manager.update(middle.id, namespace="t",
+                       content="We check in at the hotel on 3 May at 15:00.")
+        both()
+        manager.remove(added[1].id, namespace="t")
+        assert all(added[1].id not in {hit[0] for hit in hits} for hits in both().values())
+    finally:
+        manager.close()
+
+
+def test_session_context_kept_under_concurrent_writes_ends_as_read_afresh(
+        tmp_path: Path) -> None:
+    """Stress: one thread adds turns to a session and rewrites one to mention a time,
+    while two threads ask when-questions (session orders and says-when are kept per
+    write generation). No search fails, a deleted turn is never returned, and once the
+    writer stops the search gives what it gives with nothing kept."""
+    from hello_memory.embedding import SentenceTransformerEmbedder
+
+    settings = load_settings(environ={}, data_dir=tmp_path / "d")
+    manager = MemoryManager(open_stores(settings, embedder=SentenceTransformerEmbedder()),
+                            extractor=RuleExtractor(), clock=_clock)
+    records = manager.stores.records
+    start = NOW - timedelta(days=3)
+    errors: list[str] = []
+    gone: set[str] = set()
+    lock = threading.Lock()
+    stop = threading.Event()
+    questions = ["When is the concert?", "When did we buy the tickets?"]
+    try:
+        edited = manager.add("We bought concert tickets.", namespace="c", memory_type="episodic",
+                             session_id="s", event_time=start)
+
+        def writer() -> None:
+            for n in range(1, 13):
+                turn = manager.add(f"Turn {n} about the concert and the band.", namespace="c",
+                                   memory_type="episodic", session_id="s",
+                                   event_time=start + timedelta(minutes=n))
+                manager.update(edited.id, namespace="c",
+                               content=f"We bought concert tickets on {n} March.")
+                if n % 3 == 0:
+                    manager.remove(turn.id, namespace="c")
+                    with lock:
+                        gone.add(turn.id)
+
+        def searcher() -> None:
+            while not stop.is_set():
+                with lock:
+                    dead = set(gone)
+                try:
+                    for q in questions:
+                        for hit in manager.search(q, top_k=10, namespace="c", touch=False):
+                            if hit.id in dead:
+                                errors.append(f"deleted {hit.item.content!r} returned")
+                except Exception as exc:  # noqa: BLE001 (any failure fails the test)
+                    errors.append(repr(exc))
+
+        threads = [threading.Thread(target=searcher) for _ in range(2)]
+        write = threading.Thread(target=writer)
+        for t in [*threads, write]:
+            t.start()
+        write.join()
+        stop.set()
+        for t in threads:
+            t.join()
+        assert not errors, errors[:5]
+        kept = {q: _key(manager.search(q, top_k=10, namespace="c", touch=False))
+                for q in questions}
+        cache, records.item_cache = records.item_cache, None
+        try:
+            fresh = {q: _key(manager.search(q, top_k=10, namespace="c", touch=False))
+                     for q in questions}
+        finally:
+            records.item_cache = cache
+        assert kept == fresh
+        assert any("on 12 March" in hit[5] for hit in kept[questions[1]])
+    finally:
+        manager.close()

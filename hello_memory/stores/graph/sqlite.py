@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -36,6 +37,8 @@ __all__ = ["MAX_HOPS", "SQLiteGraphStore"]
 
 MAX_HOPS = 5  # deeper walks return most of a dense graph and cost more than they help
 _EPOCHS = itertools.count(1)  # each store of the process numbers its generations apart
+# The name lookups of find_entities kept per store (_kept_rows): rows of a few entities.
+FOUND_KEPT = 4096
 HOP_RANGE = range(1, MAX_HOPS + 1)
 
 _E: Table = Base.metadata.tables["hm_entities"]
@@ -161,6 +164,9 @@ class SQLiteGraphStore:
         self._written_lock = threading.Lock()
         self._written: dict[str, int] = {}
         self._epoch = next(_EPOCHS)
+        # find_entities' rows per (namespace, names, aliases), kept at the namespace's
+        # generation (the search asks the same names again and again; issue 27)
+        self._found: OrderedDict[tuple[Any, ...], tuple[Any, list[Any]]] = OrderedDict()
 
     def generation(self, namespace: str) -> tuple[int, int] | None:
         """A value that changes with every write this store commits to ``namespace``
@@ -291,6 +297,12 @@ class SQLiteGraphStore:
         wanted = normalized_names(names)
         if not wanted:
             return []
+        rows = self._kept_rows((namespace, tuple(wanted), aliases), lambda: self._read(
+            self._find_query(namespace, wanted, aliases), "find_entities"))
+        return [Entity(namespace, r.name, r.type, dict(r.properties or {})) for r in rows]
+
+    def _find_query(self, namespace: str, wanted: Sequence[str], aliases: bool) -> Any:
+        """find_entities' query (built only when its rows are not kept)."""
         match: ColumnElement[bool] = _E.c.normalized_name.in_(wanted)
         if aliases:
             firsts, prefixes = alias_keys(wanted)
@@ -304,13 +316,32 @@ class SQLiteGraphStore:
             if firsts:
                 alias.append(_E.c.normalized_name.in_(firsts))
             match = or_(match, and_(person, or_(*alias))) if alias else match
-        query = (
+        return (
             select(_E.c.name, _E.c.type, _E.c.properties)
             .where(_E.c.namespace == namespace, match)
             .order_by(self._codepoints(_E.c.normalized_name), self._codepoints(_E.c.type))
         )
-        rows = self._read(query, "find_entities")
-        return [Entity(namespace, r.name, r.type, dict(r.properties or {})) for r in rows]
+
+    def _kept_rows(self, key: tuple[Any, ...], read: Any) -> list[Any]:
+        """``read()``'s rows, kept while the generation of the namespace ``key[0]`` is
+        the one they were read at (the mark is taken before reading, so a write
+        committed meanwhile makes the next call read again); read every time where
+        other processes may write (generation() is None). At most FOUND_KEPT keys."""
+        generation = self.generation(key[0])
+        if generation is None:
+            return list(read())
+        with self._written_lock:
+            kept = self._found.get(key)
+            if kept is not None and kept[0] == generation:
+                self._found.move_to_end(key)
+                return kept[1]
+        rows = list(read())
+        with self._written_lock:
+            self._found[key] = (generation, rows)
+            self._found.move_to_end(key)
+            while len(self._found) > FOUND_KEPT:
+                self._found.popitem(last=False)
+        return rows
 
     def neighbors(
         self, namespace: str, entity_ids: Sequence[str], max_hops: int = 2, limit: int = 100
