@@ -76,6 +76,18 @@ def _key(hits: list[Any]) -> list[tuple[Any, ...]]:
         h.item.access_count, h.item.version) for h in hits]
 
 
+def _race(writer: Any, searcher: Any, stop: threading.Event) -> None:
+    """``writer`` on one thread and ``searcher`` on two, until the writer is done."""
+    threads = [threading.Thread(target=searcher) for _ in range(2)]
+    write = threading.Thread(target=writer)
+    for t in [*threads, write]:
+        t.start()
+    write.join()
+    stop.set()
+    for t in threads:
+        t.join()
+
+
 def test_results_are_the_same_with_the_caches_on_and_off(mm: MemoryManager) -> None:
     records = mm.stores.records
     assert records.item_cache is not None  # SQLite: this process holds the records
@@ -296,14 +308,7 @@ def test_searches_see_every_write_made_on_another_thread(tmp_path: Path) -> None
                     elif hit.id == code.id and int(hit.item.content.split()[-1][:-1]) < floor:
                         errors.append(f"{hit.item.content!r} after {floor} was written")
 
-        threads = [threading.Thread(target=searcher) for _ in range(2)]
-        write = threading.Thread(target=writer)
-        for t in [*threads, write]:
-            t.start()
-        write.join()
-        stop.set()
-        for t in threads:
-            t.join()
+        _race(writer, searcher, stop)
         assert not errors, errors[:5]
         last = manager.search("what is the parcel locker code?", top_k=10, namespace="s")
         assert "The parcel locker code is 1015." in [h.item.content for h in last]
@@ -487,14 +492,7 @@ def test_session_context_kept_under_concurrent_writes_ends_as_read_afresh(
                 except Exception as exc:  # noqa: BLE001 (any failure fails the test)
                     errors.append(repr(exc))
 
-        threads = [threading.Thread(target=searcher) for _ in range(2)]
-        write = threading.Thread(target=writer)
-        for t in [*threads, write]:
-            t.start()
-        write.join()
-        stop.set()
-        for t in threads:
-            t.join()
+        _race(writer, searcher, stop)
         assert not errors, errors[:5]
         kept = {q: _key(manager.search(q, top_k=10, namespace="c", touch=False))
                 for q in questions}
