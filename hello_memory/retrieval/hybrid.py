@@ -38,7 +38,6 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -48,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hello_memory import telemetry
 from hello_memory.config import LimitsSettings, RetrievalSettings
 from hello_memory.errors import InvalidInputError
+from hello_memory.kept import KeptValues
 from hello_memory.llm.base import LLMClient
 from hello_memory.memory.scoring import PROFILES, ScoringProfile, SearchHit
 from hello_memory.retrieval._hybrid_language import (  # noqa: F401 (re-exported)
@@ -204,10 +204,9 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         self.planner = QueryPlanner(self.llm, max_queries=self.settings.max_sub_queries)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()  # one pool, however many searches start it
-        # what is derived from a namespace's records (_kept): (namespace, what) ->
-        # (the namespace's write generation when read, the value)
-        self._derived_lock = threading.Lock()
-        self._derived: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+        # what is derived from a namespace's records (_kept): (namespace, what) -> the
+        # value, at the namespace's write generation when read
+        self._derived: KeptValues[tuple[Any, ...], Any] = KeptValues(DERIVED)
 
     def close(self) -> None:
         with self._pool_lock:
@@ -487,13 +486,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
             if fallback is None:
                 return read()
             generation = ("fallback", fallback())
-        full = (ns, *key)
-        (found,), (kept,) = self._recall([full], generation)
-        if found:
-            value: T = kept
-            return value
-        value = read()
-        self._keep({full: value}, generation)
+        value: T = self._derived.get_or_read((ns, *key), generation, read)
         return value
 
     def _kept_each(self, ns: str, kind: str, keys: Sequence[K],
@@ -509,42 +502,15 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         generation = self._generation(ns)
         if generation is None or since is not None and since != generation:
             return dict(read(keys))
-        fulls = [(ns, kind, key) for key in keys]
-        found, kept = self._recall(fulls, generation)
-        out = {key: value for key, hit, value in zip(keys, found, kept, strict=True) if hit}
+        kept = self._derived.get([(ns, kind, key) for key in keys], generation)
+        out = {key: kept[(ns, kind, key)] for key in keys if (ns, kind, key) in kept}
         missing = [key for key in keys if key not in out]
         if missing:
             got = read(missing)
-            self._keep({(ns, kind, key): got[key] for key in missing if key in got},
-                       generation)
+            self._derived.put({(ns, kind, key): got[key] for key in missing if key in got},
+                              generation)
             out.update(got)
         return out
-
-    def _recall(self, fulls: Sequence[tuple[Any, ...]], generation: Any
-                ) -> tuple[list[bool], list[Any]]:
-        """Whether each of ``fulls`` is kept at ``generation``, and its value (None if
-        not); the kept ones become the most recently used."""
-        found: list[bool] = []
-        values: list[Any] = []
-        with self._derived_lock:
-            for full in fulls:
-                kept = self._derived.get(full)
-                hit = kept is not None and kept[0] == generation
-                if hit:
-                    self._derived.move_to_end(full)
-                found.append(hit)
-                values.append(kept[1] if hit else None)  # type: ignore[index]
-        return found, values
-
-    def _keep(self, values: Mapping[tuple[Any, ...], Any], generation: Any) -> None:
-        """Keep ``values`` at ``generation``; at most DERIVED, the least recently used
-        out."""
-        with self._derived_lock:
-            for full, value in values.items():
-                self._derived[full] = (generation, value)
-                self._derived.move_to_end(full)
-            while len(self._derived) > DERIVED:
-                self._derived.popitem(last=False)
 
     def _reflect(self, ns: str, query: str, plan: RetrievalPlan, state: _Round,
                  weights: Mapping[str, float],

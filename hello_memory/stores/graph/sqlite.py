@@ -13,7 +13,6 @@ import itertools
 import json
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ from hello_memory.errors import (
     InvalidInputError,
     NamespaceRequiredError,
 )
+from hello_memory.kept import KeptValues
 from hello_memory.stores.records.models import Base
 from hello_memory.types import Entity, GraphHit, GraphStats, Relation, normalize_entity_name
 
@@ -37,7 +37,7 @@ __all__ = ["MAX_HOPS", "SQLiteGraphStore"]
 
 MAX_HOPS = 5  # deeper walks return most of a dense graph and cost more than they help
 _EPOCHS = itertools.count(1)  # each store of the process numbers its generations apart
-# The name lookups of find_entities kept per store (_kept_rows): rows of a few entities.
+# The name lookups of find_entities kept per store: rows of a few entities each.
 FOUND_KEPT = 4096
 HOP_RANGE = range(1, MAX_HOPS + 1)
 
@@ -166,7 +166,7 @@ class SQLiteGraphStore:
         self._epoch = next(_EPOCHS)
         # find_entities' rows per (namespace, names, aliases), kept at the namespace's
         # generation (the search asks the same names again and again; issue 27)
-        self._found: OrderedDict[tuple[Any, ...], tuple[Any, list[Any]]] = OrderedDict()
+        self._found: KeptValues[tuple[Any, ...], list[Any]] = KeptValues(FOUND_KEPT)
 
     def generation(self, namespace: str) -> tuple[int, int] | None:
         """A value that changes with every write this store commits to ``namespace``
@@ -297,8 +297,13 @@ class SQLiteGraphStore:
         wanted = normalized_names(names)
         if not wanted:
             return []
-        rows = self._kept_rows((namespace, tuple(wanted), aliases), lambda: self._read(
-            self._find_query(namespace, wanted, aliases), "find_entities"))
+        def read() -> list[Any]:
+            return self._read(self._find_query(namespace, wanted, aliases), "find_entities")
+
+        # kept until this store's next write to the namespace, where it alone writes
+        generation = self.generation(namespace)
+        rows = read() if generation is None else self._found.get_or_read(
+            (namespace, tuple(wanted), aliases), generation, read)
         return [Entity(namespace, r.name, r.type, dict(r.properties or {})) for r in rows]
 
     def _find_query(self, namespace: str, wanted: Sequence[str], aliases: bool) -> Any:
@@ -321,27 +326,6 @@ class SQLiteGraphStore:
             .where(_E.c.namespace == namespace, match)
             .order_by(self._codepoints(_E.c.normalized_name), self._codepoints(_E.c.type))
         )
-
-    def _kept_rows(self, key: tuple[Any, ...], read: Any) -> list[Any]:
-        """``read()``'s rows, kept while the generation of the namespace ``key[0]`` is
-        the one they were read at (the mark is taken before reading, so a write
-        committed meanwhile makes the next call read again); read every time where
-        other processes may write (generation() is None). At most FOUND_KEPT keys."""
-        generation = self.generation(key[0])
-        if generation is None:
-            return list(read())
-        with self._written_lock:
-            kept = self._found.get(key)
-            if kept is not None and kept[0] == generation:
-                self._found.move_to_end(key)
-                return kept[1]
-        rows = list(read())
-        with self._written_lock:
-            self._found[key] = (generation, rows)
-            self._found.move_to_end(key)
-            while len(self._found) > FOUND_KEPT:
-                self._found.popitem(last=False)
-        return rows
 
     def neighbors(
         self, namespace: str, entity_ids: Sequence[str], max_hops: int = 2, limit: int = 100
