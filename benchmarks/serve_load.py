@@ -86,10 +86,24 @@ def embedding_floor(sentences: Sequence[str], batch: int = 64,
             "sentences": float(len(texts))}
 
 
-def drive(base: str, clients: int, work: list[Callable[[httpx.Client], httpx.Response]]
-          ) -> dict[str, Any]:
+def cpu_seconds(pid: int | None) -> float | None:
+    """CPU time (user + system, every thread) the process ``pid`` has used, from
+    ``/proc`` (Linux); None where it cannot be read."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def drive(base: str, clients: int, work: list[Callable[[httpx.Client], httpx.Response]],
+          pid: int | None = None) -> dict[str, Any]:
     """Run ``work`` (one callable per request) over ``clients`` threads; requests/s over
-    the phase, latency p50 / p95 ms, and the errors (non-2xx or transport)."""
+    the phase, latency p50 / p95 ms, the errors (non-2xx or transport), and the CPU the
+    server process ``pid`` used over the phase, in % of one core (how much of the
+    machine it could use: 2 cores are 200 %)."""
     lat: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -116,14 +130,18 @@ def drive(base: str, clients: int, work: list[Callable[[httpx.Client], httpx.Res
     for t in threads:
         t.start()
     start.wait()
+    cpu0 = cpu_seconds(pid)
     t0 = time.perf_counter()
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
+    cpu1 = cpu_seconds(pid)
+    cpu = None if cpu0 is None or cpu1 is None else 100 * (cpu1 - cpu0) / wall
     return {"clients": clients, "requests": len(work), "errors": len(errors),
             "first_error": errors[0] if errors else None,
             "per_s": (len(work) - len(errors)) / wall,
-            "p50_ms": 1000 * statistics.median(lat), "p95_ms": 1000 * pct(lat, 0.95)}
+            "p50_ms": 1000 * statistics.median(lat), "p95_ms": 1000 * pct(lat, 0.95),
+            "server_cpu_pct": cpu}
 
 
 def _prepare(base: str, preload: list[str], max_batch: int) -> None:
@@ -159,6 +177,7 @@ def run_modes(src: Path, modes: Sequence[str], clients: Sequence[int], requests:
     with tempfile.TemporaryDirectory(prefix="hm-serve-load-") as tmp:
         try:
             bases = {}
+            pids: dict[str, int] = {}
             for mode in modes:
                 env = {**os.environ, "PYTHONPATH": str(src),
                        "HELLO_MEMORY__API__AUTH_DISABLED": "true",
@@ -168,6 +187,7 @@ def run_modes(src: Path, modes: Sequence[str], clients: Sequence[int], requests:
                        "HELLO_MEMORY__API__WRITE_BATCHING": MODES[mode]}
                 port = free_port()
                 procs.append(start_serve(src, Path(tmp) / mode, port, env))
+                pids[mode] = procs[-1].pid
                 bases[mode] = f"http://127.0.0.1:{port}"
                 print(f"  {mode}: serve on port {port}, preloading {len(preload)}", flush=True)
                 _prepare(bases[mode], preload, max_batch)
@@ -182,7 +202,8 @@ def run_modes(src: Path, modes: Sequence[str], clients: Sequence[int], requests:
                         work = ([_add(t) for t in texts] if op == "add"
                                 else [_search(qs[i % len(qs)]) for i in range(requests)])
                         print(f"  {mode}: {op} x {requests} from {c} client(s)", flush=True)
-                        rows.append({"mode": mode, "op": op, **drive(bases[mode], c, work)})
+                        rows.append({"mode": mode, "op": op,
+                                     **drive(bases[mode], c, work, pids[mode])})
         finally:
             for proc in procs:
                 _stop(proc)
@@ -230,7 +251,11 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         "adds together, `memory/write_batching.py`); `plain` = `api.embed_batching: "
         "false` and `api.write_batching: false` (each request embeds and stores alone). "
         "Requests/s counts answered requests; refused "
-        "ones are listed as errors. Machine load at start: "
+        "ones are listed as errors. Server CPU % = the CPU time the server process used "
+        "over the phase, over its wall time (100 = one core; this machine has "
+        f"{meta['cores']}): a server that cannot use the second core is bound by the "
+        "interpreter lock (docs/PERFORMANCE.md, \"Threads that spin, and what holds the "
+        "interpreter in a search\"). Machine load at start: "
         f"{meta['load_start']}; at the end: {meta['load_end']}. The machine is shared and "
         "noisy: compare the ratios of one run, not the absolute numbers.", "",
         "Embedding floor, this run, same add sentences, in the benchmark process while the "
@@ -240,10 +265,11 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         f"{meta['floor_after']['batch64_per_s']:.0f} and "
         f"{meta['floor_before']['single_per_s']:.0f} / "
         f"{meta['floor_after']['single_per_s']:.0f}; their means are used).", "",
-        "| op | clients | " + " | ".join(f"{m} req/s | {m} p50 / p95 ms" for m in modes)
+        "| op | clients | " + " | ".join(f"{m} req/s | {m} p50 / p95 ms | {m} server CPU %"
+                                         for m in modes)
         + (" | batching / plain req/s" if len(modes) == 2 else "")
         + " | batching req/s / floor (adds: batch-64 rate; searches: one-at-a-time rate) |",
-        "|---|---|" + "---|---|" * len(modes) + ("---|" if len(modes) == 2 else "") + "---|",
+        "|---|---|" + "---|---|---|" * len(modes) + ("---|" if len(modes) == 2 else "") + "---|",
     ]
     for op in ("add", "search"):
         for c in meta["clients"]:
@@ -251,10 +277,12 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             for m in modes:
                 r = by.get((m, op, c))
                 if r is None:
-                    cells += ["n/a", "n/a"]
+                    cells += ["n/a", "n/a", "n/a"]
                     continue
                 errs = f" ({r['errors']} errors)" if r["errors"] else ""
-                cells += [f"{r['per_s']:.1f}{errs}", f"{r['p50_ms']:.0f} / {r['p95_ms']:.0f}"]
+                cpu = r.get("server_cpu_pct")
+                cells += [f"{r['per_s']:.1f}{errs}", f"{r['p50_ms']:.0f} / {r['p95_ms']:.0f}",
+                          "n/a" if cpu is None else f"{cpu:.0f}"]
             if len(modes) == 2:
                 cells.append(_ratio(_rate(by, "batching", op, c), _rate(by, "plain", op, c)))
             floor = fl["batch64_per_s"] if op == "add" else fl["single_per_s"]

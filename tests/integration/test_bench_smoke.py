@@ -102,6 +102,10 @@ def test_serve_load_smoke_drives_both_servers_and_writes_its_section(tmp_path: P
     assert {(r["mode"], r["op"], r["clients"]) for r in saved["rows"]} == {
         (m, op, c) for m in ("batching", "plain") for op in ("add", "search") for c in (1, 2)}
     assert all(r["errors"] == 0 and r["requests"] == 4 for r in saved["rows"]), saved["rows"]
+    # the server process's own CPU over each phase (from /proc): it answered requests,
+    # so it used some, and the table shows it beside each mode's latency
+    assert all(r["server_cpu_pct"] > 0 for r in saved["rows"]), saved["rows"]
+    assert all(float(r[4]) > 0 and float(r[7]) > 0 for r in rows), rows
 
 
 @pytest.mark.slow
