@@ -27,8 +27,13 @@ as a ``hello-memory[server]`` install does: the development venv also holds spaC
 The floor is the embedding of the same add sentences in this process, measured in the
 same run while the server is idle: in batches of 64 and one at a time (sentences/s).
 The issue's targets: adds at 16 clients >= 0.6x the batch-64 rate; search requests/s
-at 4 clients >= 1.6x one client. Numbers move with the machine's load; compare the
-ratios measured in one run.
+at 4 clients >= 1.6x one client. The embedding floor leaves out what an add stores, so
+the library's own add rate is measured too, before the servers start: the same
+sentences through ``MemoryManager.add_many`` in calls of 64 in this process (this
+checkout's code, whatever ``--src`` serves), on an embedded store preloaded alike.
+Beside each phase's server CPU stands this process's (the client threads): what the
+load generator takes from the same machine. Numbers move with the machine's load;
+compare the ratios measured in one run.
 """
 
 from __future__ import annotations
@@ -86,6 +91,33 @@ def embedding_floor(sentences: Sequence[str], batch: int = 64,
             "sentences": float(len(texts))}
 
 
+def library_floor(preload: Sequence[str], sentences: Sequence[str], max_batch: int,
+                  batch: int = 64) -> float:
+    """Memories/s of ``MemoryManager.add_many`` in this process, ``batch`` memories a
+    call (embedding and the whole store path: dedup, supersede, index), on an embedded
+    store holding ``preload`` as the servers' does, with the servers' extractor: what
+    the library does with the adds without HTTP, threads or coalescing."""
+    from hello_memory.config import load_settings
+    from hello_memory.memory.manager import MemoryManager
+
+    def entries(texts: Sequence[str]) -> list[dict[str, Any]]:
+        return [{"content": t, "memory_type": "episodic", "namespace": NAMESPACE}
+                for t in texts]
+
+    with tempfile.TemporaryDirectory(prefix="hm-serve-floor-") as tmp:
+        settings = load_settings(environ={}, data_dir=Path(tmp),
+                                 semantic={"extractor": EXTRACTOR})
+        with MemoryManager.open(settings) as mm:
+            for i in range(0, len(preload), max_batch):
+                mm.add_many(entries(preload[i:i + max_batch]))
+            mm.add_many(entries(["warm up: the store loads what it loads lazily"]))
+            texts = list(sentences)
+            t0 = time.perf_counter()
+            for i in range(0, len(texts), batch):
+                mm.add_many(entries(texts[i:i + batch]))
+            return len(texts) / (time.perf_counter() - t0)
+
+
 def cpu_seconds(pid: int | None) -> float | None:
     """CPU time (user + system, every thread) the process ``pid`` has used, from
     ``/proc`` (Linux); None where it cannot be read."""
@@ -103,7 +135,8 @@ def drive(base: str, clients: int, work: list[Callable[[httpx.Client], httpx.Res
     """Run ``work`` (one callable per request) over ``clients`` threads; requests/s over
     the phase, latency p50 / p95 ms, the errors (non-2xx or transport), and the CPU the
     server process ``pid`` used over the phase, in % of one core (how much of the
-    machine it could use: 2 cores are 200 %)."""
+    machine it could use: 2 cores are 200 %), and the CPU this process used meanwhile
+    (the clients: what the load itself takes from the same machine)."""
     lat: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -130,18 +163,18 @@ def drive(base: str, clients: int, work: list[Callable[[httpx.Client], httpx.Res
     for t in threads:
         t.start()
     start.wait()
-    cpu0 = cpu_seconds(pid)
+    cpu0, mine0 = cpu_seconds(pid), time.process_time()
     t0 = time.perf_counter()
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
-    cpu1 = cpu_seconds(pid)
+    cpu1, mine1 = cpu_seconds(pid), time.process_time()
     cpu = None if cpu0 is None or cpu1 is None else 100 * (cpu1 - cpu0) / wall
     return {"clients": clients, "requests": len(work), "errors": len(errors),
             "first_error": errors[0] if errors else None,
             "per_s": (len(work) - len(errors)) / wall,
             "p50_ms": 1000 * statistics.median(lat), "p95_ms": 1000 * pct(lat, 0.95),
-            "server_cpu_pct": cpu}
+            "server_cpu_pct": cpu, "client_cpu_pct": 100 * (mine1 - mine0) / wall}
 
 
 def _prepare(base: str, preload: list[str], max_batch: int) -> None:
@@ -251,11 +284,13 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         "adds together, `memory/write_batching.py`); `plain` = `api.embed_batching: "
         "false` and `api.write_batching: false` (each request embeds and stores alone). "
         "Requests/s counts answered requests; refused "
-        "ones are listed as errors. Server CPU % = the CPU time the server process used "
-        "over the phase, over its wall time (100 = one core; this machine has "
-        f"{meta['cores']}): a server that cannot use the second core is bound by the "
-        "interpreter lock (docs/PERFORMANCE.md, \"Threads that spin, and what holds the "
-        "interpreter in a search\"). Machine load at start: "
+        "ones are listed as errors. Server / client CPU % = the CPU time the server "
+        "process used over the phase, over its wall time (100 = one core; this machine "
+        f"has {meta['cores']}), then the same for the benchmark process driving the "
+        "clients: while the two leave a core's share idle, a server that cannot use it "
+        "is bound by the interpreter lock, not by the machine (docs/PERFORMANCE.md, "
+        "\"Threads that spin, and what holds the interpreter in a search\"). Machine "
+        "load at start: "
         f"{meta['load_start']}; at the end: {meta['load_end']}. The machine is shared and "
         "noisy: compare the ratios of one run, not the absolute numbers.", "",
         "Embedding floor, this run, same add sentences, in the benchmark process while the "
@@ -264,12 +299,18 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         f"servers: {meta['floor_before']['batch64_per_s']:.0f} / "
         f"{meta['floor_after']['batch64_per_s']:.0f} and "
         f"{meta['floor_before']['single_per_s']:.0f} / "
-        f"{meta['floor_after']['single_per_s']:.0f}; their means are used).", "",
-        "| op | clients | " + " | ".join(f"{m} req/s | {m} p50 / p95 ms | {m} server CPU %"
-                                         for m in modes)
+        f"{meta['floor_after']['single_per_s']:.0f}; their means are used). The "
+        "library's own rate, before the servers, on a store preloaded alike: "
+        f"**{meta['library_per_s']:.0f} memories/s** through `MemoryManager.add_many` "
+        "in calls of 64 (embedding and the whole store path: duplicate check, "
+        "supersede rules, index), which the embedding floor leaves out.", "",
+        "| op | clients | " + " | ".join(
+            f"{m} req/s | {m} p50 / p95 ms | {m} server / client CPU %" for m in modes)
         + (" | batching / plain req/s" if len(modes) == 2 else "")
-        + " | batching req/s / floor (adds: batch-64 rate; searches: one-at-a-time rate) |",
-        "|---|---|" + "---|---|---|" * len(modes) + ("---|" if len(modes) == 2 else "") + "---|",
+        + " | batching req/s / floor (adds: batch-64 rate; searches: one-at-a-time rate)"
+        " | adds / library rate |",
+        "|---|---|" + "---|---|---|" * len(modes) + ("---|" if len(modes) == 2 else "")
+        + "---|---|",
     ]
     for op in ("add", "search"):
         for c in meta["clients"]:
@@ -280,13 +321,16 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
                     cells += ["n/a", "n/a", "n/a"]
                     continue
                 errs = f" ({r['errors']} errors)" if r["errors"] else ""
-                cpu = r.get("server_cpu_pct")
+                cpu, mine = r.get("server_cpu_pct"), r.get("client_cpu_pct")
                 cells += [f"{r['per_s']:.1f}{errs}", f"{r['p50_ms']:.0f} / {r['p95_ms']:.0f}",
-                          "n/a" if cpu is None else f"{cpu:.0f}"]
+                          ("n/a" if cpu is None else f"{cpu:.0f}") + " / "
+                          + ("n/a" if mine is None else f"{mine:.0f}")]
             if len(modes) == 2:
                 cells.append(_ratio(_rate(by, "batching", op, c), _rate(by, "plain", op, c)))
             floor = fl["batch64_per_s"] if op == "add" else fl["single_per_s"]
             cells.append(_ratio(_rate(by, modes[0], op, c), floor))
+            cells.append(_ratio(_rate(by, modes[0], op, c), meta.get("library_per_s"))
+                         if op == "add" else "")
             lines.append(f"| {op} | {c} | " + " | ".join(cells) + " |")
     lines += [""]
     for m in modes:
@@ -299,7 +343,9 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             lines.append(
                 f"- {m}: adds at {top} clients = **{a['per_s'] / fl['batch64_per_s']:.2f}x** "
                 f"the batch-64 floor (target >= 0.6); searches at {four} clients = "
-                f"**{s4['per_s'] / s1['per_s']:.2f}x** {one} client (target >= 1.6).")
+                f"**{s4['per_s'] / s1['per_s']:.2f}x** {one} client (target >= 1.6); "
+                f"adds at {top} clients = **{_ratio(a['per_s'], meta.get('library_per_s'))}x** "
+                "the library's own add rate.")
     return "\n".join(lines) + "\n"
 
 
@@ -345,12 +391,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         "modes": args.modes, "label": args.label or ("this checkout" if args.src == ROOT
                                                      else str(args.src)),
         "command": "python -m benchmarks.serve_load" + (" --smoke" if args.smoke else "")
+        + (f" --requests {args.requests}" if not args.smoke and args.requests != 96 else "")
         + (f" --src {args.src} --label '{args.label}'" if args.src != ROOT else "")}
     print("embedding floor ...", flush=True)
-    meta["floor_before"] = embedding_floor(adds[:max(64, min(len(adds), 256))])
+    sample = adds[:max(64, min(len(adds), 256))]
+    meta["floor_before"] = embedding_floor(sample)
+    print("library add rate ...", flush=True)
+    meta["library_per_s"] = library_floor(preload, sample, max_batch)
     rows = run_modes(args.src, args.modes, args.clients, args.requests, preload, adds, qs,
                      max_batch)
-    meta["floor_after"] = embedding_floor(adds[:max(64, min(len(adds), 256))])
+    meta["floor_after"] = embedding_floor(sample)
     meta["floor"] = {k: (meta["floor_before"][k] + meta["floor_after"][k]) / 2
                      for k in ("batch64_per_s", "single_per_s")}
     meta["load_end"] = load()

@@ -105,7 +105,14 @@ def test_serve_load_smoke_drives_both_servers_and_writes_its_section(tmp_path: P
     # the server process's own CPU over each phase (from /proc): it answered requests,
     # so it used some, and the table shows it beside each mode's latency
     assert all(r["server_cpu_pct"] > 0 for r in saved["rows"]), saved["rows"]
-    assert all(float(r[4]) > 0 and float(r[7]) > 0 for r in rows), rows
+    # and the client threads' (this process): the load generator's share of the machine
+    assert all(r["client_cpu_pct"] > 0 for r in saved["rows"]), saved["rows"]
+    assert all(float(r[c].split(" / ")[0]) > 0 and float(r[c].split(" / ")[1]) > 0
+               for r in rows for c in (4, 7)), rows
+    # the library's own add rate (add_many in this process) and each add row's ratio to it
+    assert saved["meta"]["library_per_s"] > 0
+    assert all(float(r[-1]) > 0 for r in rows if r[0] == "add"), rows
+    assert all(r[-1] == "" for r in rows if r[0] == "search"), rows
 
 
 @pytest.mark.slow

@@ -113,10 +113,10 @@ def _dense(values: Any, collection: str, name: str, size: int) -> list[float]:
         raise VectorError(f"vector {name!r} must be a 1-D sequence of numbers")
     if arr.shape[0] != size:
         raise DimensionMismatchError(collection, size, int(arr.shape[0]), name)
-    arr = arr.astype(np.float64)
+    arr = arr.astype(np.float64, copy=False)
     if not np.isfinite(arr).all() or (arr.size and np.abs(arr).max() > _F32_MAX):
         raise VectorError(f"vector {name!r} for {collection!r} has NaN or infinite values")
-    return [float(x) for x in arr.tolist()]
+    return arr.tolist()  # float64 items come out as Python floats
 
 
 def _sparse_parts(vec: SparseVector, collection: str, name: str) -> tuple[list[int], list[float]]:
