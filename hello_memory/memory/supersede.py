@@ -346,8 +346,12 @@ class Superseder:
         ids = [h.id for h in hits if h.id != item.id and h.score >= GENERAL_MIN_COSINE]
         links.before_items(item.namespace, ids)
         # Standing facts only (an event is not replaced by a later one), said by the
-        # same speaker: "I" is whoever speaks (text/facts.py fact_of reads it the same way)
-        found = [m for m in stores.records.memories.get_items(item.namespace, ids)
+        # same speaker: "I" is whoever speaks (text/facts.py fact_of reads it the same way).
+        # Read only (``_set_validity`` holds their links and changes ``item`` alone), so
+        # from the record cache where the store keeps one: the neighbours of a batch's
+        # memories are mostly the same few records (stores/records/item_cache.py).
+        found = [m for m in stores.records.memories.get_items(item.namespace, ids,
+                                                              shared=True)
                  if matches(m, flt) and m.valid_to is None and m.superseded_by is None
                  and _speaker(m) == _speaker(item)]
         start = _valid_from(item)
