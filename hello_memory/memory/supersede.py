@@ -246,16 +246,17 @@ class Superseder:
         memories = self.stores.records.memories
         start = _valid_from(item)
         links.before_chain(item.namespace, fact.key)
+        # read only (links are held, never set on the members): shared records
         window = memories.same_fact(item.namespace, fact.key, around=start,
-                                    after=CHAIN_WINDOW)
+                                    after=CHAIN_WINDOW, shared=True)
         later = sum(1 for m in window if _valid_from(m) > start)
         runs = self._runs(item, fact.key, window, links)
         if runs is None:
             return None  # not stored as a fact memory (another type, forgotten)
         cut = later >= CHAIN_WINDOW  # more start after the window: its last run is open
         if _unsettled(item, start, runs, cut):
-            runs = self._runs(item, fact.key, memories.same_fact(item.namespace, fact.key),
-                              links)
+            runs = self._runs(item, fact.key, memories.same_fact(item.namespace, fact.key,
+                                                                 shared=True), links)
             cut = False
             if runs is None:
                 return None
@@ -290,8 +291,8 @@ class Superseder:
                    if m.superseded_by is not None and m.superseded_by not in ids}
         if outside:
             links.before_items(item.namespace, sorted(outside))
-            for other in self.stores.records.memories.get_items(
-                    item.namespace, sorted(outside)):
+            for other in self.stores.records.memories.get_items(  # read only: cached
+                    item.namespace, sorted(outside), shared=True):
                 parsed = fact_of(other.content, other.metadata, other.user_id)
                 if (other.memory_type in FACT_TYPES and other.status == MemoryStatus.ACTIVE
                         and parsed is not None and parsed.key == key):

@@ -171,3 +171,46 @@ def test_shared_reads_never_go_back_past_an_acknowledged_write(store: RecordStor
     assert not errors, errors[:5]
     assert [i.content for i in store.memories.get_items("ns1", ids, shared=True)] == [
         "v59"] * 4
+
+
+def test_a_fact_chain_read_shared_matches_the_full_read_and_comes_from_the_cache(
+        store: RecordStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``same_fact(..., shared=True)`` (the supersede rules' chain reads, issue 27):
+    the ids from the index, the records from the cache, in the order and with the
+    window of the plain read; a record forgotten since is left out at once, and the
+    chain's other records stay cached."""
+    from datetime import datetime, timedelta, timezone
+
+    from hello_memory.text.facts import fact_key
+    from hello_memory.types import MemoryStatus
+
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    chain = [MemoryItem(content=f"I live in {city}", namespace="ns1",
+                        event_time=t0 + timedelta(days=n))
+             for n, city in enumerate(["Oslo", "Bergen", "Tromso", "Oslo", "Bodo"])]
+    store.memories.add_items([*chain, _item("I like tea")])
+    key = fact_key(chain[0].content)
+    assert key is not None
+    middle = t0 + timedelta(days=2)
+
+    def ids(items: list[MemoryItem]) -> list[str]:
+        return [i.id for i in items]
+
+    whole = store.memories.same_fact("ns1", key)
+    window = store.memories.same_fact("ns1", key, around=middle, after=1)
+    assert ids(whole) == ids(chain) and len(window) < len(whole)
+    assert ids(store.memories.same_fact("ns1", key, shared=True)) == ids(whole)
+    assert ids(store.memories.same_fact("ns1", key, around=middle, after=1,
+                                        shared=True)) == ids(window)
+    # read again: not one record is converted from a row, they are all cached
+    read: list[list[str]] = []
+    fetch = store.memories._fetch_rows
+    monkeypatch.setattr(store.memories, "_fetch_rows",
+                        lambda wanted: read.append(list(wanted)) or fetch(wanted))
+    assert ids(store.memories.same_fact("ns1", key, shared=True)) == ids(whole)
+    assert read == []
+    store.memories.update_item("ns1", chain[1].id, status=MemoryStatus.FORGOTTEN)
+    shared = store.memories.same_fact("ns1", key, shared=True)
+    assert ids(shared) == ids(store.memories.same_fact("ns1", key)) == [
+        i.id for i in chain if i.id != chain[1].id]
+    assert read == []  # the index left it out; the others stayed cached

@@ -130,6 +130,10 @@ class MemoryQueries:
     _records: OutboxRecords
     access_log: AccessLog
 
+    if TYPE_CHECKING:  # MemoryRepository's own (memories.py)
+        def get_items(self, namespace: str, ids: Sequence[str], *, shared: bool = False
+                      ) -> list[MemoryItem]: ...
+
     def _items_read(self, fetch: Callable[[], list[MemoryItem]], *, shared: bool = False
                     ) -> list[MemoryItem]:
         """``fetch()`` with the accesses still waiting counted (access.py)."""
@@ -255,13 +259,16 @@ class MemoryQueries:
         return {sess: tuple(ids) for sess, ids in out.items()}
 
     def same_fact(self, namespace: str, key: str, *, around: datetime | None = None,
-                  after: int = 32) -> list[MemoryItem]:
+                  after: int = 32, shared: bool = False) -> list[MemoryItem]:
         """Active memories of ``namespace`` whose content states the fact ``key``
         (``subject|attribute``, hello_memory/text/facts.py), superseded ones too,
         oldest valid first: one read of ix_items_ns_fact_key. ``around``: only the
         window of the chain a memory valid from then can change (memory/supersede.py):
         those valid at that time (started then or before, not ended before it) and the
-        first ``after`` that start after it."""
+        first ``after`` that start after it. ``shared``: the caller only reads the
+        items (as ``get_items``): where the store keeps a record cache the query reads
+        the ids alone and the records come from the cache, a record that stopped being
+        active in between left out (every add of a fact reads its chain: issue 27)."""
         require_namespace(namespace)
         base = (MemoryRow.namespace == namespace, MemoryRow.fact_key == key,
                 MemoryRow.status == MemoryStatus.ACTIVE.value)
@@ -276,6 +283,13 @@ class MemoryQueries:
                 ).order_by(*order),
                 select(*_ITEM_COLUMNS).where(*base, start > around)
                 .order_by(start, MemoryRow.recorded_time, MemoryRow.id).limit(after)]
+
+        if shared and self._records.item_cache is not None:
+            with self._records.transaction() as s:
+                ids = [memory_id for q in queries for memory_id in s.scalars(
+                    q.with_only_columns(MemoryRow.id))]
+            return [m for m in self.get_items(namespace, ids, shared=True)
+                    if m.status == MemoryStatus.ACTIVE]
 
         def fetch() -> list[MemoryItem]:
             with self._records.transaction() as s:
