@@ -79,7 +79,12 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any
         "target's measure). Dense = `MemoryManager.search(q, [\"episodic\"], "
         "recipe=\"per-type\")`; fused = `MemoryManager.search(q)`, the one search, with "
         "every view (dense + BM25 + symbolic + graph, no LLM). Ratios are of p50s, to the "
-        "floor of the same run.", "",
+        "floor of the same run. The fused column is each question's first asking through "
+        "the one search (no warm-up: the record cache, the multilingual view's "
+        "vectors and the per-namespace values are read on the way); \"fused, no "
+        "embedding\" asks the same questions again. The one search's steady state, with "
+        "the first asking apart, is in \"The one search against the per-type search\" "
+        "(`python -m benchmarks.search_cost`).", "",
         "| N | floor | raw dense | hello-memory dense | dense / floor | fused | fused / floor "
         "(target <= 1.5 at 10k) | top-k alone | fused, no embedding (target p95 <= 50 at "
         "100k) | no embedding / top-k |",
