@@ -214,3 +214,29 @@ def test_a_fact_chain_read_shared_matches_the_full_read_and_comes_from_the_cache
     assert ids(shared) == ids(store.memories.same_fact("ns1", key)) == [
         i.id for i in chain if i.id != chain[1].id]
     assert read == []  # the index left it out; the others stayed cached
+
+
+def test_a_shared_fact_chain_leaves_out_a_record_forgotten_between_its_two_reads(
+        store: RecordStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared chain read takes the ids from the index, then the records: a memory
+    forgotten in between (another thread's write, made here at that very point) is
+    not handed to the supersede rules as a member of the chain."""
+    from hello_memory.text.facts import fact_key
+    from hello_memory.types import MemoryStatus
+
+    chain = [_item(f"I live in {city}") for city in ("Oslo", "Bergen", "Tromso")]
+    store.memories.add_items(chain)
+    key = fact_key(chain[0].content)
+    assert key is not None
+    store.memories.get_items("ns1", [i.id for i in chain], shared=True)  # all cached
+    get_items = store.memories.get_items
+
+    def forget_first(namespace: str, ids: list[str], *, shared: bool = False
+                     ) -> list[MemoryItem]:
+        if chain[1].id in ids:  # the index listed it: forget it before the records
+            store.memories.update_item("ns1", chain[1].id, status=MemoryStatus.FORGOTTEN)
+        return get_items(namespace, ids, shared=shared)
+
+    monkeypatch.setattr(store.memories, "get_items", forget_first)
+    assert [i.id for i in store.memories.same_fact("ns1", key, shared=True)] == [
+        chain[0].id, chain[2].id]

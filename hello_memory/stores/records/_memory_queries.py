@@ -270,24 +270,25 @@ class MemoryQueries:
         the ids alone and the records come from the cache, a record that stopped being
         active in between left out (every add of a fact reads its chain: issue 27)."""
         require_namespace(namespace)
+        cached = shared and self._records.item_cache is not None
+        # plain rows, not ORM objects: every add of a fact reads its chain (issue 27);
+        # the ids alone where the records come from the cache
+        columns = (MemoryRow.id,) if cached else _ITEM_COLUMNS
         base = (MemoryRow.namespace == namespace, MemoryRow.fact_key == key,
                 MemoryRow.status == MemoryStatus.ACTIVE.value)
         order = (MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id)
-        # plain rows, not ORM objects: every add of a fact reads its chain (issue 27)
-        queries = [select(*_ITEM_COLUMNS).where(*base).order_by(*order)]
+        queries = [select(*columns).where(*base).order_by(*order)]
         if around is not None:
             start = func.coalesce(MemoryRow.valid_from, MemoryRow.event_time)
             queries = [
-                select(*_ITEM_COLUMNS).where(*base, start <= around, or_(
+                select(*columns).where(*base, start <= around, or_(
                     MemoryRow.valid_to.is_(None), MemoryRow.valid_to >= around)
                 ).order_by(*order),
-                select(*_ITEM_COLUMNS).where(*base, start > around)
+                select(*columns).where(*base, start > around)
                 .order_by(start, MemoryRow.recorded_time, MemoryRow.id).limit(after)]
-
-        if shared and self._records.item_cache is not None:
+        if cached:
             with self._records.transaction() as s:
-                ids = [memory_id for q in queries for memory_id in s.scalars(
-                    q.with_only_columns(MemoryRow.id))]
+                ids = [memory_id for q in queries for memory_id in s.scalars(q)]
             return [m for m in self.get_items(namespace, ids, shared=True)
                     if m.status == MemoryStatus.ACTIVE]
 
