@@ -16,7 +16,7 @@ STAMP = $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: help install demo test test-fast system-deps test-multimodal lint typecheck bench bench-quick \
 	bench-deps bench-peer-venv bench-locomo bench-assistant bench-search-cost bench-serve \
-	bench-smoke \
+	bench-smoke bench-million \
 	install-multimodal install-adapters test-adapters clean
 
 help:
@@ -109,6 +109,12 @@ bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.score_floor
 	$(BIN)/python -m benchmarks.embedder_choice
 	$(BIN)/python -m benchmarks.serve_load
+
+# Issue 27 item 5: the 1M row (about 40 min to embed the corpus once into
+# benchmarks/.cache, resumable, then the store path alone), merged into the section.
+bench-million: install bench-deps
+	$(BIN)/python -m benchmarks.corpus 1000000
+	$(BIN)/python -m benchmarks.run --n 1000000 --no-peer --merge
 
 bench-smoke: install
 	$(BIN)/python -m pytest -q tests/integration/test_bench_smoke.py

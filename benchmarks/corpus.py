@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +60,11 @@ def queries(k: int, seed: int = 11) -> list[str]:
 def cached_embeddings(model: Any, texts: list[str], batch: int, tag: str,
                       progress: bool = True) -> npt.NDArray[np.float32]:
     """Embeddings of ``texts`` by ``model`` (normalised), computed once and kept in
-    ``benchmarks/.cache``; a longer cached run of the same corpus serves a prefix."""
+    ``benchmarks/.cache``; a longer cached run of the same corpus serves a prefix.
+
+    Long runs (the 1M corpus is about 40 minutes on 2 cores) are encoded in chunks of
+    :data:`CHUNK` texts into ``{tag}.partial.npy``, with a progress line per chunk, and
+    an interrupted run resumes from the last whole chunk of the same texts."""
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()[:16]
     meta_path = CACHE_DIR / f"{tag}.json"
@@ -67,15 +73,53 @@ def cached_embeddings(model: Any, texts: list[str], batch: int, tag: str,
     if (meta is not None and vec_path.exists() and meta["n"] >= len(texts)
             and meta["prefix_digests"].get(str(len(texts))) == digest):
         return np.load(vec_path, mmap_mode="r")[: len(texts)].astype(np.float32)
-    vecs = np.asarray(model.encode(texts, batch_size=batch, normalize_embeddings=True,
-                                   show_progress_bar=progress), dtype=np.float32)
+    vecs = _encode_in_chunks(model, texts, batch, tag, digest, progress)
+    for leftover in (CACHE_DIR / f"{tag}.partial.npy", CACHE_DIR / f"{tag}.partial.json"):
+        leftover.unlink(missing_ok=True)
     if meta is not None and meta["n"] > len(texts):
         return vecs  # never replace a longer cache with a shorter one
     digests = {str(n): hashlib.sha256("\n".join(texts[:n]).encode("utf-8")).hexdigest()[:16]
-               for n in (1000, 10_000, 100_000, len(texts)) if n <= len(texts)}
+               for n in (1000, 10_000, 100_000, 1_000_000, len(texts)) if n <= len(texts)}
     np.save(vec_path, vecs)
     meta_path.write_text(json.dumps({"n": len(texts), "prefix_digests": digests}))
     return vecs
+
+
+CHUNK = 20_000  # texts per resumable chunk of cached_embeddings
+
+
+def _encode_in_chunks(model: Any, texts: list[str], batch: int, tag: str, digest: str,
+                      progress: bool) -> npt.NDArray[np.float32]:
+    """``model.encode`` over ``texts`` chunk by chunk into a memory-mapped partial file
+    (resumed when its digest is this corpus's); the whole matrix in memory."""
+    if len(texts) <= CHUNK:
+        return np.asarray(model.encode(texts, batch_size=batch, normalize_embeddings=True,
+                                       show_progress_bar=progress), dtype=np.float32)
+    part_path = CACHE_DIR / f"{tag}.partial.npy"
+    state_path = CACHE_DIR / f"{tag}.partial.json"
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    dim = len(np.asarray(model.encode(["dimension probe"], normalize_embeddings=True))[0])
+    done = int(state.get("done", 0)) if state.get("digest") == digest else 0
+    if done and part_path.exists():
+        out = np.lib.format.open_memmap(part_path, mode="r+")
+    else:
+        done = 0
+        out = np.lib.format.open_memmap(part_path, mode="w+", dtype=np.float32,
+                                        shape=(len(texts), dim))
+    t0, start = time.perf_counter(), done
+    while done < len(texts):
+        end = min(done + CHUNK, len(texts))
+        out[done:end] = np.asarray(model.encode(texts[done:end], batch_size=batch,
+                                                normalize_embeddings=True), np.float32)
+        out.flush()
+        done = end
+        state_path.write_text(json.dumps({"digest": digest, "done": done}))
+        if progress:
+            rate = (done - start) / max(time.perf_counter() - t0, 1e-9)
+            eta = (len(texts) - done) / max(rate, 1e-9) / 60
+            print(f"  embedded {done:,} / {len(texts):,} texts ({rate:.0f}/s, "
+                  f"{eta:.0f} min left)", file=sys.stderr, flush=True)
+    return np.array(out, dtype=np.float32)
 
 
 class CachedEmbedder:
@@ -111,9 +155,10 @@ def locomo_questions(sample: dict[str, Any]) -> list[str]:
     return [q["question"] for q in sample.get("qa", []) if q.get("category") in (1, 2, 3, 4)]
 
 
-if __name__ == "__main__":  # precompute the 100k cache: python -m benchmarks.corpus
+if __name__ == "__main__":  # python -m benchmarks.corpus [N]: precompute the N cache
     from hello_memory.embedding import SentenceTransformerEmbedder
 
+    size = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     emb = SentenceTransformerEmbedder(batch_size=64)
-    cached_embeddings(emb._ensure_loaded(), corpus(100_000), 64, "synthetic-minilm")
-    print("cached", CACHE_DIR)
+    cached_embeddings(emb._ensure_loaded(), corpus(size), 64, "synthetic-minilm")
+    print("cached", size, "in", CACHE_DIR)

@@ -12,6 +12,10 @@ on the same texts, so ratios are comparable on a noisy machine; absolute numbers
 * N <= 10k: ingest includes embedding on both sides.
 * N = 100k: both sides reuse cached real embeddings (``benchmarks/.cache``, computed
   once by the model) so the row measures the store path alone.
+* N = 1M (``--n 1000000``, issue 27 item 5): hello-memory alone on the cached
+  embeddings (the raw stack's local mode is not run at that size); the ingest prints a
+  progress line and keeps its rate every 100k memories (the growth), and the row has
+  the same search, optimize, recall and footprint measures as the others.
 * Search: top 5, query embedding included on both sides; "dense" =
   ``MemoryManager.search(q, ["episodic"], recipe="per-type")`` (one type's dense
   ranking), "fused" = ``MemoryManager.search(q)``, the one search (every view: dense +
@@ -59,6 +63,11 @@ from benchmarks.report import write_section
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 CACHE_FROM = 100_000  # N at and above which the corpus embeddings come from the cache
+# N from which the raw stack is not run: qdrant-client's local mode keeps every point as
+# a Python object and takes about an hour at 1M (335 s at 100k), where the row's measures
+# are of hello-memory's own store path (issue 27, item 5).
+RAW_BELOW = 1_000_000
+PROGRESS_EVERY = 100_000  # memories between the ingest's progress lines (and its curve)
 
 
 def pct(xs: Sequence[float], q: float) -> float:
@@ -155,11 +164,20 @@ def max_batch() -> int:
     return int(load_settings(environ={}).limits.max_batch)
 
 
-def add_in_batches(mm: Any, texts: Sequence[str], ns: str, now: datetime) -> None:
-    """``texts`` through the public add path, ``limits.max_batch`` memories per call."""
+def add_in_batches(mm: Any, texts: Sequence[str], ns: str, now: datetime,
+                   curve: list[tuple[int, float]] | None = None) -> None:
+    """``texts`` through the public add path, ``limits.max_batch`` memories per call;
+    with ``curve``, (memories stored, seconds) every :data:`PROGRESS_EVERY` memories,
+    each also printed (a long ingest says how far it is)."""
     step = max_batch()
+    t0 = time.perf_counter()
     for i in range(0, len(texts), step):
         mm.add_many(entries(texts[i:i + step], ns, now, start=i))
+        done = min(i + step, len(texts))
+        if curve is not None and (done % PROGRESS_EVERY == 0 or done == len(texts)):
+            curve.append((done, time.perf_counter() - t0))
+            rate = done / max(curve[-1][1], 1e-9)
+            print(f"    stored {done:,} / {len(texts):,} ({rate:.0f}/s)", flush=True)
 
 
 class QueryVectors:
@@ -300,8 +318,9 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
 
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        print(f"  raw stack N={n}", flush=True)
-        res.update(raw_stack(tmp, model, texts, vecs, batch, qs))
+        if n < RAW_BELOW:
+            print(f"  raw stack N={n}", flush=True)
+            res.update(raw_stack(tmp, model, texts, vecs, batch, qs))
 
         print(f"  hello-memory N={n}", flush=True)
         data = tmp / "hm"
@@ -313,8 +332,10 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
             lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs,
             solo_floor.full)
         t0 = time.perf_counter()
-        add_in_batches(mm, texts, "b", now)
+        curve: list[tuple[int, float]] = []
+        add_in_batches(mm, texts, "b", now, curve if n >= CACHE_FROM else None)
         res["hm_ingest_s"] = time.perf_counter() - t0
+        res["ingest_curve"] = curve
         floor = Floor(embedder, capture.take(), qs)
         res["solo_after_p50_ms"], res["solo_after_p95_ms"] = lat_ms(
             lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs,

@@ -65,10 +65,23 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any
         "|---|---|---|---|---|",
     ]
     for r in rows:
-        raw, hm = r["n"] / r["raw_ingest_s"], r["n"] / r["hm_ingest_s"]
+        hm = r["n"] / r["hm_ingest_s"]
+        if r.get("raw_ingest_s") is None:  # N >= RAW_BELOW: hello-memory alone
+            lines.append(f"| {r['n']} | n/a | {hm:.0f} | n/a | cached embeddings: store "
+                         "path only; raw stack not run at this N |")
+            continue
+        raw = r["n"] / r["raw_ingest_s"]
         note = ("cached embeddings on both sides: store path only" if r["cached"]
                 else "embedding included on both sides")
         lines.append(f"| {r['n']} | {raw:.0f} | {hm:.0f} | {hm / raw:.2f} | {note} |")
+    curves = [r for r in rows if len(r.get("ingest_curve") or []) > 1]
+    for r in curves:
+        steps = []
+        curve = r["ingest_curve"]
+        for (n0, t0), (n1, t1) in zip([(0, 0.0), *curve[:-1]], curve, strict=True):
+            steps.append(f"{n0 // 1000}k-{n1 // 1000}k {(n1 - n0) / max(t1 - t0, 1e-9):.0f}/s")
+        lines += ["", f"Store path at N = {r['n']}, memories/s by stretch of the ingest: "
+                  + ", ".join(steps) + "."]
     if meta["quick"]:
         lines += ["", "Quick mode: no 100k row (`make bench` adds it, with the 100k corpus "
                   "embedded once into `benchmarks/.cache`)."]
@@ -94,7 +107,7 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any
         fl = _floor(r)
         lines.append(
             f"| {r['n']} | {_pair(fl.get('p50_ms'), fl.get('p95_ms'))} | "
-            f"{_pair(r['raw_p50_ms'], r['raw_p95_ms'])} | "
+            f"{_pair(r.get('raw_p50_ms'), r.get('raw_p95_ms'))} | "
             f"{_pair(r['dense_p50_ms'], r['dense_p95_ms'])} | "
             f"{_ratio(r['dense_p50_ms'], fl.get('p50_ms'))} | "
             f"{_pair(r.get('fused_p50_ms'), r.get('fused_p95_ms'))} | "

@@ -87,6 +87,19 @@ def test_run_smoke_rewrites_every_table_of_its_section(tmp_path: Path) -> None:
     assert row["n"] == 40 and row["floor"]["vectors"] == 40
     assert row["solo_floor"]["vectors"] == 40
     assert saved["meta"]["smoke"] and saved["peer"] is None
+    # A 1M row (issue 27 item 5) has no raw stack and keeps its ingest curve: the same
+    # tables render it, the raw cells say n/a and the growth line gives each stretch.
+    from benchmarks import tables
+
+    big = {k: v for k, v in row.items() if not k.startswith("raw_")}
+    big.update(n=1_000_000, ingest_curve=[[500_000, 1000.0], [1_000_000, 2500.0]])
+    rendered = tables.render(saved["meta"], [row, big], None, [])
+    ingest = _rows_after(rendered, "### Ingest")
+    assert [r[0] for r in ingest] == ["40", "1000000"]
+    assert ingest[1][1] == "n/a" and ingest[1][3] == "n/a" and ingest[1][2] != "n/a"
+    assert "raw stack not run" in ingest[1][4]
+    assert "0k-500k 500/s, 500k-1000k 333/s" in rendered
+    assert _rows_after(rendered, "### Search (top 5")[1][2] == "n/a / n/a"
 
 
 @pytest.mark.slow
