@@ -64,7 +64,9 @@ class HnswSettings(_Section):
     points written since the last build to ``indexing_threshold_kb`` of vectors (the
     write waits for it; docs/PERFORMANCE.md "Ingest"). Until then, and for small
     namespaces after, search is exact. Units as in Qdrant: thresholds are KB of
-    vectors (a 384-d float vector is 1.5 KB)."""
+    vectors (a 384-d float vector is 1.5 KB). ``max_segment_size_kb``: segments stop
+    growing at that size and later builds start new ones, so a build's cost stays
+    bounded as the collection grows (null: Qdrant's own cap, 256 MB per core)."""
 
     m: int = Field(default=16, ge=4, le=128)
     ef_construct: int = Field(default=100, ge=4, le=4096)
@@ -73,6 +75,7 @@ class HnswSettings(_Section):
     indexing_threshold_kb: int = Field(default=10_000, ge=1)
     ef: int = Field(default=128, ge=1, le=4096)
     auto_index: bool = True
+    max_segment_size_kb: int | None = Field(default=100_000, ge=1)
 
 
 class PgVectorSettings(_Section):

@@ -152,6 +152,42 @@ def test_edge_builds_the_graph_once_enough_points_are_written(tmp_path: Path) ->
     on.close()
 
 
+def segments(store: QdrantEdgeVectorStore) -> int:
+    return int(store._shard(COL).info().segments_count)
+
+
+@pytest.mark.parametrize("cap_kb", [None, 96])
+def test_edge_segments_stop_growing_at_max_segment_size(tmp_path: Path,
+                                                        cap_kb: int | None) -> None:
+    """``max_segment_size_kb`` (issue 27 item 5): each build the writes trigger merges
+    the new points into the graph's segment and rebuilds it, so without a cap a
+    build costs as much as the namespace is large and a 1M ingest grew quadratically.
+    With the cap, segments stop growing at that size and later builds make new ones;
+    every point stays searchable, through every segment, with the filters."""
+    params = HnswParams(full_scan_threshold_kb=16, indexing_threshold_kb=32,
+                        max_segment_size_kb=cap_kb)
+    store = open_edge(tmp_path, params)
+    x = unit_rows(3000, 8)
+    pts = points(x, "a")
+    for start in range(0, 3000, 300):  # a build about every 256 points (32 KB)
+        store.upsert(COL, pts[start:start + 300])
+    store.optimize(COL)
+    if cap_kb is None:  # Qdrant's own cap (hundreds of MB): all merged into the graph
+        assert segments(store) <= 2
+    else:  # 3,000 x 128 bytes = 375 KB in segments of at most ~96 KB of vectors
+        assert segments(store) >= 4
+    assert store.count(COL, namespace="a") == 3000
+    for i in range(1, 3000, 271):  # each point finds itself first (filters honoured)
+        top = store.nearest(COL, x[i].tolist(), namespace="a", limit=1,
+                            filters=VectorFilter.where(status=pts[i].payload["status"]))
+        assert [h.id for h in top] == [pts[i].id]
+    q = unit_rows(1, 99)[0]
+    found = [h.id for h in store.nearest(COL, q.tolist(), namespace="a", limit=10,
+                                         filters=VectorFilter.where(status="active"))]
+    assert len(set(found) & set(brute(x, pts, q, 10))) >= 8
+    store.close()
+
+
 def test_edge_optimize_takes_on_settings_of_a_shard_created_without_them(
         tmp_path: Path) -> None:
     # A shard created with the defaults (10 MB thresholds: nothing here gets a graph)...

@@ -37,7 +37,8 @@ class HnswParams:
     ``full_scan_threshold_kb`` of vectors is answered exactly. ``ef`` is the search-time
     beam width. ``auto_index``: build the graph on the write that brings a
     collection's points written since the last build to ``indexing_threshold_kb`` of
-    vectors, as a Qdrant server's optimiser does (docs/PERFORMANCE.md "Ingest")."""
+    vectors, as a Qdrant server's optimiser does (docs/PERFORMANCE.md "Ingest").
+    ``max_segment_size_kb``: no segment is merged past that size."""
 
     m: int = 16
     ef_construct: int = 100
@@ -46,6 +47,11 @@ class HnswParams:
     indexing_threshold_kb: int = 10_000
     ef: int = 128
     auto_index: bool = True
+    # Segments stop growing at this many KB of vectors (~65k 384-d vectors): each build
+    # rebuilds the segment it merges into, so an uncapped one cost as much as the
+    # namespace was large (docs/PERFORMANCE.md "A million memories"); None: Qdrant's
+    # own cap (256 MB per core).
+    max_segment_size_kb: int | None = 100_000
 
 
 # The one range type of the vector filter, under its old name.

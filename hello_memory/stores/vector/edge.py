@@ -204,7 +204,8 @@ class QdrantEdgeVectorStore:
             hnsw_config=e.HnswIndexConfig(
                 m=h.m, ef_construct=h.ef_construct, full_scan_threshold=h.full_scan_threshold_kb,
                 payload_m=h.payload_m),
-            optimizers=e.EdgeOptimizersConfig(indexing_threshold=h.indexing_threshold_kb),
+            optimizers=e.EdgeOptimizersConfig(indexing_threshold=h.indexing_threshold_kb,
+                                              max_segment_size=h.max_segment_size_kb),
         )
 
     def optimize(self, collection: str) -> bool:
