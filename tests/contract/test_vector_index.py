@@ -132,8 +132,11 @@ def test_edge_builds_the_graph_once_enough_points_are_written(tmp_path: Path) ->
     assert dense_indexed(store) == built
     store.upsert(COL, pts[1000:1100])  # 500 since the build: still not
     assert dense_indexed(store) == built
+    open_shard = store._shard(COL)
     store.upsert(COL, pts[1100:1200])  # 600: built again
     assert dense_indexed(store) >= 1200
+    # on the open shard: it already runs these settings, so no reload of every segment
+    assert store._shard(COL) is open_shard
     store.close()
     # Written with auto_index off, then opened with it on: the first write builds.
     off = open_edge(tmp_path, HnswParams(full_scan_threshold_kb=16, indexing_threshold_kb=64,

@@ -106,6 +106,9 @@ class QdrantEdgeVectorStore:
         self._shapes: dict[str, _Shape] = {}
         # Points written per collection since its graph was last built (auto_index).
         self._unindexed: dict[str, int] = {}
+        # Collections whose open shard runs this store's settings (created or reloaded
+        # with them): optimize builds on it as it is, without reloading every segment.
+        self._configured: set[str] = set()
         # Serialises shard calls with close(): a query racing a close would touch a
         # released shard. Edge itself is thread-safe; the lock only guards our maps.
         self._mutex = threading.RLock()
@@ -143,6 +146,7 @@ class QdrantEdgeVectorStore:
             shards, self._shards = self._shards, {}
             self._shapes.clear()
             self._unindexed.clear()
+            self._configured.clear()
             fh, self._lock_file = self._lock_file, None
             try:
                 for shard in shards.values():
@@ -164,6 +168,7 @@ class QdrantEdgeVectorStore:
                 config = self._config(e, {n: (size, spec.distance)
                                           for n, size in spec.dense.items()}, spec.sparse)
                 self._shards[spec.name] = e.EdgeShard.create(str(directory), config)
+                self._configured.add(spec.name)
                 if Path(self._path, "collection", self._prefix + spec.name).is_dir():
                     log.warning(
                         "%s holds a qdrant-client local-mode collection %r that the Edge "
@@ -214,15 +219,19 @@ class QdrantEdgeVectorStore:
         minute per 100k 384-d vectors on 2 cores. True if any segment was rebuilt."""
         e = _edge()
         with self._guard(collection):
-            self._shard(collection)  # unknown collection -> CollectionNotFoundError
-            dense, sparse = self._stored_vectors(collection)
-            # Reloaded with the current settings: a shard created before them (or with
-            # other ones) takes them on, and Edge persists them for the next load.
-            old = self._shards.pop(collection)
-            old.flush()
-            old.close()
-            shard = self._shards[collection] = e.EdgeShard.load(
-                str(self._dir(collection)), self._config(e, dense, sparse))
+            shard = self._shard(collection)  # unknown collection -> CollectionNotFoundError
+            if collection not in self._configured:
+                # Reloaded with the current settings, once per process: a shard created
+                # before them (or with other ones) takes them on, and Edge persists them
+                # for the next load. Later builds run on the open shard: reloading read
+                # every segment again, a cost that grew with the collection.
+                dense, sparse = self._stored_vectors(collection)
+                old = self._shards.pop(collection)
+                old.flush()
+                old.close()
+                shard = self._shards[collection] = e.EdgeShard.load(
+                    str(self._dir(collection)), self._config(e, dense, sparse))
+                self._configured.add(collection)
             changed = bool(shard.optimize())
             self._unindexed[collection] = 0
             return changed
