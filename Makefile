@@ -110,7 +110,7 @@ bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.embedder_choice
 	$(BIN)/python -m benchmarks.serve_load
 
-# Issue 27 item 5: the 1M row (about 40 min to embed the corpus once into
+# Issue 27 item 5: the 1M row (about 25 min to embed the corpus once into
 # benchmarks/.cache, resumable, then the store path alone), merged into the section.
 bench-million: install bench-deps
 	$(BIN)/python -m benchmarks.corpus 1000000
