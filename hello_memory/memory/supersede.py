@@ -183,6 +183,35 @@ class _Links:
             self.stores.update_each(namespace, changes)
 
 
+class _Pending:
+    """The memories of one :meth:`Superseder.apply` batch that state a fact and whose
+    turn has not come yet, by (namespace, fact key). They are stored with the batch
+    but left out of the chains the rules read until their turn, so each decision sees
+    what adding the batch one memory at a time would have shown it; without this, the
+    first decision of a batch found every later member of its chain still unlinked and
+    had to relink the whole chain (a read growing with the namespace; issue 27)."""
+
+    def __init__(self, items: Sequence[MemoryItem]) -> None:
+        self.ids: dict[tuple[str, str], set[str]] = {}
+        self.key: dict[str, tuple[str, str]] = {}
+        for item in items:
+            if item.memory_type not in FACT_TYPES:
+                continue
+            key = fact_key(item.content, item.metadata, item.user_id)
+            if key is not None:
+                self.key[item.id] = (item.namespace, key)
+                self.ids.setdefault((item.namespace, key), set()).add(item.id)
+
+    def reached(self, item: MemoryItem) -> None:
+        """``item``'s turn: from now on it is part of its chain."""
+        where = self.key.pop(item.id, None)
+        if where is not None:
+            self.ids[where].discard(item.id)
+
+    def of(self, namespace: str, key: str) -> frozenset[str]:
+        return frozenset(self.ids.get((namespace, key), ()))
+
+
 class Superseder:
     """The supersede step of the add path (see the module doc), over the stores and
     the configured LLM (None: the rules decide), given by construction (issue 31)."""
@@ -210,17 +239,19 @@ class Superseder:
             return []
         neighbours = {} if self.llm is not None else self._neighbours(items, vectors or {})
         links = _Links(self.stores)
+        pending = _Pending(items)
         done: list[Supersession] = []
         try:
             for item in items:
+                pending.reached(item)
                 if item.memory_type not in FACT_TYPES:
                     continue
                 if self.llm is not None:
-                    result = self._with_llm(item, links)
+                    result = self._with_llm(item, links, pending)
                 elif not states_now(item.content):
                     continue  # "In 2019 I lived in Oslo", "I might move": nothing ends now
                 else:
-                    result = self._rules(item, links)
+                    result = self._rules(item, links, pending)
                     if result is None or not result.superseded:
                         general = self._general(item, neighbours.get(item.id, []), links)
                         result = general or result
@@ -234,29 +265,33 @@ class Superseder:
         return done
 
     # --- rules ----------------------------------------------------------------------
-    def _rules(self, item: MemoryItem, links: _Links) -> Supersession | None:
+    def _rules(self, item: MemoryItem, links: _Links, pending: _Pending
+               ) -> Supersession | None:
         """The phrasing rules: the memories stating ``item``'s fact form a chain sorted
         by start; runs of one value are valid until the next run starts and are
         superseded by its first memory. An add reads only the chain's window around
         its start (issue 27: chains grow with the namespace, the window does not);
-        where the window cannot settle it, the whole chain."""
+        where the window cannot settle it, the whole chain. The memories of the same
+        batch not decided yet are not in the chain (``pending``): each joins it at its
+        own turn, as adding the batch one memory at a time would."""
         fact = fact_of(item.content, item.metadata, item.user_id)
         if fact is None:
             return None
         memories = self.stores.records.memories
         start = _valid_from(item)
         links.before_chain(item.namespace, fact.key)
+        skip = pending.of(item.namespace, fact.key)
         # read only (links are held, never set on the members): shared records
         window = memories.same_fact(item.namespace, fact.key, around=start,
-                                    after=CHAIN_WINDOW, shared=True)
+                                    after=CHAIN_WINDOW, shared=True, exclude=skip)
         later = sum(1 for m in window if _valid_from(m) > start)
         runs = self._runs(item, fact.key, window, links)
         if runs is None:
             return None  # not stored as a fact memory (another type, forgotten)
         cut = later >= CHAIN_WINDOW  # more start after the window: its last run is open
         if _unsettled(item, start, runs, cut):
-            runs = self._runs(item, fact.key, memories.same_fact(item.namespace, fact.key,
-                                                                 shared=True), links)
+            runs = self._runs(item, fact.key, memories.same_fact(
+                item.namespace, fact.key, shared=True, exclude=skip), links)
             cut = False
             if runs is None:
                 return None
@@ -411,7 +446,8 @@ class Superseder:
         found = stores.records.memories.get_items(item.namespace, ids)
         return [m for m in found if matches(m, flt)]
 
-    def _with_llm(self, item: MemoryItem, links: _Links) -> Supersession | None:
+    def _with_llm(self, item: MemoryItem, links: _Links, pending: _Pending
+                  ) -> Supersession | None:
         links.write()  # the candidates are read whole: every earlier link written first
         candidates = self._candidates(item)
         if not candidates:
@@ -419,7 +455,8 @@ class Superseder:
         llm = self.llm
         assert llm is not None
         return call_or_fallback(llm, lambda c: self._decide(c, item, candidates, links),
-                                lambda: self._rules(item, links), what="supersede decision")
+                                lambda: self._rules(item, links, pending),
+                                what="supersede decision")
 
     def _decide(self, llm: LLMClient, item: MemoryItem, candidates: Sequence[MemoryItem],
                 links: _Links) -> Supersession:

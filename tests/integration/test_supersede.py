@@ -241,8 +241,12 @@ def test_a_long_chain_learnt_out_of_order_keeps_every_link(
     import random
 
     from hello_memory.memory import supersede
+    from hello_memory.stores.records import _memory_queries
 
     monkeypatch.setattr(supersede, "CHAIN_WINDOW", window)
+    # with a window of 2, the read of what is valid at a start also takes its other
+    # side and its whole-scan path (MemoryQueries._valid_at)
+    monkeypatch.setattr(_memory_queries, "WINDOW_PROBE", window)
     rng = random.Random(7)
     homes = ["Oslo", "Bergen", "Rome", "Paris"]
     plan = [(T0 + timedelta(days=30 * k), rng.choice(homes[:2] if k % 5 else homes))
@@ -310,6 +314,7 @@ def test_one_batch_over_several_chains_links_each_as_single_adds_would(
         for p, when, city in plan:
             add(single, f"{p} lives in {city}.", when, on_duplicate="store")
         assert links(single) == together
+        assert decisions(single) == decided
     held = supersede._Links.hold
 
     def at_once(self: Any, *args: Any) -> None:
@@ -322,6 +327,41 @@ def test_one_batch_over_several_chains_links_each_as_single_adds_would(
         each.add_many(entries(plan[20:]), on_duplicate="store")
         assert links(each) == together
         assert decisions(each) == decided
+
+
+def test_a_batch_reads_windows_not_whole_chains(tmp_path: Path, embedder: Any,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of moves in any order of time, onto a linked chain, reads only each
+    add's window (issue 27): the batch's memories not decided yet are not in the chain,
+    so the first decision does not find them unlinked and relink everything."""
+    import random
+
+    from hello_memory.stores.records._memory_queries import MemoryQueries
+
+    rng = random.Random(5)
+    homes = ["Oslo", "Bergen", "Rome", "Paris"]
+    whole: list[str] = []
+    same_fact = MemoryQueries.same_fact
+
+    def spied(self: Any, namespace: str, key: str, **kw: Any) -> list[MemoryItem]:
+        if kw.get("around") is None:
+            whole.append(key)
+        return same_fact(self, namespace, key, **kw)
+
+    with make(tmp_path / "d", embedder) as mm:
+        mm.add_many([{"content": f"Tom lives in {rng.choice(homes)}.", "namespace": NS,
+                      "event_time": T0 + timedelta(days=10 * k), "memory_type": "episodic"}
+                     for k in range(40)], on_duplicate="store")
+        assert assert_chain_relinked(mm) == 40
+        monkeypatch.setattr(MemoryQueries, "same_fact", spied)
+        for order in (1, -1):  # oldest first, then newest first
+            days = [400 + 10 * k + (5 if order < 0 else 0) for k in range(12)][::order]
+            mm.add_many([{"content": f"Tom lives in {homes[k % 4]}.", "namespace": NS,
+                          "event_time": T0 + timedelta(days=d), "memory_type": "episodic"}
+                         for k, d in enumerate(days)], on_duplicate="store")
+        assert whole == []
+        monkeypatch.undo()
+        assert assert_chain_relinked(mm) == 64
 
 
 def test_a_chain_left_unlinked_is_relinked_whole(tmp_path: Path, embedder: Any) -> None:
@@ -398,6 +438,7 @@ def test_migration_v4_to_v5_keeps_data_and_backfills(tmp_path: Path) -> None:
         conn.execute("DROP TABLE hm_memory_times")
     conn.executescript("""
         DROP INDEX ix_items_ns_fact_key;
+        DROP INDEX IF EXISTS ix_items_ns_fact_valid_to;
         ALTER TABLE hm_memory_items DROP COLUMN fact_key;
         ALTER TABLE hm_memory_items DROP COLUMN valid_from;
         ALTER TABLE hm_memory_items DROP COLUMN valid_to;
@@ -422,3 +463,51 @@ def test_migration_v4_to_v5_keeps_data_and_backfills(tmp_path: Path) -> None:
     version = sqlite3.connect(db).execute(
         "SELECT value FROM hm_schema_meta WHERE key='schema_version'").fetchone()[0]
     assert int(version) == SCHEMA_VERSION >= 5
+
+
+def test_migration_v7_to_v8_indexes_the_chain_window(tmp_path: Path) -> None:
+    """v8 (issue 27): the fact-chain indexes the window read takes; a start the row
+    lacks is backfilled from its event time, and the chain reads the same."""
+    db = tmp_path / "records.db"
+    store = RecordStore(f"sqlite:///{db}")
+    store.open()
+    items = [MemoryItem(content=f"Tom lives in {city}.", namespace=NS,
+                        event_time=T0 + timedelta(days=30 * k))
+             for k, city in enumerate(["Oslo", "Rome", "Paris"])]
+    store.memories.add_items(items)
+    store.close()
+    conn = sqlite3.connect(db)
+    conn.executescript(f"""
+        DROP INDEX ix_items_ns_fact_key;
+        DROP INDEX ix_items_ns_fact_valid_to;
+        CREATE INDEX ix_items_ns_fact_key ON hm_memory_items (namespace, fact_key);
+        UPDATE hm_memory_items SET valid_from = NULL WHERE id = '{items[1].id}';
+        UPDATE hm_schema_meta SET value='7' WHERE key='schema_version';
+    """)
+    conn.commit()
+    conn.close()
+    store = RecordStore(f"sqlite:///{db}")
+    store.open()
+    try:
+        chain = store.memories.same_fact(NS, "tom|residence")
+        assert [i.id for i in chain] == [i.id for i in items]
+        assert chain[1].valid_from == items[1].event_time
+        window = store.memories.same_fact(NS, "tom|residence", around=items[1].event_time,
+                                          after=1)
+        assert [i.id for i in window] == [i.id for i in items]  # all still open
+    finally:
+        store.close()
+    conn = sqlite3.connect(db)
+    try:
+        columns = {name: [r[2] for r in conn.execute(f"PRAGMA index_info({name})")]
+                   for name in ("ix_items_ns_fact_key", "ix_items_ns_fact_valid_to")}
+        assert columns == {
+            "ix_items_ns_fact_key": ["namespace", "fact_key", "status", "valid_from",
+                                     "recorded_time"],
+            "ix_items_ns_fact_valid_to": ["namespace", "fact_key", "status", "valid_to"]}
+        assert conn.execute("SELECT count(*) FROM hm_memory_items WHERE valid_from IS NULL"
+                            ).fetchone()[0] == 0
+        assert conn.execute("SELECT value FROM hm_schema_meta WHERE key='schema_version'"
+                            ).fetchone()[0] == str(SCHEMA_VERSION)
+    finally:
+        conn.close()

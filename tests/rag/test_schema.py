@@ -13,6 +13,7 @@ from hello_memory.stores.records.documents import ChunkRecord, DocumentRecord
 NOW = datetime(2024, 1, 1, tzinfo=timezone.utc)
 V5_UNDO = """
 DROP INDEX ix_items_ns_fact_key;
+DROP INDEX IF EXISTS ix_items_ns_fact_valid_to;
 ALTER TABLE hm_memory_items DROP COLUMN fact_key;
 ALTER TABLE hm_memory_items DROP COLUMN valid_from;
 ALTER TABLE hm_memory_items DROP COLUMN valid_to;

@@ -28,7 +28,7 @@ import pytest
 
 from hello_memory.errors import NotFoundError
 from hello_memory.memory.manager import MemoryManager
-from hello_memory.stores.records import RecordStore, WriteConflictError
+from hello_memory.stores.records import SCHEMA_VERSION, RecordStore, WriteConflictError
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 
 from .support import all_items, assert_consistent, make_manager
@@ -380,6 +380,7 @@ def test_a_v6_store_with_duplicates_opens_and_adds_stay_idempotent(
         mm.close()
     db = sqlite3.connect(data / "records.db")
     try:
-        assert db.execute("SELECT value FROM hm_schema_meta").fetchone()[0] == "7"
+        assert db.execute("SELECT value FROM hm_schema_meta").fetchone()[0] == str(
+            SCHEMA_VERSION)
     finally:
         db.close()

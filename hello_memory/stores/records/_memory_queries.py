@@ -10,7 +10,7 @@ re-exports every module-level name defined here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -93,6 +93,9 @@ SHORT_MENTION_DAYS = 14
 # than a day, so the next day stays out, and more than any two UTC offsets of one place
 # differ ("26 November" said in October, UTC+2, asked about in November, UTC+1).
 MENTION_OFFSET_SLACK = timedelta(hours=12)
+# The most members one side of a fact chain's window read may return before the read
+# takes the other side (MemoryQueries._valid_at): bounded work per add of a fact.
+WINDOW_PROBE = 256
 # A Han character, as a regular expression both SQLite (through SQLAlchemy) and
 # PostgreSQL read (the two main Han blocks of text/tokenize.py).
 _HAN_CLASS = "[\u3400-\u9fff]"
@@ -259,44 +262,73 @@ class MemoryQueries:
         return {sess: tuple(ids) for sess, ids in out.items()}
 
     def same_fact(self, namespace: str, key: str, *, around: datetime | None = None,
-                  after: int = 32, shared: bool = False) -> list[MemoryItem]:
+                  after: int = 32, shared: bool = False,
+                  exclude: Collection[str] = ()) -> list[MemoryItem]:
         """Active memories of ``namespace`` whose content states the fact ``key``
         (``subject|attribute``, hello_memory/text/facts.py), superseded ones too,
-        oldest valid first: one read of ix_items_ns_fact_key. ``around``: only the
+        oldest valid first, read through ix_items_ns_fact_key. ``around``: only the
         window of the chain a memory valid from then can change (memory/supersede.py):
         those valid at that time (started then or before, not ended before it) and the
-        first ``after`` that start after it. ``shared``: the caller only reads the
-        items (as ``get_items``): where the store keeps a record cache the query reads
-        the ids alone and the records come from the cache, a record that stopped being
-        active in between left out (every add of a fact reads its chain: issue 27)."""
+        first ``after`` that start after it, each part found without reading the
+        whole chain (:meth:`_valid_at`; issue 27). ``shared``: the caller only reads
+        the items (as ``get_items``): where the store keeps a record cache the query
+        reads the ids alone and the records come from the cache, a record that
+        stopped being active in between left out (every add of a fact reads its
+        chain: issue 27). ``exclude``: ids left out of the chain (those of a batch not
+        decided yet), before the window's limit counts."""
         require_namespace(namespace)
+        base: tuple[Any, ...] = (MemoryRow.namespace == namespace,
+                                 MemoryRow.fact_key == key,
+                                 MemoryRow.status == MemoryStatus.ACTIVE.value)
+        if exclude:
+            base += (MemoryRow.id.not_in(sorted(exclude)),)
+        order = (MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id)
+        if around is not None:
+            with self._records.transaction() as s:
+                ids = self._valid_at(s, base, around) + list(s.scalars(
+                    select(MemoryRow.id).where(*base, MemoryRow.valid_from > around)
+                    .order_by(*order).limit(after)))
+            return [m for m in self.get_items(namespace, ids, shared=shared)
+                    if m.status == MemoryStatus.ACTIVE]
         cached = shared and self._records.item_cache is not None
         # plain rows, not ORM objects: every add of a fact reads its chain (issue 27);
         # the ids alone where the records come from the cache
-        columns = (MemoryRow.id,) if cached else _ITEM_COLUMNS
-        base = (MemoryRow.namespace == namespace, MemoryRow.fact_key == key,
-                MemoryRow.status == MemoryStatus.ACTIVE.value)
-        order = (MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id)
-        queries = [select(*columns).where(*base).order_by(*order)]
-        if around is not None:
-            start = func.coalesce(MemoryRow.valid_from, MemoryRow.event_time)
-            queries = [
-                select(*columns).where(*base, start <= around, or_(
-                    MemoryRow.valid_to.is_(None), MemoryRow.valid_to >= around)
-                ).order_by(*order),
-                select(*columns).where(*base, start > around)
-                .order_by(start, MemoryRow.recorded_time, MemoryRow.id).limit(after)]
         if cached:
             with self._records.transaction() as s:
-                ids = [memory_id for q in queries for memory_id in s.scalars(q)]
+                ids = list(s.scalars(select(MemoryRow.id).where(*base).order_by(*order)))
             return [m for m in self.get_items(namespace, ids, shared=True)
                     if m.status == MemoryStatus.ACTIVE]
 
         def fetch() -> list[MemoryItem]:
             with self._records.transaction() as s:
-                return [_row_item(r) for q in queries for r in s.execute(q)]
+                return [_row_item(r) for r in s.execute(
+                    select(*_ITEM_COLUMNS).where(*base).order_by(*order))]
 
         return self._items_read(fetch)
+
+    @staticmethod
+    def _valid_at(s: Any, base: tuple[Any, ...], when: datetime) -> list[str]:
+        """The ids of the chain (``base``) valid at ``when`` (started then or before,
+        not ended before it), in start order. Those are found from whichever side is
+        short: the members started by ``when`` (a memory learnt older than the chain,
+        as a bulk import newest first adds them), or the open ones and those ending
+        after it (a chain learnt in time order). Only a long chain read around its
+        middle on both sides is scanned."""
+        cols = (MemoryRow.id, MemoryRow.valid_from, MemoryRow.valid_to,
+                MemoryRow.recorded_time)
+
+        def rows(*cond: Any, limit: int | None = WINDOW_PROBE + 1) -> list[Any]:
+            return list(s.execute(select(*cols).where(*base, *cond).limit(limit)))
+
+        found = rows(MemoryRow.valid_from <= when)
+        if len(found) > WINDOW_PROBE:
+            found = rows(MemoryRow.valid_to.is_(None)) + rows(MemoryRow.valid_to >= when)
+            if len(found) > WINDOW_PROBE:
+                found = rows(MemoryRow.valid_from <= when, or_(
+                    MemoryRow.valid_to.is_(None), MemoryRow.valid_to >= when), limit=None)
+        valid = {r.id: r for r in found if r.valid_from <= when
+                 and (r.valid_to is None or r.valid_to >= when)}
+        return sorted(valid, key=lambda i: (valid[i].valid_from, valid[i].recorded_time, i))
 
     # duplicates and mentioned times (issue 15) ----------------------------------------
     def find_by_hash(self, namespace: str, hashes: Sequence[str]) -> list[MemoryItem]:

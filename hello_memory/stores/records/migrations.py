@@ -222,10 +222,28 @@ def _v6_to_v7(conn: Connection) -> None:
                 index.create(conn)
 
 
+def _v7_to_v8(conn: Connection) -> None:
+    """v8 (issue 27, the million-memory ingest): the fact-chain indexes the supersede
+    rules read an add's window through (models.py): ``ix_items_ns_fact_key`` gains
+    status, start and recorded time, and ``ix_items_ns_fact_valid_to`` is new. A start
+    is never NULL (every write since v5 stores the event time there); rows that hold
+    none get it here, since the window reads ``valid_from`` alone."""
+    items = Base.metadata.tables[MemoryRow.__tablename__]
+    conn.execute(update(items).where(items.c.valid_from.is_(None))
+                 .values(valid_from=items.c.event_time))
+    present = {i["name"] for i in inspect(conn).get_indexes("hm_memory_items")}
+    if "ix_items_ns_fact_key" in present:
+        conn.execute(text("DROP INDEX ix_items_ns_fact_key"))
+    for index in items.indexes:
+        if index.name in ("ix_items_ns_fact_key", "ix_items_ns_fact_valid_to"):
+            index.create(conn, checkfirst=True)
+
+
 # MIGRATIONS[n] upgrades a database at version n to n + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                        3: _v3_to_v4, 4: _v4_to_v5,
-                                                       5: _v5_to_v6, 6: _v6_to_v7}
+                                                       5: _v5_to_v6, 6: _v6_to_v7,
+                                                       7: _v7_to_v8}
 
 
 def read_version(conn: Connection) -> int | None:

@@ -29,7 +29,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from hello_memory.text.facts import FACT_KEY_CHARS
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Longest topic key kept in ``hm_memory_items.topic`` (the index column); longer keys are
 # stored cut and matched exactly on the rows read back (see MemoryRepository.recent_by_topic).
@@ -92,7 +92,12 @@ class MemoryRow(Base):
         # Schema v5: the memories stating one fact (memory/supersede.py). valid_to has
         # no index of its own: nearly every row is NULL there (still true), and such an
         # index only leads SQLite's planner to read a whole namespace through it.
-        Index("ix_items_ns_fact_key", "namespace", "fact_key"),
+        # Schema v8 (issue 27): one fact's chain in start order, and by the end of its
+        # validity, so the window an add reads around its start is found without
+        # reading the whole chain (MemoryQueries.same_fact).
+        Index("ix_items_ns_fact_key", "namespace", "fact_key", "status", "valid_from",
+              "recorded_time"),
+        Index("ix_items_ns_fact_valid_to", "namespace", "fact_key", "status", "valid_to"),
         # Schema v7 (issue 28): one current memory per (namespace, dedup key), so
         # identical adds that race store one memory (memory/dedup.py). NULLs are
         # distinct on SQLite and PostgreSQL: memories that hold no key never collide.
