@@ -66,7 +66,9 @@ class HnswSettings(_Section):
     namespaces after, search is exact. Units as in Qdrant: thresholds are KB of
     vectors (a 384-d float vector is 1.5 KB). ``max_segment_size_kb``: segments stop
     growing at that size and later builds start new ones, so a build's cost stays
-    bounded as the collection grows (null: Qdrant's own cap, 256 MB per core)."""
+    bounded as the collection grows (null: Qdrant's own cap, 256 MB per core).
+    ``probe_ef``: the beam of the add path's probes for near duplicates and a fact's
+    neighbours (``ef`` is the search's)."""
 
     m: int = Field(default=16, ge=4, le=128)
     ef_construct: int = Field(default=100, ge=4, le=4096)
@@ -76,6 +78,7 @@ class HnswSettings(_Section):
     ef: int = Field(default=128, ge=1, le=4096)
     auto_index: bool = True
     max_segment_size_kb: int | None = Field(default=100_000, ge=1)
+    probe_ef: int = Field(default=32, ge=1, le=4096)
 
 
 class PgVectorSettings(_Section):

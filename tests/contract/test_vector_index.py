@@ -191,6 +191,31 @@ def test_edge_segments_stop_growing_at_max_segment_size(tmp_path: Path,
     store.close()
 
 
+def test_edge_probes_find_near_duplicates_with_a_narrow_beam(tmp_path: Path) -> None:
+    """``nearest_batch`` (the add path's probes) searches the graph with the beam
+    ``probe_ef``, narrower than the search's: a near duplicate of a stored point
+    (cosine above 0.95, as memory.dedup_threshold asks) is still found first, through
+    every segment, with the filters."""
+    params = HnswParams(full_scan_threshold_kb=16, indexing_threshold_kb=32,
+                        max_segment_size_kb=96, probe_ef=4)
+    store = open_edge(tmp_path, params)
+    x = unit_rows(3000, 12)
+    pts = points(x, "a")
+    for start in range(0, 3000, 300):
+        store.upsert(COL, pts[start:start + 300])
+    store.optimize(COL)
+    assert segments(store) >= 4 and dense_indexed(store) > 0
+    picked = [i for i in range(1, 3000, 37) if pts[i].payload["status"] == "active"]
+    near = x[picked] + 0.05 * unit_rows(len(picked), 13)
+    near /= np.linalg.norm(near, axis=1, keepdims=True)
+    assert (np.einsum("ij,ij->i", near, x[picked]) > 0.95).all()
+    found = store.nearest_batch(COL, near.tolist(), namespace="a", limit=3,
+                                score_threshold=0.95,
+                                filters=VectorFilter.where(status="active"))
+    assert [[h.id for h in hits] for hits in found] == [[pts[i].id] for i in picked]
+    store.close()
+
+
 def test_edge_optimize_takes_on_settings_of_a_shard_created_without_them(
         tmp_path: Path) -> None:
     # A shard created with the defaults (10 MB thresholds: nothing here gets a graph)...

@@ -38,7 +38,10 @@ class HnswParams:
     beam width. ``auto_index``: build the graph on the write that brings a
     collection's points written since the last build to ``indexing_threshold_kb`` of
     vectors, as a Qdrant server's optimiser does (docs/PERFORMANCE.md "Ingest").
-    ``max_segment_size_kb``: no segment is merged past that size."""
+    ``max_segment_size_kb``: no segment is merged past that size. ``probe_ef``: the
+    beam of :meth:`VectorStore.nearest_batch`, the add path's probes for near
+    duplicates and a fact's neighbours, which look for the few memories nearest a new
+    one (at least its ``limit``)."""
 
     m: int = 16
     ef_construct: int = 100
@@ -52,6 +55,11 @@ class HnswParams:
     # namespace was large (docs/PERFORMANCE.md "A million memories"); None: Qdrant's
     # own cap (256 MB per core).
     max_segment_size_kb: int | None = 100_000
+    # Every add probes once per memory over every segment, so the beam is a share of
+    # the ingest growing with the segments (at 150k memories, 1,000 probes took 820 ms
+    # at ef 128 and 300 ms at 32, finding the same near duplicates: PERFORMANCE.md
+    # "A million memories").
+    probe_ef: int = 32
 
 
 # The one range type of the vector filter, under its old name.
@@ -116,7 +124,9 @@ class VectorStore(Protocol):
         order; the same hits each :meth:`nearest` call would return, payloads empty).
         The add path's duplicate and supersession checks ask one per new memory: a
         backend that plans them as one batch scores the namespace once, not once per
-        memory (issue 27; docs/PERFORMANCE.md "Ingest")."""
+        memory (issue 27; docs/PERFORMANCE.md "Ingest"). An HNSW engine searches them
+        with the narrower beam ``HnswParams.probe_ef``: they look for the few
+        memories nearest a new one, which a narrow beam finds."""
 
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
         """Points by id (score 0.0), only those in ``namespace``."""

@@ -408,18 +408,20 @@ class QdrantEdgeVectorStore:
             else:
                 q = _dense(query, collection, using, shape.dense[using])
             res = self._shard(collection).query(self._request(
-                e, q, using, limit, flt, bool(with_payload), score_threshold))
+                e, q, using, limit, flt, bool(with_payload), score_threshold,
+                self._hnsw.ef))
         if not with_payload:
             return [VectorHit(str(p.id), float(p.score), {}) for p in res]
         return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in res]
 
-    def _request(self, e: Any, query: Any, using: str, limit: int, flt: Any,
-                 with_payload: bool, score_threshold: float | None) -> Any:
-        """One nearest query of :meth:`nearest` / :meth:`nearest_batch` (the store's beam)."""
+    @staticmethod
+    def _request(e: Any, query: Any, using: str, limit: int, flt: Any,
+                 with_payload: bool, score_threshold: float | None, ef: int) -> Any:
+        """One nearest query of :meth:`nearest` / :meth:`nearest_batch`, with beam ``ef``."""
         return e.QueryRequest(limit=limit, query=e.Query.Nearest(query, using=using),
                               filter=flt, with_payload=with_payload,
                               score_threshold=score_threshold,
-                              params=e.SearchParams(hnsw_ef=self._hnsw.ef))
+                              params=e.SearchParams(hnsw_ef=max(ef, limit)))
 
     def nearest_batch(
         self,
@@ -433,7 +435,8 @@ class QdrantEdgeVectorStore:
         score_threshold: float | None = None,
     ) -> list[list[VectorHit]]:
         """Dense :meth:`nearest` for every query, planned by Edge as one batch (its
-        searches share one pass over the segments); payloads empty."""
+        searches share one pass over the segments), with the probes' beam
+        (``HnswParams.probe_ef``); payloads empty."""
         _search_ids(namespace, limit, None)
         if not queries:
             return []
@@ -443,7 +446,8 @@ class QdrantEdgeVectorStore:
             shape = self._shape(collection)
             shape.need(collection, using, sparse=False)
             reqs = [self._request(e, _dense(q, collection, using, shape.dense[using]), using,
-                                  limit, flt, False, score_threshold) for q in queries]
+                                  limit, flt, False, score_threshold, self._hnsw.probe_ef)
+                    for q in queries]
             res = self._shard(collection).query_batch(e.QueryBatchRequest(reqs))
         return [[VectorHit(str(p.id), float(p.score), {}) for p in hits] for hits in res]
 
