@@ -422,6 +422,18 @@ def test_as_of_over_rest_mcp_and_cli(tmp_path: Path, embedder: Any) -> None:
 
 
 # --- migration ------------------------------------------------------------------------
+def reopened_after(db: Path, script: str) -> RecordStore:
+    """The SQLite store ``db`` taken back to an older schema by ``script``, then opened
+    again (which migrates it)."""
+    conn = sqlite3.connect(db)
+    conn.executescript(script)
+    conn.commit()
+    conn.close()
+    store = RecordStore(f"sqlite:///{db}")
+    store.open()
+    return store
+
+
 def test_migration_v4_to_v5_keeps_data_and_backfills(tmp_path: Path) -> None:
     db = tmp_path / "records.db"
     store = RecordStore(f"sqlite:///{db}")
@@ -431,12 +443,10 @@ def test_migration_v4_to_v5_keeps_data_and_backfills(tmp_path: Path) -> None:
                    metadata={"k": 1}, importance=0.8)
     store.memories.add_items([a, b])
     store.close()
-    # back to v4: none of v5's columns, indexes or tables
-    conn = sqlite3.connect(db)
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "hm_memory_times" in tables:  # v5's mentioned times (the same step)
-        conn.execute("DROP TABLE hm_memory_times")
-    conn.executescript("""
+    # back to v4: none of v5's columns, indexes or tables (hm_memory_times: v5's
+    # mentioned times, the same step)
+    store = reopened_after(db, """
+        DROP TABLE IF EXISTS hm_memory_times;
         DROP INDEX ix_items_ns_fact_key;
         DROP INDEX IF EXISTS ix_items_ns_fact_valid_to;
         ALTER TABLE hm_memory_items DROP COLUMN fact_key;
@@ -445,10 +455,6 @@ def test_migration_v4_to_v5_keeps_data_and_backfills(tmp_path: Path) -> None:
         ALTER TABLE hm_memory_items DROP COLUMN superseded_by;
         UPDATE hm_schema_meta SET value='4' WHERE key='schema_version';
     """)
-    conn.commit()
-    conn.close()
-    store = RecordStore(f"sqlite:///{db}")
-    store.open()
     try:
         assert (tmp_path / "records.db.v4.bak").exists()
         got = {i.id: i for i in store.memories.get_items(NS, [a.id, b.id])}
@@ -476,18 +482,13 @@ def test_migration_v7_to_v8_indexes_the_chain_window(tmp_path: Path) -> None:
              for k, city in enumerate(["Oslo", "Rome", "Paris"])]
     store.memories.add_items(items)
     store.close()
-    conn = sqlite3.connect(db)
-    conn.executescript(f"""
+    store = reopened_after(db, f"""
         DROP INDEX ix_items_ns_fact_key;
         DROP INDEX ix_items_ns_fact_valid_to;
         CREATE INDEX ix_items_ns_fact_key ON hm_memory_items (namespace, fact_key);
         UPDATE hm_memory_items SET valid_from = NULL WHERE id = '{items[1].id}';
         UPDATE hm_schema_meta SET value='7' WHERE key='schema_version';
     """)
-    conn.commit()
-    conn.close()
-    store = RecordStore(f"sqlite:///{db}")
-    store.open()
     try:
         chain = store.memories.same_fact(NS, "tom|residence")
         assert [i.id for i in chain] == [i.id for i in items]
