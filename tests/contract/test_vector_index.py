@@ -192,10 +192,12 @@ def test_edge_segments_stop_growing_at_max_segment_size(tmp_path: Path,
 
 
 def test_edge_probes_find_near_duplicates_with_a_narrow_beam(tmp_path: Path) -> None:
-    """``nearest_batch`` (the add path's probes) searches the graph with the beam
-    ``probe_ef``, narrower than the search's: a near duplicate of a stored point
-    (cosine above 0.95, as memory.dedup_threshold asks) is still found first, through
-    every segment, with the filters."""
+    """``nearest_batch`` (the add path's probes) runs with the beam ``probe_ef``,
+    narrower than the search's. What that may not cost: with a beam as narrow as 4, a
+    near duplicate of a stored point (cosine above 0.95, as memory.dedup_threshold
+    asks) is still found first, through every segment, with the filters. (That the
+    beam is passed is not observable from outside Edge; the speed it buys is measured
+    in docs/PERFORMANCE.md "A million memories".)"""
     params = HnswParams(full_scan_threshold_kb=16, indexing_threshold_kb=32,
                         max_segment_size_kb=96, probe_ef=4)
     store = open_edge(tmp_path, params)

@@ -211,9 +211,9 @@ def test_a_fact_chain_read_shared_matches_the_full_read_and_comes_from_the_cache
     assert read == []
     store.memories.update_item("ns1", chain[1].id, status=MemoryStatus.FORGOTTEN)
     shared = store.memories.same_fact("ns1", key, shared=True)
+    assert read == []  # the index left it out; the others stayed cached
     assert ids(shared) == ids(store.memories.same_fact("ns1", key)) == [
         i.id for i in chain if i.id != chain[1].id]
-    assert read == []  # the index left it out; the others stayed cached
 
 
 def test_a_shared_fact_chain_leaves_out_a_record_forgotten_between_its_two_reads(

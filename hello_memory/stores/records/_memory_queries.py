@@ -272,10 +272,10 @@ class MemoryQueries:
         first ``after`` that start after it, each part found without reading the
         whole chain (:meth:`_valid_at`; issue 27). ``shared``: the caller only reads
         the items (as ``get_items``): where the store keeps a record cache the query
-        reads the ids alone and the records come from the cache, a record that
-        stopped being active in between left out (every add of a fact reads its
-        chain: issue 27). ``exclude``: ids left out of the chain (those of a batch not
-        decided yet), before the window's limit counts."""
+        reads the records from the cache, a record that stopped being active in
+        between left out (every add of a fact reads its chain: issue 27).
+        ``exclude``: ids left out of the chain (those of a batch not decided yet),
+        before the window's limit counts."""
         require_namespace(namespace)
         base: tuple[Any, ...] = (MemoryRow.namespace == namespace,
                                  MemoryRow.fact_key == key,
@@ -283,28 +283,17 @@ class MemoryQueries:
         if exclude:
             base += (MemoryRow.id.not_in(sorted(exclude)),)
         order = (MemoryRow.valid_from, MemoryRow.recorded_time, MemoryRow.id)
-        if around is not None:
-            with self._records.transaction() as s:
+        # the ids alone, then the records by id (from the record cache where the store
+        # keeps one and the caller only reads): every add of a fact reads its chain
+        with self._records.transaction() as s:
+            if around is None:
+                ids = list(s.scalars(select(MemoryRow.id).where(*base).order_by(*order)))
+            else:
                 ids = self._valid_at(s, base, around) + list(s.scalars(
                     select(MemoryRow.id).where(*base, MemoryRow.valid_from > around)
                     .order_by(*order).limit(after)))
-            return [m for m in self.get_items(namespace, ids, shared=shared)
-                    if m.status == MemoryStatus.ACTIVE]
-        cached = shared and self._records.item_cache is not None
-        # plain rows, not ORM objects: every add of a fact reads its chain (issue 27);
-        # the ids alone where the records come from the cache
-        if cached:
-            with self._records.transaction() as s:
-                ids = list(s.scalars(select(MemoryRow.id).where(*base).order_by(*order)))
-            return [m for m in self.get_items(namespace, ids, shared=True)
-                    if m.status == MemoryStatus.ACTIVE]
-
-        def fetch() -> list[MemoryItem]:
-            with self._records.transaction() as s:
-                return [_row_item(r) for r in s.execute(
-                    select(*_ITEM_COLUMNS).where(*base).order_by(*order))]
-
-        return self._items_read(fetch)
+        return [m for m in self.get_items(namespace, ids, shared=shared)
+                if m.status == MemoryStatus.ACTIVE]
 
     @staticmethod
     def _valid_at(s: Any, base: tuple[Any, ...], when: datetime) -> list[str]:
