@@ -102,6 +102,7 @@ bench: install bench-deps bench-peer-venv
 	$(BIN)/python -m benchmarks.assistant
 	$(BIN)/python -m benchmarks.assistant_v2
 	$(BIN)/python -m benchmarks.search_cost
+	$(BIN)/python -m benchmarks.vector_conditions
 	$(BIN)/python -m benchmarks.context_latency
 	$(BIN)/python -m benchmarks.multilingual
 	$(BIN)/python -m benchmarks.supersede_dev

@@ -27,6 +27,7 @@ from hello_memory.memory.scoring import EPISODIC, ScoringProfile, SearchHit, cli
 from hello_memory.ports.vector import Between, Condition, VectorFilter
 from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION, Stores
 from hello_memory.stores.records import ItemFilter
+from hello_memory.text.links import STORED_TYPES
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import require_namespace, validate_top_k
 
@@ -37,14 +38,23 @@ CANDIDATE_FACTOR = 4
 EPISODE_FIELDS = ("participants", "context", "outcome", "tags")
 
 
-def payload_filters(flt: ItemFilter) -> VectorFilter:
+def payload_filters(flt: ItemFilter, *, all_active: bool = False) -> VectorFilter:
     """The vector payload filter equivalent to ``flt`` (see bundle.memory_payload); the
     validity conditions (``as_of``, ``current``) have no payload field and are checked
-    on the records (:func:`matches`)."""
+    on the records (:func:`matches`).
+
+    A condition every point of the memory collection meets is left out: Qdrant checks
+    each condition on each point it scores, and at 10k memories the two a default
+    search carried (both stored types, active) cost about half of each query
+    (docs/PERFORMANCE.md, "Conditions every point meets"). So is ``memory_type`` when
+    ``flt`` asks for every type the collection holds (STORED_TYPES), and ``status``
+    when it asks for active memories and the caller knows the namespace holds no other
+    (``all_active``). The records stay the truth: every hit is checked on its record."""
     out: dict[str, Condition] = {}
-    if flt.memory_types is not None:
+    if flt.memory_types is not None and not set(STORED_TYPES) <= {
+            MemoryType(t) for t in flt.memory_types}:
         out["memory_type"] = tuple(MemoryType(t).value for t in flt.memory_types)
-    if flt.status is not None:
+    if flt.status is not None and not (all_active and flt.status == MemoryStatus.ACTIVE):
         out["status"] = MemoryStatus(flt.status).value
     for name in ("user_id", "agent_id", "session_id"):
         value = getattr(flt, name)

@@ -140,6 +140,10 @@ class MemoryRecordsPort(Protocol):
         """Whether any memory holds Chinese (or other CJK) text."""
         ...
 
+    def holds_inactive(self, namespace: str) -> bool:
+        """Whether any memory is not active (forgotten), by seeks on an index."""
+        ...
+
     def namespace_totals(self, namespace: str) -> tuple[int, int]:
         """(memories, tokens) of ``namespace``."""
         ...

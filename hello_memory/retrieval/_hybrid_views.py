@@ -23,7 +23,7 @@ from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.retrieval.registry import registered_views, runs_with, served_types
 from hello_memory.retrieval.views import ViewRequest, symbolic_pool_view
 from hello_memory.stores.vector.base import calls_in_turn
-from hello_memory.types import MemoryItem, MemoryType
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType
 
 if TYPE_CHECKING:
     from hello_memory.retrieval._hybrid_state import _Round
@@ -86,7 +86,7 @@ class ViewsMixin:
         return ViewRequest(ns, list(queries), vectors, analysis, flt,
                            self.settings.candidates, self.settings.min_similarity,
                            symbolic="symbolic" in active, question=question,
-                           parts=self.parts)
+                           parts=self.parts, all_active=self._all_active(ns, flt))
 
     def _run_views(self, ns: str, req: ViewRequest, active: Sequence[str],
                    state: _Round) -> None:
@@ -158,6 +158,15 @@ class ViewsMixin:
                     state.items[memory_id] = records[memory_id]
             if any(m not in state.items for m, _ in ranked):
                 self._load_items(req.namespace, state)  # ids of the records store
+
+    def _all_active(self, ns: str, flt: ItemFilter) -> bool:
+        """Whether ``flt`` asks for active memories and ``ns`` holds no other, read
+        once per write generation where the process holds the records (_kept);
+        elsewhere False, and the vector queries keep their status condition."""
+        if flt.status != MemoryStatus.ACTIVE or self._generation(ns) is None:
+            return False
+        return self._kept(ns, ("all-active",),
+                          lambda: not self.stores.records.memories.holds_inactive(ns))
 
     def _graph_empty(self, ns: str) -> bool:
         """Whether the graph of ``ns`` links no memory, so the graph view can find

@@ -87,6 +87,9 @@ class ViewRequest:
     symbolic: bool = False
     question: str = ""
     parts: SearchParts | None = None
+    # the namespace holds active memories only (the retriever's _all_active): the
+    # vector queries leave the status condition out (payload_filters)
+    all_active: bool = False
 
     def __post_init__(self) -> None:
         if not self.question and self.queries:
@@ -96,7 +99,7 @@ class ViewRequest:
     def filters(self) -> VectorFilter:
         """``flt`` in the vector store's form (memory/episodic.py ``payload_filters``),
         derived once per request and passed through as it is."""
-        return payload_filters(self.flt)
+        return payload_filters(self.flt, all_active=self.all_active)
 
 
 def _best(lists: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
@@ -217,7 +220,8 @@ def symbolic_constraint_view(stores: Stores, req: ViewRequest) -> ViewResult:
         # Ranges are half-open; the store's range (Between) is inclusive: stop a microsecond early.
         within = _within(req.flt, start, end - _MICRO)
         if within is not None:
-            filters = payload_filters(within)  # the store's form, as for req.filters
+            # the store's form, as for req.filters
+            filters = payload_filters(within, all_active=req.all_active)
             if req.vectors:
                 lists.append(_dense(stores, req, req.vectors[0], filters, req.limit,
                                     positive=False))

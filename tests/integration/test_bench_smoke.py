@@ -141,3 +141,16 @@ def test_search_cost_smoke_writes_every_row_with_its_floor(tmp_path: Path) -> No
     assert sum(r[0].startswith("after `jobs optimize`") for r in rows) == 3
     assert "of the exact ones" in section
     assert all(len(r) == 5 and all(cell for cell in r) for r in rows), rows
+
+
+@pytest.mark.slow
+def test_vector_conditions_smoke_writes_both_modes(tmp_path: Path) -> None:
+    out = tmp_path / "BENCHMARKS.md"
+    _run(["benchmarks.vector_conditions", "--n", "60", "--queries", "3", "--rounds", "2",
+          "--md", str(out)], timeout=600)
+    section = _section(out.read_text(encoding="utf-8"), "vector-conditions")
+    rows = _rows_after(section, "| N |")
+    assert [r[1] for r in rows] == ["dense", "BM25", "the one search, p50 / p95"]
+    assert all(len(r) == 5 and all(cell for cell in r) for r in rows), rows
+    # leaving out the conditions every point meets changes no result
+    assert "3 of 3 questions' top 5 the same both ways" in section

@@ -43,7 +43,7 @@ from hello_memory.stores.vector.base import Range
 from hello_memory.stores.vector.edge import QdrantEdgeVectorStore
 from hello_memory.stores.vector.qdrant import QdrantVectorStore
 from hello_memory.text.entities import RuleExtractor
-from hello_memory.types import MemoryType
+from hello_memory.types import MemoryStatus, MemoryType
 
 _PROTOCOL_BASES = {object, Protocol}
 
@@ -239,10 +239,17 @@ def test_vector_filter_of_converts_the_mapping_form() -> None:
 def test_payload_filters_translate_an_item_filter_into_a_vector_filter() -> None:
     since, until = datetime(2024, 1, 1, tzinfo=timezone.utc), datetime(2024, 2, 1,
                                                                       tzinfo=timezone.utc)
-    flt = payload_filters(ItemFilter(memory_types=(MemoryType.EPISODIC, MemoryType.SEMANTIC),
+    flt = payload_filters(ItemFilter(memory_types=(MemoryType.EPISODIC,),
                                      user_id="u1", since=since, until=until,
                                      min_importance=0.4))
-    assert flt == VectorFilter.where(memory_type=("episodic", "semantic"), status="active",
+    assert flt == VectorFilter.where(memory_type=("episodic",), status="active",
                                      user_id="u1", event_time=Between(gte=since, lte=until),
                                      importance=Between(gte=0.4))
     assert payload_filters(ItemFilter(status=None)) == VectorFilter()
+    # a condition every point meets is left out: every type the memory collection
+    # holds, and the status where the caller knows the namespace holds active ones only
+    both = ItemFilter(memory_types=(MemoryType.SEMANTIC, MemoryType.EPISODIC))
+    assert payload_filters(both) == VectorFilter.where(status="active")
+    assert payload_filters(both, all_active=True) == VectorFilter()
+    forgotten = ItemFilter(status=MemoryStatus.FORGOTTEN)
+    assert payload_filters(forgotten, all_active=True) == VectorFilter.where(status="forgotten")

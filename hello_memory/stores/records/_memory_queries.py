@@ -177,6 +177,19 @@ class MemoryQueries:
         with self._records.transaction() as s:
             return bool(s.scalar(q))
 
+    def holds_inactive(self, namespace: str) -> bool:
+        """Whether any memory of the namespace is not active (forgotten): one EXISTS
+        query, by seeks on ix_items_ns_type_status (every type, every other status),
+        so its cost does not grow with the namespace (the search leaves the status
+        condition out of its vector queries where none is, memory/episodic.py
+        ``payload_filters``)."""
+        q = select(exists().where(
+            MemoryRow.namespace == require_namespace(namespace),
+            MemoryRow.memory_type.in_([t.value for t in MemoryType]),
+            MemoryRow.status.in_([s.value for s in MemoryStatus if s != MemoryStatus.ACTIVE])))
+        with self._records.transaction() as s:
+            return bool(s.scalar(q))
+
     def ids_starting(self, namespace: str, prefix: str, *, limit: int = 2) -> list[str]:
         """Ids of this namespace's memories that start with ``prefix`` (a short handle,
         docs/TOOLS.md), at most ``limit``, in id order."""
