@@ -11,6 +11,7 @@ kept here so that no module of the search runs over 600 lines (issue 31).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hello_memory.config import RetrievalSettings
@@ -49,8 +50,11 @@ CROSS_LANGUAGE_STAND_IN = 0.5
 ENGLISH_PAIR_WEIGHT = 0.5
 
 
+@lru_cache(maxsize=4096)
 def _cjk_heavy(text: str) -> bool:
-    """Whether at least CJK_SHARE of the text's letters and digits are CJK characters."""
+    """Whether at least CJK_SHARE of the text's letters and digits are CJK characters
+    (kept per text: the multilingual view's fifty candidates are read on every search
+    of a namespace holding Chinese text)."""
     letters = [ch for ch in text if ch.isalnum()]
     cjk = sum(1 for ch in letters if "\u3400" <= ch <= "\u9fff")
     return bool(letters) and cjk / len(letters) >= CJK_SHARE
@@ -142,8 +146,7 @@ class LanguageMixin:
         listing: tuple[Any, list[str], list[str]] | None = None
         if small:
             ids, texts = self._listed_texts(ns, state.flt)
-            state.listed = [(m, t) for m, t in zip(ids, texts, strict=True)
-                            if m not in state.items]
+            state.listing, state.read_before = (ids, texts), frozenset(state.items)
             generation = self._generation(ns)
             if generation is not None:  # the listing is the same while it holds
                 listing = ((ns, state.flt, generation), ids, texts)

@@ -7,6 +7,7 @@ retriever (docs/ARCHITECTURE.md, "Known debts": no import cycle).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -50,8 +51,23 @@ class _Round:
     unread: list[str] = field(default_factory=list)
     # ids of the items read from the record cache: shared, copied before they leave
     shared: set[str] = field(default_factory=set)
-    # a small namespace's memories no view read, with their texts (_multilingual_view)
-    listed: list[tuple[str, str]] = field(default_factory=list)
+    # a small namespace's listing, ids and texts, and the memories the search had read
+    # when it was listed (_multilingual_view): ``listed`` derives from both
+    listing: tuple[Sequence[str], Sequence[str]] = ((), ())
+    read_before: frozenset[str] = frozenset()
+    _listed: list[tuple[str, str]] | None = None
     # the namespace's write generation before any record was read (HybridRetriever
     # ._generation): what is derived from ``items`` is kept only at that generation
     generation: Any = None
+
+    @property
+    def listed(self) -> list[tuple[str, str]]:
+        """A small namespace's memories no view had read, with their texts, worked
+        out when first asked (HybridRetriever._unread asks only for a question about
+        a single-valued attribute): a search of a namespace of 2,000 memories no longer
+        walks its listing for nothing (issue 27)."""
+        if self._listed is None:
+            ids, texts = self.listing
+            self._listed = [(m, t) for m, t in zip(ids, texts, strict=True)
+                            if m not in self.read_before]
+        return self._listed

@@ -29,7 +29,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -192,19 +192,22 @@ class MultilingualReader:
         with self._call_lock:
             q = np.asarray(self._model().embed_query(query[:_MAX_CHARS]), dtype=np.float32)
         q_norm = float(np.linalg.norm(q)) or 1.0
-        ids = list(pool)
         if listing is None or not listing[1]:
+            ids = list(pool)
             matrix = self._vectors([pool[m][:_MAX_CHARS] for m in ids])
             cosines = _cosines(_dots(matrix, q), np.linalg.norm(matrix, axis=1), q_norm)
+            id_at: Callable[[int], str] = ids.__getitem__
         else:
-            ids, cosines = self._listed_cosines(q, q_norm, pool, listing)
+            id_at, cosines = self._listed_cosines(q, q_norm, pool, listing)
         order = np.argsort(-cosines, kind="stable")[:limit]
-        return [(ids[i], float(cosines[i])) for i in order]
+        return [(id_at(int(i)), float(cosines[i])) for i in order]
 
     def _listed_cosines(self, q: np.ndarray, q_norm: float, pool: Mapping[str, str],
                         listing: tuple[Hashable, Sequence[str], Sequence[str]]
-                        ) -> tuple[list[str], np.ndarray]:
-        """rank_texts' ids and cosines with a listing: the pool's, then the listed rest."""
+                        ) -> tuple[Callable[[int], str], np.ndarray]:
+        """rank_texts' cosines with a listing, the pool's then the listed rest, and the
+        id at each position (only the ``limit`` best are looked up: a namespace of
+        2,000 memories is not copied into a list on every search)."""
         rows, kept, stacked, norms = self._listed(*listing)
         listed_cos = _cosines(_dots(stacked, q), norms, q_norm)
         ids = list(pool)
@@ -223,5 +226,9 @@ class MultilingualReader:
             matrix = self._vectors([pool[ids[n]][:_MAX_CHARS] for n in own])
             out[own] = _cosines(_dots(matrix, q), np.linalg.norm(matrix, axis=1), q_norm)
         left = np.flatnonzero(~read)
-        listed = listing[1]
-        return ids + [listed[i] for i in left.tolist()], np.concatenate([out, listed_cos[left]])
+        listed, first = listing[1], len(ids)
+
+        def id_at(i: int) -> str:
+            return ids[i] if i < first else listed[int(left[i - first])]
+
+        return id_at, np.concatenate([out, listed_cos[left]])
