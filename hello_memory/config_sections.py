@@ -60,7 +60,8 @@ class RecordSettings(_Section):
 
 class HnswSettings(_Section):
     """The HNSW graph of an embedded Edge directory: built by ``hello-memory jobs
-    optimize`` and, with ``auto_index``, by the write that brings a collection's
+    optimize`` (every point written, however few since the last build) and, with
+    ``auto_index``, by the write that brings a collection's
     points written since the last build to ``indexing_threshold_kb`` of vectors (the
     write waits for it; docs/PERFORMANCE.md "Ingest"). Until then, and for small
     namespaces after, search is exact. Units as in Qdrant: thresholds are KB of

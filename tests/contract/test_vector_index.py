@@ -15,6 +15,7 @@ import pytest
 
 from hello_memory.errors import VectorStoreError
 from hello_memory.stores.vector import CollectionSpec, QdrantEdgeVectorStore, QdrantVectorStore
+from hello_memory.stores.vector import edge as edge_module
 from hello_memory.stores.vector.base import HnswParams, VectorFilter
 from hello_memory.types import VectorPoint
 
@@ -155,6 +156,37 @@ def test_edge_builds_the_graph_once_enough_points_are_written(tmp_path: Path) ->
     on.close()
 
 
+def test_edge_optimize_builds_a_short_tail_and_a_reopen_waits_for_more(
+        tmp_path: Path) -> None:
+    """``jobs optimize`` indexes every point written, however few since the last build
+    (they were searched by brute force beside the graph); the writes' own builds keep
+    their pace, and a process that opens the collection counts the points written since
+    the last build (noted beside the shard), so a short tail does not make its first
+    write build (a build costs about as much as the segment it merges into)."""
+    params = HnswParams(full_scan_threshold_kb=16, indexing_threshold_kb=64)
+    store = open_edge(tmp_path, params)
+    x = unit_rows(1000, 8)
+    pts = points(x, "a")
+    store.upsert(COL, pts[:600])  # past 512: built by this write
+    assert dense_indexed(store) == 600
+    store.upsert(COL, pts[600:700])  # a tail of 100: searched exactly, not built
+    assert dense_indexed(store) == 600
+    assert store.optimize(COL) is True and dense_indexed(store) == 700
+    store.upsert(COL, pts[700:750])
+    store.close()
+    again = open_edge(tmp_path, params)
+    again.upsert(COL, pts[750:800])  # 100 since the build noted at 700: no build
+    assert dense_indexed(again) == 700
+    again.upsert(COL, pts[800:1000])  # 300 since: still under 512
+    assert dense_indexed(again) == 700
+    assert again.optimize(COL) is True and dense_indexed(again) == 1000
+    q = x[960]
+    top = again.nearest(COL, q.tolist(), namespace="a", limit=1,
+                        filters=VectorFilter.where(status=pts[960].payload["status"]))
+    assert [h.id for h in top] == [pts[960].id]
+    again.close()
+
+
 def segments(store: QdrantEdgeVectorStore) -> int:
     return int(store._shard(COL).info().segments_count)
 
@@ -219,14 +251,17 @@ def test_edge_probes_find_near_duplicates_with_a_narrow_beam(tmp_path: Path) -> 
 
 
 def test_edge_optimize_takes_on_settings_of_a_shard_created_without_them(
-        tmp_path: Path) -> None:
-    # A shard created with the defaults (10 MB thresholds: nothing here gets a graph)...
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A shard whose Edge config holds a 10 MB indexing threshold (as every shard did
+    # before optimize built short tails: nothing here gets a graph)...
+    monkeypatch.setattr(edge_module, "BUILD_ALL_KB", 10_000)
     store = open_edge(tmp_path, HnswParams())
     x = unit_rows(2000, 5)
     store.upsert(COL, points(x, "a"))
     store.optimize(COL)
     assert dense_indexed(store) == 0
     store.close()
+    monkeypatch.undo()
     # ... is rebuilt under the settings of the store that optimizes it.
     store = open_edge(tmp_path)
     assert store.optimize(COL) is True

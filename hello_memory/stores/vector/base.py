@@ -32,12 +32,12 @@ __all__ = ["Between", "CollectionSpec", "FieldCondition", "HnswParams", "Payload
 @dataclass(frozen=True)
 class HnswParams:
     """HNSW graph of an embedded engine that builds one on request (Qdrant Edge's
-    ``optimize``). Thresholds are KB of vectors, as in Qdrant: segments smaller than
-    ``indexing_threshold_kb`` stay plain, and a filter selecting less than
-    ``full_scan_threshold_kb`` of vectors is answered exactly. ``ef`` is the search-time
-    beam width. ``auto_index``: build the graph on the write that brings a
-    collection's points written since the last build to ``indexing_threshold_kb`` of
-    vectors, as a Qdrant server's optimiser does (docs/PERFORMANCE.md "Ingest").
+    ``optimize``, which indexes every point written). Thresholds are KB of vectors, as
+    in Qdrant: a filter selecting less than ``full_scan_threshold_kb`` of vectors is
+    answered exactly. ``ef`` is the search-time beam width. ``auto_index``: build the
+    graph on the write that brings a collection's points written since the last build
+    to ``indexing_threshold_kb`` of vectors, as a Qdrant server's optimiser does
+    (docs/PERFORMANCE.md "Ingest"); until then they are searched exactly.
     ``max_segment_size_kb``: no segment is merged past that size. ``probe_ef``: the
     beam of :meth:`VectorStore.nearest_batch`, the add path's probes for near
     duplicates and a fact's neighbours, which look for the few memories nearest a new

@@ -67,6 +67,11 @@ __all__ = ["QdrantEdgeVectorStore"]
 log = logging.getLogger(__name__)
 
 _BATCH = 1024
+# Edge's own indexing threshold (KB): a build indexes every plain segment, however small,
+# so `jobs optimize` leaves no tail searched by brute force; when the writes build is
+# this store's decision (``indexing_threshold_kb``, _index_if_due; docs/PERFORMANCE.md,
+# "Where the embedded path is brute force").
+BUILD_ALL_KB = 1
 _DISTANCE_NAMES = {"cosine": "Cosine", "dot": "Dot", "euclid": "Euclid"}
 
 
@@ -209,12 +214,16 @@ class QdrantEdgeVectorStore:
             hnsw_config=e.HnswIndexConfig(
                 m=h.m, ef_construct=h.ef_construct, full_scan_threshold=h.full_scan_threshold_kb,
                 payload_m=h.payload_m),
-            optimizers=e.EdgeOptimizersConfig(indexing_threshold=h.indexing_threshold_kb,
+            # Edge builds what is unindexed whenever it is asked to: when is this
+            # store's decision (``indexing_threshold_kb`` paces the writes' builds,
+            # _index_if_due), so ``optimize`` leaves no plain tail to scan.
+            optimizers=e.EdgeOptimizersConfig(indexing_threshold=BUILD_ALL_KB,
                                               max_segment_size=h.max_segment_size_kb),
         )
 
     def optimize(self, collection: str) -> bool:
-        """Build HNSW segments for ``collection`` with the store's ``hnsw`` settings;
+        """Build HNSW segments for ``collection`` with the store's ``hnsw`` settings,
+        every point written so far (no plain tail is left to scan, however small);
         blocks (and holds the interpreter: Edge keeps the GIL) until done, about a
         minute per 100k 384-d vectors on 2 cores. True if any segment was rebuilt."""
         e = _edge()
@@ -234,7 +243,29 @@ class QdrantEdgeVectorStore:
                 self._configured.add(collection)
             changed = bool(shard.optimize())
             self._unindexed[collection] = 0
+            self._note_built(collection, int(shard.info().points_count))
             return changed
+
+    def _built_file(self, collection: str) -> Path:
+        directory = self._dir(collection)
+        return directory.with_name(directory.name + ".built")
+
+    def _points_built(self, collection: str) -> int | None:
+        """The points ``collection`` held after its last build, as noted beside the
+        shard; None where no build was noted (a shard built before the note existed)."""
+        try:
+            points = json.loads(self._built_file(collection).read_text("utf-8"))["points"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return points if isinstance(points, int) and points >= 0 else None
+
+    def _note_built(self, collection: str, points: int) -> None:
+        """Note the points held after a build (written whole, then renamed): a process
+        that opens the collection later counts what is unindexed from it (_index_if_due)."""
+        target = self._built_file(collection)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps({"points": points}), "utf-8")
+        os.replace(tmp, target)
 
     def _dir(self, collection: str) -> Path:
         if not isinstance(collection, str) or not collection:
@@ -305,19 +336,23 @@ class QdrantEdgeVectorStore:
 
     def _index_if_due(self, collection: str, shape: _Shape, written: int) -> None:
         """``hnsw.auto_index``: build the graph once the points written since the last
-        build reach ``indexing_threshold_kb`` of vectors (Qdrant's threshold for an
-        unindexed segment). Without it every search and every add's duplicate check
-        scans the points written since, so ingest slowed with the namespace's size
-        (issue 27). A process that finds a collection that large on its first write
-        builds once (a no-op when it is built). Runs under the guard: that write
-        waits for the build, and so do searches meanwhile."""
+        build reach ``indexing_threshold_kb`` of vectors. Without it every search and
+        every add's duplicate check scans the points written since, so ingest slowed
+        with the namespace's size (issue 27). A process counts what is unindexed on its
+        first write from the points noted at the last build (_note_built): one that
+        finds that many written since, or a collection that large with no note (written
+        with auto_index off, or before the note), builds; a short tail waits for more
+        writes (a build costs ~0.6 s at 100k points however few it adds). Runs under
+        the guard: that write waits for the build, and so do searches meanwhile."""
         dim = max(shape.dense.values(), default=0)
         if dim <= 0:
             return
         due = max(1, self._hnsw.indexing_threshold_kb * 1024 // (4 * dim))
         if collection not in self._unindexed:
             total = int(self._shard(collection).info().points_count)
-            self._unindexed[collection] = total - written if total >= due else 0
+            built = self._points_built(collection)
+            self._unindexed[collection] = (max(0, total - written - built) if built is not None
+                                           else total - written if total >= due else 0)
         self._unindexed[collection] += written
         if self._unindexed[collection] < due:
             return
