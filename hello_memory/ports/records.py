@@ -141,7 +141,7 @@ class MemoryRecordsPort(Protocol):
         ...
 
     def holds_inactive(self, namespace: str) -> bool:
-        """Whether any memory is not active (forgotten), by seeks on an index."""
+        """Whether any memory is not active (forgotten), by index seeks."""
         ...
 
     def namespace_totals(self, namespace: str) -> tuple[int, int]:

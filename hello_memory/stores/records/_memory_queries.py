@@ -179,10 +179,10 @@ class MemoryQueries:
 
     def holds_inactive(self, namespace: str) -> bool:
         """Whether any memory of the namespace is not active (forgotten): one EXISTS
-        query, by seeks on ix_items_ns_type_status (every type, every other status),
-        so its cost does not grow with the namespace (the search leaves the status
-        condition out of its vector queries where none is, memory/episodic.py
-        ``payload_filters``)."""
+        query, by seeks (every type, every other status) on an index led by namespace,
+        type and status, so its cost does not grow with the namespace (the search
+        leaves the status condition out of its vector queries where none is,
+        memory/episodic.py ``payload_filters``)."""
         q = select(exists().where(
             MemoryRow.namespace == require_namespace(namespace),
             MemoryRow.memory_type.in_([t.value for t in MemoryType]),
