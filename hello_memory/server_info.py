@@ -128,7 +128,7 @@ def loopback_url(url: str) -> bool:
     return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
     """Write ``path`` atomically (a temporary file in the same directory, mode 0600,
     then a rename), so a reader sees the old file, the new one or none."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +146,7 @@ def _write_private(path: Path, text: str) -> None:
 def write_info(data_dir: str | os.PathLike[str], info: ServerInfo) -> Path:
     """Write ``server.json`` atomically (mode 0600)."""
     path = info_path(data_dir)
-    _write_private(path, json.dumps(asdict(info), indent=2) + "\n")
+    write_private(path, json.dumps(asdict(info), indent=2) + "\n")
     return path
 
 
@@ -181,7 +181,7 @@ def write_token(data_dir: str | os.PathLike[str], token: str | None = None) -> s
     """``token`` (default: a fresh random one) in ``<data_dir>/server.token``, mode 0600;
     ``serve`` writes it once it holds the directory's stores, before ``server.json``."""
     token = token or secrets.token_hex(32)
-    _write_private(token_path(data_dir), token + "\n")
+    write_private(token_path(data_dir), token + "\n")
     return token
 
 

@@ -20,7 +20,8 @@ from hello_memory.retrieval.multilingual import MultilingualReader
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.attributes import asked_attributes, attributes_of, single_valued
-from hello_memory.types import MemoryItem, MemoryType
+from hello_memory.text.links import STORED_TYPES
+from hello_memory.types import MemoryItem
 
 if TYPE_CHECKING:
     from hello_memory.retrieval._hybrid_state import _Round
@@ -30,7 +31,7 @@ T = TypeVar("T")
 
 # Types whose vectors live in the text collection the four views search; working and
 # perceptual memory vote through views of their own.
-TEXT_COLLECTION_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
+TEXT_COLLECTION_TYPES = STORED_TYPES
 # The multilingual view's weight in the fusion unless view_weights names one, and the
 # largest namespace it reads whole (retrieval/multilingual.py).
 MULTILINGUAL_WEIGHT = 1.0

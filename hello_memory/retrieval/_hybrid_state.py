@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from hello_memory.retrieval.planning import InformationPlan, QueryAnalysis
@@ -55,19 +56,15 @@ class _Round:
     # when it was listed (_multilingual_view): ``listed`` derives from both
     listing: tuple[Sequence[str], Sequence[str]] = ((), ())
     read_before: frozenset[str] = frozenset()
-    _listed: list[tuple[str, str]] | None = None
     # the namespace's write generation before any record was read (HybridRetriever
     # ._generation): what is derived from ``items`` is kept only at that generation
     generation: Any = None
 
-    @property
+    @cached_property
     def listed(self) -> list[tuple[str, str]]:
         """A small namespace's memories no view had read, with their texts, worked
         out when first asked (HybridRetriever._unread asks only for a question about
         a single-valued attribute): a search of a namespace of 2,000 memories no longer
         walks its listing for nothing (issue 27)."""
-        if self._listed is None:
-            ids, texts = self.listing
-            self._listed = [(m, t) for m, t in zip(ids, texts, strict=True)
-                            if m not in self.read_before]
-        return self._listed
+        ids, texts = self.listing
+        return [(m, t) for m, t in zip(ids, texts, strict=True) if m not in self.read_before]

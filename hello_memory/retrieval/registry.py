@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from hello_memory.errors import InvalidInputError
+from hello_memory.text.links import STORED_TYPES
 from hello_memory.types import MemoryType
 
 if TYPE_CHECKING:
@@ -55,8 +56,8 @@ __all__ = ["BUILT_IN_VIEWS", "MEMORY_VIEWS", "STORED_TYPES", "FunctionView", "Vi
 BUILT_IN_VIEWS = ("semantic", "lexical", "symbolic", "graph")
 # ... and working and perceptual memory's, which run beside them (memory_views.py).
 MEMORY_VIEWS = ("working", "perceptual")
-# What a view serves unless it says (``memory_types``): the text collection's types.
-STORED_TYPES = (MemoryType.EPISODIC, MemoryType.SEMANTIC)
+# What a view serves unless it says (``memory_types``): the text collection's types
+# (STORED_TYPES, text/links.py).
 # The name the retriever gives its own re-reading of Chinese and mixed text
 # (_hybrid_language.py): a registered view cannot take it.
 RESERVED = ("multilingual",)

@@ -105,14 +105,8 @@ def test_forgotten_memories_never_crowd_out_the_active_one(mm: MemoryManager) ->
     assert [h.id for h in hits] == [kept]
 
 
-@pytest.mark.parametrize("records", ["sqlite", pytest.param("postgresql",
-                                                            marks=pytest.mark.postgres)])
-def test_holds_inactive_on_both_databases(tmp_path: Path, records: str,
-                                          request: pytest.FixtureRequest) -> None:
-    extra: dict[str, Any] = {}
-    if records == "postgresql":
-        extra = {"records": {"url": request.getfixturevalue("postgres_url")}}
-    manager = _open(tmp_path / "d", **extra)
+def test_holds_inactive_on_both_databases(tmp_path: Path, records_url: str) -> None:
+    manager = _open(tmp_path / "d", records={"url": records_url})
     try:
         memories = manager.stores.records.memories
         a = manager.add("Pizza night on Friday.", namespace="a").id

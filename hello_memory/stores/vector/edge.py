@@ -46,6 +46,7 @@ from hello_memory.errors import (
     VectorError,
     VectorStoreError,
 )
+from hello_memory.server_info import write_private
 from hello_memory.stores.vector._common import (
     Cond,
     _check_spec,
@@ -260,12 +261,9 @@ class QdrantEdgeVectorStore:
         return points if isinstance(points, int) and points >= 0 else None
 
     def _note_built(self, collection: str, points: int) -> None:
-        """Note the points held after a build (written whole, then renamed): a process
+        """Note the points held after a build (written atomically): a process
         that opens the collection later counts what is unindexed from it (_index_if_due)."""
-        target = self._built_file(collection)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps({"points": points}), "utf-8")
-        os.replace(tmp, target)
+        write_private(self._built_file(collection), json.dumps({"points": points}))
 
     def _dir(self, collection: str) -> Path:
         if not isinstance(collection, str) or not collection:
@@ -351,8 +349,10 @@ class QdrantEdgeVectorStore:
         if collection not in self._unindexed:
             total = int(self._shard(collection).info().points_count)
             built = self._points_built(collection)
-            self._unindexed[collection] = (max(0, total - written - built) if built is not None
-                                           else total - written if total >= due else 0)
+            if built is not None:  # written since the last build, this write left out
+                self._unindexed[collection] = max(0, total - written - built)
+            else:  # no note: a collection that large builds once
+                self._unindexed[collection] = total - written if total >= due else 0
         self._unindexed[collection] += written
         if self._unindexed[collection] < due:
             return
