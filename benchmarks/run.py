@@ -29,6 +29,10 @@ on the same texts, so ratios are comparable on a noisy machine; absolute numbers
   a load change on a shared machine falls on both.
 * Ingest goes through ``MemoryManager.add_many``, the public add path, in calls of at
   most ``limits.max_batch`` memories (a larger call is refused: PayloadTooLargeError).
+  The raw stack ingests the same slices in turn with those calls, first on one slice
+  and second on the next, each side timed on its own slices: a load change on the
+  shared machine falls on both (measured one side after the other, the 10k ratio read
+  0.89x and 0.77x in two runs of one day).
 * Isolation: a 1k-memory namespace is searched before and after the N others load.
 * Peer: LoCoMo dev turns on hello-memory, the raw stack and mem0 (``.venv-peer``).
 * ``--smoke``: N = 40, a few queries, no peer, results into ``--results``: checks that
@@ -166,19 +170,30 @@ def max_batch() -> int:
 
 
 def add_in_batches(mm: Any, texts: Sequence[str], ns: str, now: datetime,
-                   curve: list[tuple[int, float]] | None = None) -> None:
+                   curve: list[tuple[int, float]] | None = None,
+                   beside: Callable[[int, int], object] | None = None) -> float:
     """``texts`` through the public add path, ``limits.max_batch`` memories per call;
-    with ``curve``, (memories stored, seconds) every :data:`PROGRESS_EVERY` memories,
-    each also printed (a long ingest says how far it is)."""
+    returns the seconds those calls took. With ``curve``, (memories stored, seconds)
+    every :data:`PROGRESS_EVERY` memories, each also printed (a long ingest says how far
+    it is). With ``beside``, ``beside(start, stop)`` runs for each slice in turn with
+    the call, before it on even slices and after it on odd ones, and is not counted: a
+    side-by-side ingest then meets the machine's load of each moment as this one does."""
     step = max_batch()
-    t0 = time.perf_counter()
-    for i in range(0, len(texts), step):
-        mm.add_many(entries(texts[i:i + step], ns, now, start=i))
+    spent = 0.0
+    for k, i in enumerate(range(0, len(texts), step)):
         done = min(i + step, len(texts))
+        if beside is not None and k % 2 == 0:
+            beside(i, done)
+        t0 = time.perf_counter()
+        mm.add_many(entries(texts[i:done], ns, now, start=i))
+        spent += time.perf_counter() - t0
+        if beside is not None and k % 2 == 1:
+            beside(i, done)
         if curve is not None and (done % PROGRESS_EVERY == 0 or done == len(texts)):
-            curve.append((done, time.perf_counter() - t0))
-            rate = done / max(curve[-1][1], 1e-9)
-            print(f"    stored {done:,} / {len(texts):,} ({rate:.0f}/s)", flush=True)
+            curve.append((done, spent))
+            print(f"    stored {done:,} / {len(texts):,} ({done / max(spent, 1e-9):.0f}/s)",
+                  flush=True)
+    return spent
 
 
 class QueryVectors:
@@ -275,30 +290,47 @@ def footprint(data: Path, searches: int) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def raw_stack(tmp: Path, model: Any, texts: Sequence[str], vecs: Any, batch: int,
-              qs: Sequence[str]) -> dict[str, float]:
-    from qdrant_client import QdrantClient, models
+class RawStack:
+    """The raw stack: the loaded model's ``encode`` (same batch size) + an embedded
+    qdrant-client collection (``path=``, no filter), fed slice by slice beside
+    hello-memory's ingest (:func:`add_in_batches`'s ``beside``); ``seconds`` is its own
+    ingest time, slices added up."""
 
-    client = QdrantClient(path=str(tmp / "raw"))
-    client.create_collection("raw", vectors_config=models.VectorParams(
-        size=len(model.encode(["x"])[0]), distance=models.Distance.COSINE))
-    t0 = time.perf_counter()
-    if vecs is None:
-        vecs = model.encode(list(texts), batch_size=batch, normalize_embeddings=True)
-    pts = [models.PointStruct(id=str(uuid.uuid4()), vector=v.tolist(),
-                              payload={"namespace": "b", "text": t})
-           for t, v in zip(texts, vecs, strict=True)]
-    for i in range(0, len(pts), 256):
-        client.upsert("raw", pts[i:i + 256], wait=True)
-    res = {"raw_ingest_s": time.perf_counter() - t0}
+    def __init__(self, tmp: Path, model: Any, texts: Sequence[str], vecs: Any,
+                 batch: int) -> None:
+        from qdrant_client import QdrantClient, models
 
-    def query(q: str) -> None:
-        v = model.encode([q], normalize_embeddings=True)[0]
-        client.query_points("raw", v.tolist(), limit=5)
+        self.models, self.model, self.texts, self.vecs, self.batch = (
+            models, model, texts, vecs, batch)
+        self.client = QdrantClient(path=str(tmp / "raw"))
+        self.client.create_collection("raw", vectors_config=models.VectorParams(
+            size=len(model.encode(["x"])[0]), distance=models.Distance.COSINE))
+        self.seconds = 0.0
 
-    res["raw_p50_ms"], res["raw_p95_ms"] = lat_ms(query, qs)
-    client.close()
-    return res
+    def ingest(self, start: int, stop: int) -> None:
+        """Embed (unless cached) and upsert ``texts[start:stop]``, in upserts of 256."""
+        t0 = time.perf_counter()
+        texts = self.texts[start:stop]
+        vecs = (self.model.encode(list(texts), batch_size=self.batch,
+                                  normalize_embeddings=True)
+                if self.vecs is None else self.vecs[start:stop])
+        pts = [self.models.PointStruct(id=str(uuid.uuid4()), vector=v.tolist(),
+                                       payload={"namespace": "b", "text": t})
+               for t, v in zip(texts, vecs, strict=True)]
+        for i in range(0, len(pts), 256):
+            self.client.upsert("raw", pts[i:i + 256], wait=True)
+        self.seconds += time.perf_counter() - t0
+
+    def search(self, qs: Sequence[str]) -> dict[str, float]:
+        """Top 5 for each question, query embedding included; then closes the client."""
+        def query(q: str) -> None:
+            v = self.model.encode([q], normalize_embeddings=True)[0]
+            self.client.query_points("raw", v.tolist(), limit=5)
+
+        res = {"raw_ingest_s": self.seconds}
+        res["raw_p50_ms"], res["raw_p95_ms"] = lat_ms(query, qs)
+        self.client.close()
+        return res
 
 
 def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
@@ -319,11 +351,9 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
 
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        if n < RAW_BELOW:
-            print(f"  raw stack N={n}", flush=True)
-            res.update(raw_stack(tmp, model, texts, vecs, batch, qs))
-
-        print(f"  hello-memory N={n}", flush=True)
+        raw = RawStack(tmp, model, texts, vecs, batch) if n < RAW_BELOW else None
+        print(f"  hello-memory N={n}" + (" and the raw stack, slice by slice" if raw else ""),
+              flush=True)
         data = tmp / "hm"
         mm = open_manager(data, hm_embedder)
         solo = [f"{t} (solo)" for t in corpus(solo_n, seed=99)]
@@ -332,11 +362,13 @@ def bench(n: int, n_queries: int, batch: int, footprint_searches: int,
         res["solo_before_p50_ms"], res["solo_before_p95_ms"] = lat_ms(
             lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs,
             solo_floor.full)
-        t0 = time.perf_counter()
         curve: list[tuple[int, float]] = []
-        add_in_batches(mm, texts, "b", now, curve if n >= CACHE_FROM else None)
-        res["hm_ingest_s"] = time.perf_counter() - t0
+        res["hm_ingest_s"] = add_in_batches(mm, texts, "b", now,
+                                            curve if n >= CACHE_FROM else None,
+                                            beside=raw.ingest if raw else None)
         res["ingest_curve"] = curve
+        if raw is not None:
+            res.update(raw.search(qs))
         floor = Floor(embedder, capture.take(), qs)
         res["solo_after_p50_ms"], res["solo_after_p95_ms"] = lat_ms(
             lambda q: mm.search(q, ["episodic"], 5, namespace="solo", recipe="per-type"), qs,

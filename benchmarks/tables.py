@@ -50,7 +50,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], peer: dict[str, Any
         "(local mode, one collection, no filter). hello-memory = `MemoryManager` on its "
         "embedded defaults (SQLite records + outbox, Qdrant Edge vectors, SQLite graph), "
         "ingest through `add_many` in calls of at most "
-        f"{meta.get('max_batch', 1000)} memories (`limits.max_batch`). Synthetic corpus "
+        f"{meta.get('max_batch', 1000)} memories (`limits.max_batch`), the raw stack "
+        "ingesting the same slices in turn with them. Synthetic corpus "
         "with a fixed seed, 20% Chinese. Floor = one query embedding plus a brute-force "
         "numpy top-5 over the same vectors the store holds, measured in the same run; "
         "top-k alone = the same without the embedding.", "",
