@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# Types whose vectors live in the text collection the four views search; working and
-# perceptual memory vote through views of their own.
-TEXT_COLLECTION_TYPES = STORED_TYPES
 # The multilingual view's weight in the fusion unless view_weights names one, and the
 # largest namespace it reads whole (retrieval/multilingual.py).
 MULTILINGUAL_WEIGHT = 1.0
@@ -85,7 +82,7 @@ class LanguageMixin:
         namespace's write generation holds (_kept): a search of a small namespace
         reads no record the multilingual view does not rank high (issue 27)."""
         def read() -> tuple[list[str], list[str]]:
-            items = [i for i in self._listing(ns, flt) if i.memory_type in TEXT_COLLECTION_TYPES]
+            items = [i for i in self._listing(ns, flt) if i.memory_type in STORED_TYPES]
             return [i.id for i in items], [i.content[:LISTED_CHARS] for i in items]
         return self._kept(ns, ("listed-texts", flt), read)
 
@@ -119,7 +116,7 @@ class LanguageMixin:
         # what the search read: its records, then the listing's memories no view read
         listed = {m for m, _ in state.listed}
         read = [(m, item.content[:LISTED_CHARS]) for m, item in state.items.items()
-                if m not in listed and item.memory_type in TEXT_COLLECTION_TYPES]
+                if m not in listed and item.memory_type in STORED_TYPES]
         found = [m for m, text in [*read, *state.listed]
                  if m not in seen and _cjk_heavy(text) != asked_cjk
                  and asked & attributes_of(text)]
@@ -135,7 +132,7 @@ class LanguageMixin:
         texts wait in ``state.listed`` for _unread."""
         pool = {m: state.items[m].content[:LISTED_CHARS] for r in state.results.values()
                 for m, _ in r
-                if m in state.items and state.items[m].memory_type in TEXT_COLLECTION_TYPES}
+                if m in state.items and state.items[m].memory_type in STORED_TYPES}
         records = self.stores.records.memories
         totals = self._kept(ns, ("totals",), lambda: records.namespace_totals(ns))
         small = totals[0] <= MULTILINGUAL_SCAN

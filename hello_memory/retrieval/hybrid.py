@@ -57,7 +57,6 @@ from hello_memory.retrieval._hybrid_language import (  # noqa: F401 (re-exported
     ENGLISH_PAIR_WEIGHT,
     MULTILINGUAL_SCAN,
     MULTILINGUAL_WEIGHT,
-    TEXT_COLLECTION_TYPES,
     LanguageMixin,
 )
 from hello_memory.retrieval._hybrid_people import PeopleMixin
@@ -93,6 +92,7 @@ from hello_memory.retrieval.registry import RESERVED, registered_views, served_t
 from hello_memory.retrieval.views import ViewRequest
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
+from hello_memory.text.links import STORED_TYPES
 from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import (
     check_text,
@@ -381,7 +381,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
                                      min_importance=flt.min_importance,
                                      time_range=(flt.since, flt.until), user_id=flt.user_id,
                                      session_id=flt.session_id)
-        stored = [t for t in types if t in TEXT_COLLECTION_TYPES]
+        stored = [t for t in types if t in STORED_TYPES]
         if stored and self.use_embeddings:
             qv = self.stores.embedder.embed_query(query)
             if MemoryType.EPISODIC in stored:
@@ -441,7 +441,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         if as_of is not None and (not isinstance(as_of, datetime) or as_of.tzinfo is None):
             raise InvalidInputError("as_of must be a timezone-aware datetime")
         since, until = validate_time_range(time_range)
-        stored = tuple(t for t in types if t in TEXT_COLLECTION_TYPES)
+        stored = tuple(t for t in types if t in STORED_TYPES)
         return ItemFilter(memory_types=stored or None, status=MemoryStatus.ACTIVE,
                           user_id=user_id, agent_id=agent_id, session_id=session_id,
                           since=since, until=until, min_importance=min_importance,

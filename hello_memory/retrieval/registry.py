@@ -56,8 +56,6 @@ __all__ = ["BUILT_IN_VIEWS", "MEMORY_VIEWS", "STORED_TYPES", "FunctionView", "Vi
 BUILT_IN_VIEWS = ("semantic", "lexical", "symbolic", "graph")
 # ... and working and perceptual memory's, which run beside them (memory_views.py).
 MEMORY_VIEWS = ("working", "perceptual")
-# What a view serves unless it says (``memory_types``): the text collection's types
-# (STORED_TYPES, text/links.py).
 # The name the retriever gives its own re-reading of Chinese and mixed text
 # (_hybrid_language.py): a registered view cannot take it.
 RESERVED = ("multilingual",)

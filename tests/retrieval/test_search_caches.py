@@ -28,6 +28,7 @@ from hello_memory.retrieval.hybrid import MULTILINGUAL_SCAN, HybridRetriever
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.bm25 import LexicalEncoder
 from hello_memory.text.entities import RuleExtractor
+from hello_memory.text.links import STORED_TYPES
 from hello_memory.text.people import SELF_ENTITY, role_key
 
 pytestmark = pytest.mark.slow
@@ -169,7 +170,7 @@ def test_hits_are_the_callers_own(mm: MemoryManager) -> None:
 def test_the_multilingual_listing_follows_every_write(mm: MemoryManager) -> None:
     retriever: HybridRetriever = mm.retriever
     records = mm.stores.records.memories
-    flt = ItemFilter(memory_types=hybrid.TEXT_COLLECTION_TYPES)
+    flt = ItemFilter(memory_types=STORED_TYPES)
 
     def listing() -> list[tuple[str, str]]:
         return [(i.id, i.content) for i in retriever._listing(NS, flt)]
