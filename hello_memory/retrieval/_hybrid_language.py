@@ -19,6 +19,7 @@ from hello_memory.embedding.presets import preset_named
 from hello_memory.retrieval.multilingual import MultilingualReader
 from hello_memory.retrieval.planning import QueryAnalysis
 from hello_memory.stores.records import ItemFilter
+from hello_memory.text import contains_cjk
 from hello_memory.text.attributes import asked_attributes, attributes_of, single_valued
 from hello_memory.text.links import STORED_TYPES
 from hello_memory.types import MemoryItem
@@ -123,13 +124,28 @@ class LanguageMixin:
         self._take(ns, found, state)
         return [m for m in found if m in state.items]
 
-    def _multilingual_view(self, ns: str, query: str, state: _Round) -> None:
+    def _multilingual_ahead(self, ns: str, query: str) -> Callable[[], Any] | None:
+        """The question's multilingual vector started beside its query embedding when
+        the multilingual view will read the namespace whatever the other views find:
+        the question holds CJK text, or the namespace is small and holds some
+        (:meth:`_multilingual_view`'s own conditions; MultilingualReader.ahead). None
+        otherwise: the view then encodes the question itself, if the pool asks for it."""
+        if not contains_cjk(query):
+            records = self.stores.records.memories
+            totals = self._kept(ns, ("totals",), lambda: records.namespace_totals(ns))
+            if not (totals[0] <= MULTILINGUAL_SCAN and self._holds_cjk(ns, totals)):
+                return None
+        return self.multilingual.ahead(query)
+
+    def _multilingual_view(self, ns: str, query: str, state: _Round,
+                           ahead: Callable[[], Any] | None = None) -> None:
         """The candidates read again by a multilingual model when the question or one of
         them holds CJK text (retrieval/multilingual.py; issue 26). In a namespace of at
         most MULTILINGUAL_SCAN memories every memory is read (an English question finds
         the Chinese note no other view could); in a larger one, the views' pool. Only
         the records of the memories it ranks high are read (_take); the others' ids and
-        texts wait in ``state.listed`` for _unread."""
+        texts wait in ``state.listed`` for _unread. ``ahead``: the question's vector,
+        started before the views ran (:meth:`_multilingual_ahead`)."""
         pool = {m: state.items[m].content[:LISTED_CHARS] for r in state.results.values()
                 for m, _ in r
                 if m in state.items and state.items[m].memory_type in STORED_TYPES}
@@ -151,7 +167,7 @@ class LanguageMixin:
             else:
                 pool.update(kv for kv in state.listed if kv[0] not in pool)
         ranked = self.multilingual.rank_texts(query, pool, limit=self.settings.candidates,
-                                              listing=listing)
+                                              listing=listing, question=ahead)
         self._take(ns, [m for m, _ in ranked], state)
         ranked = [(m, c) for m, c in ranked if m in state.items]
         if ranked:

