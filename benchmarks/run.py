@@ -125,14 +125,23 @@ class Floor:
     top ``k`` (dot products of unit vectors, argpartition, sort), and the top-k alone
     on query vectors computed beforehand. Sampled just before each measured search
     (``lat_ms(..., before=floor.full)``), so floor and search share the machine's load
-    of the moment; :meth:`result` is p50 / p95 ms over every sample."""
+    of the moment; :meth:`result` is p50 / p95 ms over every sample.
+
+    The products run on one BLAS thread. On more, OpenBLAS's workers spin for more
+    work after each product: about 4 ms of a core in the 5 ms after one 10,000 x 384
+    product, on this 2-core machine exactly when the search measured next runs
+    (docs/PERFORMANCE.md, "Threads that spin"). The search itself wakes no BLAS
+    thread: its vector queries run in Qdrant Edge, one thread each."""
 
     def __init__(self, embedder: Any, matrix: npt.NDArray[np.float32], qs: Sequence[str],
                  k: int = 5) -> None:
+        from threadpoolctl import ThreadpoolController  # scikit-learn's, in the core
+
         self.embedder, self.matrix, self.k = embedder, matrix, min(k, len(matrix))
         self.qv = {q: np.asarray(embedder.embed_query(q), np.float32) for q in qs}
         self.full_ms: list[float] = []
         self.topk_ms: list[float] = []
+        self._blas = ThreadpoolController()
 
     def _top(self, v: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
         scores = self.matrix @ v
@@ -140,14 +149,16 @@ class Floor:
         return best[np.argsort(-scores[best])]
 
     def full(self, q: str) -> None:
-        t0 = time.perf_counter()
-        self._top(np.asarray(self.embedder.embed_query(q), np.float32))
-        self.full_ms.append(1000 * (time.perf_counter() - t0))
+        with self._blas.limit(limits=1, user_api="blas"):  # set before the clock starts
+            t0 = time.perf_counter()
+            self._top(np.asarray(self.embedder.embed_query(q), np.float32))
+            self.full_ms.append(1000 * (time.perf_counter() - t0))
 
     def topk(self, q: str) -> None:
-        t0 = time.perf_counter()
-        self._top(self.qv[q])
-        self.topk_ms.append(1000 * (time.perf_counter() - t0))
+        with self._blas.limit(limits=1, user_api="blas"):
+            t0 = time.perf_counter()
+            self._top(self.qv[q])
+            self.topk_ms.append(1000 * (time.perf_counter() - t0))
 
     def result(self) -> dict[str, float]:
         if not self.full_ms:  # nothing sampled it yet: one pass of its own
