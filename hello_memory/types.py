@@ -6,6 +6,7 @@ validation lives in :mod:`hello_memory.validation` and runs before anything is w
 
 from __future__ import annotations
 
+import copy
 import math
 import uuid
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ __all__ = [
     "SparseVector",
     "VectorHit",
     "VectorPoint",
+    "copy_item",
     "entity_id",
     "new_id",
     "normalize_entity_name",
@@ -123,6 +125,28 @@ class MemoryItem:
     duplicate_of: str | None = field(default=None, compare=False, repr=False)
     near_duplicates: tuple[tuple[str, float], ...] = field(default=(), compare=False,
                                                            repr=False)
+
+
+def copy_item(item: MemoryItem, *, own_metadata: bool = False) -> MemoryItem:
+    """A shallow copy of ``item``, as ``copy.copy`` makes one but without its generic
+    machinery (a search copies tens of shared records per call; issue 27, docs/
+    PERFORMANCE.md); ``own_metadata``: with a copy of its metadata the caller may
+    change (JSON values copied as such, anything else deep-copied)."""
+    new = object.__new__(type(item))
+    new.__dict__.update(item.__dict__)
+    if own_metadata:
+        new.metadata = _copied_json(item.metadata)
+    return new
+
+
+def _copied_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copied_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied_json(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return copy.deepcopy(value)
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,9 @@ class ScoringMixin:
                        read: Callable[[Sequence[K]], Mapping[K, T]], *, since: Any = None
                        ) -> dict[K, T]: ...
 
+        def _mentioning_times(self, ns: str, ids: Sequence[str], state: _Round
+                              ) -> set[str]: ...
+
     def _fuse(self, state: _Round, weights: Mapping[str, float]
               ) -> dict[str, tuple[float, dict[str, Any]]]:
         # Equal scores share a rank in every registered view that says so (shared_ranks,
@@ -282,7 +285,7 @@ class ScoringMixin:
             # ("Housewarming: about twenty people in our little house"), while a
             # conversation turn is dated by its session and often speaks of other
             # times ("I went to the support group yesterday"; issue 26)
-            mention = self.stores.records.memories.with_mentioned_times(ns, ids)
+            mention = self._mentioning_times(ns, ids, state)
             return {m: m in mention or bool(says_when_text(state.items[m].content))
                     or (state.items[m].memory_type == MemoryType.EPISODIC
                         and state.items[m].session_id is None) for m in ids}

@@ -11,7 +11,7 @@ thread pool (``_executor``, ``_submit``) stays in retrieval/hybrid.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from hello_memory.stores.records import ItemFilter
 
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 # Scores equal to this many decimals are equal: the index sums a memory's BM25 terms in
@@ -68,6 +70,10 @@ class ViewsMixin:
         def _generation(self, ns: str, *, graph: bool = False) -> Any: ...
 
         def _weights(self) -> dict[str, float]: ...
+
+        def _kept_each(self, ns: str, kind: str, keys: Sequence[K],
+                       read: Callable[[Sequence[K]], Mapping[K, V]], *, since: Any = None
+                       ) -> dict[K, V]: ...
 
         def _submit(self, fn: Callable[[], ViewResult], parallel: bool
                     ) -> Callable[[], ViewResult]: ...
@@ -200,6 +206,18 @@ class ViewsMixin:
         state.shared.update(i.id for i in items)
         return items
 
+    def _mentioning_times(self, ns: str, ids: Sequence[str], state: _Round) -> set[str]:
+        """Those of ``ids`` whose text mentions a time (``hm_memory_times``), kept per
+        memory at the namespace's write generation (_kept_each): a record's times change
+        only with a write, and every "when" question asked them of its whole pool in
+        one more query (issue 27)."""
+        def read(missing: Sequence[str]) -> dict[str, bool]:
+            found = self.stores.records.memories.with_mentioned_times(ns, missing)
+            return {m: m in found for m in missing}
+
+        kept = self._kept_each(ns, "mentions-time", ids, read, since=state.generation)
+        return {m for m, yes in kept.items() if yes}
+
     def _symbolic(self, state: _Round, analysis: QueryAnalysis) -> list[tuple[str, float]]:
         """Time-constrained hits and soft-constraint matches in one ranking: by the
         number of constraints met, then by the pool's fused relevance so far."""
@@ -218,8 +236,7 @@ class ViewsMixin:
         pool = [state.items[m] for m in dict.fromkeys([*order, *in_time, *state.unread])
                 if m in state.items]
         # "When ...?" is answered by a memory that says when (its text mentions a time).
-        timed = (self.stores.records.memories.with_mentioned_times(pool[0].namespace,
-                                                                    [i.id for i in pool])
+        timed = (self._mentioning_times(pool[0].namespace, [i.id for i in pool], state)
                  if analysis.asks_time and pool else set())
         soft = dict(symbolic_pool_view(pool, order, analysis, timed))
         # in a fixed order (never a set's, which follows the process's hash seed): the

@@ -35,7 +35,6 @@ their constants stay importable from here (issue 31: no module over 600 lines).
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -93,7 +92,7 @@ from hello_memory.retrieval.views import ViewRequest
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.text.links import STORED_TYPES
-from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, utcnow
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, copy_item, utcnow
 from hello_memory.validation import (
     check_text,
     require_namespace,
@@ -154,7 +153,7 @@ def _check_arguments(query: str, top_k: int, memory_types: Sequence[MemoryType |
 
 def _own(item: MemoryItem) -> MemoryItem:
     """A copy of a shared record (the record cache's) the caller may change."""
-    return replace(item, metadata=copy.deepcopy(item.metadata))
+    return copy_item(item, own_metadata=True)
 
 
 class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):

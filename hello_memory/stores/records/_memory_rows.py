@@ -10,7 +10,6 @@ which re-exports every name defined here.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from datetime import datetime
@@ -31,7 +30,7 @@ from hello_memory.stores.records.models import (
 from hello_memory.text.facts import fact_key
 from hello_memory.text.timeparse import TimeRange, mentioned_ranges
 from hello_memory.text.tokens import default_token_counter
-from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality
+from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, Modality, copy_item
 
 
 def dedup_key(item: MemoryItem) -> str:
@@ -105,7 +104,7 @@ def _with_access(items: list[MemoryItem], pending: Pending, *, shared: bool = Fa
         entry = pending.get((item.namespace, item.id))
         if entry is not None:
             if shared:
-                item = copy.copy(item)
+                item = copy_item(item)
             if id(item) not in done:
                 done.add(id(item))
                 item.access_count += entry[0]
