@@ -192,6 +192,20 @@ def score(
     then goes to similarity, so a semantic memory is scored on the same scale as the
     other types instead of losing its 0.3 share for evidence it could not have
     (docs/RETRIEVAL.md, "one scale")."""
+    final, part, rec, graph_part = profile_parts(profile, item, now, similarity=similarity,
+                                                 graph=graph, keyword=keyword)
+    return SearchHit(item, final, ScoreBreakdown(similarity=similarity, recency=rec,
+                                                  importance=item.importance, graph=graph_part,
+                                                  keyword=keyword, profile=part))
+
+
+def profile_parts(profile: ScoringProfile, item: MemoryItem, now: datetime, *,
+                  similarity: float, graph: float | None = 0.0, keyword: float = 0.0
+                  ) -> tuple[float, float, float, float]:
+    """:func:`score`'s numbers without the hit it builds: the final score, the profile
+    part (the final score scaled into [0, 1] by the largest importance factor), the
+    recency and the graph score used (0 for None). The hybrid search bounds every
+    candidate by them and builds hits only for those it returns (issue 27)."""
     rec = recency(item.event_time, now, profile.half_life_days)
     sim_weight = profile.similarity_weight + (profile.graph_weight if graph is None else 0.0)
     graph = 0.0 if graph is None else graph
@@ -205,9 +219,7 @@ def score(
     # The profile part of the score, scaled by the largest importance factor so that it
     # stays in [0, 1] (the blend's weights sum to at most 1).
     part = min(1.0, final / max_importance_factor(profile))
-    return SearchHit(item, final, ScoreBreakdown(similarity=similarity, recency=rec,
-                                                  importance=item.importance, graph=graph,
-                                                  keyword=keyword, profile=part))
+    return final, part, rec, graph
 
 
 def max_importance_factor(profile: ScoringProfile) -> float:

@@ -15,14 +15,13 @@ import bisect
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hello_memory.config import RetrievalSettings
 from hello_memory.memory.episodic import matches
-from hello_memory.memory.scoring import ScoringProfile, SearchHit, score
+from hello_memory.memory.scoring import ScoreBreakdown, ScoringProfile, SearchHit, profile_parts
 from hello_memory.retrieval.fusion import tie_order, weighted_rrf
 from hello_memory.retrieval.registry import registered_views
 from hello_memory.retrieval.views import about_named, about_someone_else, without_times
@@ -105,6 +104,9 @@ def _terms_of(encoder: weakref.ref[Any]) -> Callable[[str], frozenset[str]]:
 
     return terms
 
+
+# A candidate's profile parts in ``_bounded``: similarity, recency, graph, profile.
+_Parts = tuple[float, float, float, float]
 
 class ScoringMixin:
     """Fusion, neighbour context, evidence and the final scores of the search."""
@@ -311,9 +313,11 @@ class ScoringMixin:
     def _bounded(self, state: _Round, totals: Mapping[str, float], now: datetime, *,
                  top: float, graph: Mapping[str, float], gmax: float, plainest: float,
                  timed: set[str], says_when: set[str], stating: set[str]
-                 ) -> list[tuple[float, str, SearchHit, tuple[float, float, float, float]]]:
-        """Each candidate's bound on its final score, best first, with its profile score
-        and its factors (``_final``'s part: ``top`` and ``gmax`` scale the fused and the
+                 ) -> list[tuple[float, str, _Parts, tuple[float, float, float, float]]]:
+        """Each candidate's bound on its final score, best first, with its profile's
+        parts (similarity, recency, graph, profile: numbers only, the breakdown is built
+        for the hits returned) and its factors (``_final``'s part: ``top`` and ``gmax``
+        scale the fused and the
         graph scores; ``timed``, ``says_when`` and ``stating`` are the candidates inside
         the time asked about, saying when and stating the attribute asked for)."""
         # Every part but the subject's is cheap; the subject part (reading who a memory
@@ -326,23 +330,25 @@ class ScoringMixin:
             item = state.items[m]
             profile = self.profiles.get(item.memory_type, self.profiles[MemoryType.EPISODIC])
             # The profile's similarity slot takes the normalised fused relevance.
-            scored = score(profile, item, now, similarity=total / top,
-                           graph=graph[m] / gmax if m in graph else None)
+            similarity = total / top
+            _, part, rec, graph_part = profile_parts(
+                profile, item, now, similarity=similarity,
+                graph=graph[m] / gmax if m in graph else None)
             factors = (
                 plainest,
                 ((STANDING_TIME_MISS_FACTOR if item.memory_type == MemoryType.SEMANTIC
                   else TIME_MISS_FACTOR) if timed and m not in timed else 1.0),
                 WHEN_MISS_FACTOR if says_when and m not in says_when else 1.0,
                 ATTRIBUTE_MISS_FACTOR if stating and m not in stating else 1.0)
-            bound = scored.breakdown.profile * factors[0] * factors[1] * factors[2] * factors[3]
-            bounded.append((bound, m, scored, factors))
+            bound = part * factors[0] * factors[1] * factors[2] * factors[3]
+            bounded.append((bound, m, (similarity, rec, graph_part, part), factors))
         bounded.sort(key=lambda b: -b[0])
         return bounded
 
     @staticmethod
     def _finished(state: _Round, fused: dict[str, tuple[float, dict[str, Any]]],
                   context: Mapping[str, float],
-                  bounded: list[tuple[float, str, SearchHit, tuple[float, float, float, float]]],
+                  bounded: list[tuple[float, str, _Parts, tuple[float, float, float, float]]],
                   timed: set[str], advice: bool, stating: set[str], limit: int
                   ) -> list[SearchHit]:
         """The hits with their subject part read, taken from ``bounded`` (best bound
@@ -350,15 +356,18 @@ class ScoringMixin:
         (``_final``'s part; not yet in their final order)."""
         hits: list[SearchHit] = []
         kept: list[float] = []  # the ``limit`` best finished scores, ascending
-        for bound, m, scored, (evidence_part, time_part, when_part, attribute_part) in bounded:
+        for bound, m, (similarity, rec, graph_part, part), (
+                evidence_part, time_part, when_part, attribute_part) in bounded:
             if len(kept) >= limit and bound < kept[0]:
                 break  # no later candidate can reach the hits returned
             item = state.items[m]
             views = fused.get(m, (0.0, {}))[1]
             # Every factor that moves a rank is in the breakdown (docs/RETRIEVAL.md,
             # "Reading a score"); the product of the parts is the score, in [0, 1].
-            parts = replace(
-                scored.breakdown, evidence=evidence_part, time=time_part, when=when_part,
+            parts = ScoreBreakdown(
+                similarity=similarity, recency=rec, importance=item.importance,
+                graph=graph_part, profile=part,
+                evidence=evidence_part, time=time_part, when=when_part,
                 # an event inside the time the question names is the user's own day,
                 # whoever it names ("Moving day. Lotte carried boxes all afternoon")
                 subject=(SUBJECT_MISS_FACTOR if state.analysis is not None
