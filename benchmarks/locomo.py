@@ -133,16 +133,31 @@ def run(path: Path, modes: list[str], limit: int | None,
             n_turns += len(items)
         result["ingest_turns_per_s"] = n_turns / (time.perf_counter() - t0)
         result["turns"] = n_turns
+        floors = conversation_floors(mm.stores.embedder, samples)
 
         reference = {s["sample_id"]: last_session_time(s) for s in samples}
         with searchers(settings, mm, via) as make:
             for mode in modes:
                 search = make(mode, reference)
-                result["modes"][mode] = evaluate(samples, id_of, search, mode)
+                result["modes"][mode] = evaluate(samples, id_of, search, mode, floors)
                 if on_mode is not None:
                     on_mode(result)
         mm.close()
     return result
+
+
+def conversation_floors(embedder: Any, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each conversation's floor (``benchmarks.run.Floor``): one query embedding plus a
+    brute-force top 20 over its turns' vectors, embedded again here as they were
+    stored (not timed), sampled just before each question is searched."""
+    from benchmarks.run import Floor
+
+    floors = {}
+    for s in samples:
+        texts = [t["content"] for t in turns(s)]
+        qs = [qa["question"] for qa in s["qa"] if qa.get("category") != 5]
+        floors[s["sample_id"]] = Floor(embedder, embedder.embed(texts), qs, k=20)
+    return floors
 
 
 @contextmanager
@@ -177,11 +192,16 @@ def searchers(settings: Any, mm: Any, via: str
 
 
 def evaluate(samples: list[dict[str, Any]], id_of: dict[str, dict[str, str]],
-             search: Callable[[str, str], list[str]], label: str = "search") -> dict[str, Any]:
+             search: Callable[[str, str], list[str]], label: str = "search",
+             floors: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Recall, hit@5, MRR and latency of ``search`` over the questions; ``floors``
+    (:func:`conversation_floors`): the floor sampled before each question, its p50 and
+    the search's p50 over it reported beside the latency."""
     from tqdm import tqdm
 
     per_cat: dict[int, list[dict[str, float]]] = defaultdict(list)
     latencies = []
+    floor_ms: list[float] = []
     total = sum(1 for s in samples for qa in s["qa"] if qa.get("category") != 5)
     bar = tqdm(total=total, desc=label, unit="q", leave=False)
     for s in samples:
@@ -193,6 +213,10 @@ def evaluate(samples: list[dict[str, Any]], id_of: dict[str, dict[str, str]],
             gold = evidence_ids([str(e) for e in qa.get("evidence", [])], known)
             if not gold:
                 continue
+            if floors is not None:
+                floor = floors[ns]
+                floor.full(qa["question"])
+                floor_ms.append(floor.full_ms[-1])
             t0 = time.perf_counter()
             ranked = [dia[i] for i in search(ns, qa["question"]) if i in dia]
             latencies.append(time.perf_counter() - t0)
@@ -209,22 +233,29 @@ def evaluate(samples: list[dict[str, Any]], id_of: dict[str, dict[str, str]],
         return {k: round(statistics.fmean(r[k] for r in rs), 4) for k in rs[0]}
 
     lat = sorted(latencies)
-    return {"questions": len(rows), "overall": mean(rows),
-            "per_category": {c: {"n": len(rs), **mean(rs)} for c, rs in sorted(per_cat.items())},
-            "search_p50_ms": round(1000 * statistics.median(lat), 1),
-            "search_p95_ms": round(1000 * lat[int(0.95 * (len(lat) - 1))], 1)}
+    out = {"questions": len(rows), "overall": mean(rows),
+           "per_category": {c: {"n": len(rs), **mean(rs)} for c, rs in sorted(per_cat.items())},
+           "search_p50_ms": round(1000 * statistics.median(lat), 1),
+           "search_p95_ms": round(1000 * lat[int(0.95 * (len(lat) - 1))], 1)}
+    if floor_ms:
+        out["floor_p50_ms"] = round(statistics.median(floor_ms), 1)
+        out["p50_over_floor"] = round(1000 * statistics.median(lat) / statistics.median(floor_ms),
+                                      2)
+    return out
 
 
 def table(result: dict[str, Any]) -> str:
     lines = [f"LoCoMo retrieval, {result['conversations']} conversations, {result['turns']} turns, "
              f"ingest {result['ingest_turns_per_s']:.0f} turns/s", "",
-             "| mode | questions | R@1 | R@5 | R@10 | R@20 | hit@5 | MRR | p50 ms | p95 ms |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| mode | questions | R@1 | R@5 | R@10 | R@20 | hit@5 | MRR | p50 ms | p95 ms "
+             "| floor p50 ms | p50 / floor |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for mode, r in result["modes"].items():
         o = r["overall"]
         lines.append(f"| {mode} | {r['questions']} | {o['recall@1']:.3f} | {o['recall@5']:.3f} | "
                      f"{o['recall@10']:.3f} | {o['recall@20']:.3f} | {o['hit@5']:.3f} | "
-                     f"{o['mrr']:.3f} | {r['search_p50_ms']} | {r['search_p95_ms']} |")
+                     f"{o['mrr']:.3f} | {r['search_p50_ms']} | {r['search_p95_ms']} | "
+                     f"{r.get('floor_p50_ms', '-')} | {r.get('p50_over_floor', '-')} |")
     cats = sorted({c for r in result["modes"].values() for c in r["per_category"]})
     lines += ["", "Per category (LoCoMo: 1 multi-hop, 2 temporal, 3 open-domain, "
               "4 single-hop), recall@5 / recall@10 / MRR:", "",
@@ -264,6 +295,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.md is not None and str(args.md) in ("", "."):
         args.md = None
+    from benchmarks.run import engine
+
+    model = engine()
+
     def save(result: dict[str, Any]) -> None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
@@ -271,12 +306,16 @@ def main() -> None:
             write_section(args.md, "locomo", f"## LoCoMo retrieval (no LLM)\n\nProduced by "
                           f"`make bench-locomo` (`python -m benchmarks.locomo`) on "
                           f"{time.strftime('%Y-%m-%d')}, 2-core machine, all-MiniLM-L6-v2 on "
-                          "the CPU, protocol of `shared/data/locomo/README.md`, dev split; "
+                          f"{model}, protocol of `shared/data/locomo/README.md`, dev split; "
                           "evidence recall at turn level, categories 1-4; every mode is a "
                           "search recipe asked through "
                           + ("`POST /v1/search` (the REST API, in-process)" if args.via == "rest"
                              else "`MemoryManager.search`")
-                          + " (see docs/RETRIEVAL.md).\n\n" + table(result))
+                          + " (see docs/RETRIEVAL.md). The floor: one query embedding plus a "
+                          "brute-force numpy top 20 over the conversation's turn vectors (one "
+                          "BLAS thread, `benchmarks.run.Floor`), sampled just before each "
+                          "question; p50 / floor is the ratio of the two p50s, both measured "
+                          "in the same run.\n\n" + table(result))
 
     result = run(args.data, args.modes, args.limit, on_mode=save, via=args.via,
                  preset=args.preset)
