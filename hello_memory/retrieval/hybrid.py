@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -203,9 +204,23 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         self.planner = QueryPlanner(self.llm, max_queries=self.settings.max_sub_queries)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()  # one pool, however many searches start it
+        self._running = 0  # searches in this retriever now (_searching; under _pool_lock)
         # what is derived from a namespace's records (_kept): (namespace, what) -> the
         # value, at the namespace's write generation when read
         self._derived: KeptValues[tuple[Any, ...], Any] = KeptValues(DERIVED)
+
+    @contextmanager
+    def _searching(self) -> Iterator[bool]:
+        """Counts the searches running in this retriever; gives whether this one is
+        the only one (it started when no other was running)."""
+        with self._pool_lock:
+            self._running += 1
+            alone = self._running == 1
+        try:
+            yield alone
+        finally:
+            with self._pool_lock:
+                self._running -= 1
 
     def close(self) -> None:
         with self._pool_lock:
@@ -300,9 +315,10 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         if chosen.engine == "per_type":
             hits = self._per_type(ns, query, types, top_k, flt)
         else:
-            hits = self._hybrid(ns, query, types, top_k, flt, active, weights,
-                                context_weight, reference_time, enable_planning,
-                                enable_reflection)
+            with self._searching() as alone:
+                hits = self._hybrid(ns, query, types, top_k, flt, active, weights,
+                                    context_weight, reference_time, enable_planning,
+                                    enable_reflection, alone=alone)
         if min_score:  # hits are sorted by score: the floor only shortens the list
             hits = [h for h in hits if h.score >= min_score]
         if touch:
@@ -330,7 +346,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
                 flt: ItemFilter, active: Sequence[str],
                 weights: Mapping[str, float], context_weight: float,
                 reference_time: datetime | None, enable_planning: bool | None,
-                enable_reflection: bool | None) -> list[SearchHit]:
+                enable_reflection: bool | None, *, alone: bool = True) -> list[SearchHit]:
         plan = self._plan(query, reference_time=reference_time, enable_planning=enable_planning)
         plan = self.about_whom(ns, plan)
         state = _Round(flt=flt, dense_blind=self._dense_blind(query),
@@ -342,8 +358,9 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         stored = [v for v in active if set(served_types(registry[v])) & set(types)]
         multilingual = bool(stored and "semantic" in active and self.settings.multilingual_view
                             and self.use_embeddings)
-        # its question vector, encoded beside the query embedding where the view will run
-        ahead = self._multilingual_ahead(ns, query) if multilingual else None
+        # its question vector, encoded beside the query embedding where the view will
+        # run, while no other search runs: then a core is free for it (docs/PERFORMANCE.md)
+        ahead = self._multilingual_ahead(ns, query) if multilingual and alone else None
         req = self._request(ns, query, plan.queries, plan.analysis, flt, stored)
         if stored:
             self._run_views(ns, req, stored, state)

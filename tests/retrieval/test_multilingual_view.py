@@ -333,3 +333,27 @@ def test_concurrent_searches_encoding_ahead_rank_as_one_does(family: MemoryManag
     for t in threads:
         t.join()
     assert not errors and not wrong
+
+
+def test_only_a_search_running_alone_encodes_ahead(
+        family: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The overlap uses a free core: a search that starts while another runs in the
+    same retriever encodes its question in the view, as before (``_searching``)."""
+    started: list[str] = []
+    real_ahead = MultilingualReader.ahead
+
+    def counted(self: MultilingualReader, query: str) -> Any:
+        started.append(query)
+        return real_ahead(self, query)
+
+    monkeypatch.setattr(MultilingualReader, "ahead", counted)
+    retriever = family.retriever
+    question = FAMILY_QUESTIONS[1]
+    alone = _hits(family, question)
+    assert started == [question]
+    with retriever._searching() as first:  # another search is running
+        assert first
+        assert _hits(family, question) == alone
+    assert started == [question]  # not encoded ahead that time
+    assert retriever._running == 0
+    assert _hits(family, question) == alone and started == [question, question]
