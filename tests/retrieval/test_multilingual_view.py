@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -288,13 +289,9 @@ FAMILY_QUESTIONS = ["Which flight is mum coming on?", "妈妈的新号码是多�
                     "What does Jiayi like to drink?", "我姐姐叫什么名字？"]
 
 
-def test_the_search_ranks_the_same_with_the_question_encoded_ahead(
-        family: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
-    """In a small namespace holding Chinese text the multilingual view reads every
-    search, so its question vector is started beside the query embedding
-    (``_multilingual_ahead``); the hits are those of the view encoding it itself."""
-    from hello_memory.retrieval.hybrid import HybridRetriever
-
+@pytest.fixture
+def ahead_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The questions MultilingualReader.ahead is asked to encode, in order."""
     started: list[str] = []
     real_ahead = MultilingualReader.ahead
 
@@ -303,6 +300,18 @@ def test_the_search_ranks_the_same_with_the_question_encoded_ahead(
         return real_ahead(self, query)
 
     monkeypatch.setattr(MultilingualReader, "ahead", counted)
+    return started
+
+
+def test_the_search_ranks_the_same_with_the_question_encoded_ahead(
+        family: MemoryManager, monkeypatch: pytest.MonkeyPatch, ahead_calls: list[str]
+        ) -> None:
+    """In a small namespace holding Chinese text the multilingual view reads every
+    search, so its question vector is started beside the query embedding
+    (``_multilingual_ahead``); the hits are those of the view encoding it itself."""
+    from hello_memory.retrieval.hybrid import HybridRetriever
+
+    started = ahead_calls
     ahead = {q: _hits(family, q) for q in FAMILY_QUESTIONS}
     assert started == FAMILY_QUESTIONS  # every one was encoded ahead
     monkeypatch.setattr(HybridRetriever, "_multilingual_ahead", lambda self, ns, q: None)
@@ -315,38 +324,21 @@ def test_concurrent_searches_encoding_ahead_rank_as_one_does(family: MemoryManag
     thread for their questions' vectors (some taken back and encoded in place); each
     gets the hits of the question asked alone."""
     alone = {q: _hits(family, q) for q in FAMILY_QUESTIONS}
-    errors: list[BaseException] = []
-    wrong: list[str] = []
 
-    def ask(n: int) -> None:
-        try:
-            for k in range(6):
-                q = FAMILY_QUESTIONS[(n + k) % len(FAMILY_QUESTIONS)]
-                if _hits(family, q) != alone[q]:
-                    wrong.append(q)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+    def ask(n: int) -> list[str]:
+        asked = [FAMILY_QUESTIONS[(n + k) % len(FAMILY_QUESTIONS)] for k in range(6)]
+        return [q for q in asked if _hits(family, q) != alone[q]]
 
-    threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and not wrong
+    with ThreadPoolExecutor(max_workers=8) as pool:  # errors reach the test here
+        wrong = [q for found in pool.map(ask, range(8)) for q in found]
+    assert not wrong
 
 
 def test_only_a_search_running_alone_encodes_ahead(
-        family: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
+        family: MemoryManager, ahead_calls: list[str]) -> None:
     """The overlap uses a free core: a search that starts while another runs in the
     same retriever encodes its question in the view, as before (``_searching``)."""
-    started: list[str] = []
-    real_ahead = MultilingualReader.ahead
-
-    def counted(self: MultilingualReader, query: str) -> Any:
-        started.append(query)
-        return real_ahead(self, query)
-
-    monkeypatch.setattr(MultilingualReader, "ahead", counted)
+    started = ahead_calls
     retriever = family.retriever
     question = FAMILY_QUESTIONS[1]
     alone = _hits(family, question)
