@@ -108,6 +108,7 @@ def _terms_of(encoder: weakref.ref[Any]) -> Callable[[str], frozenset[str]]:
 # A candidate's profile parts in ``_bounded``: similarity, recency, graph, profile.
 _Parts = tuple[float, float, float, float]
 
+
 class ScoringMixin:
     """Fusion, neighbour context, evidence and the final scores of the search."""
 
@@ -317,9 +318,9 @@ class ScoringMixin:
         """Each candidate's bound on its final score, best first, with its profile's
         parts (similarity, recency, graph, profile: numbers only, the breakdown is built
         for the hits returned) and its factors (``_final``'s part: ``top`` and ``gmax``
-        scale the fused and the
-        graph scores; ``timed``, ``says_when`` and ``stating`` are the candidates inside
-        the time asked about, saying when and stating the attribute asked for)."""
+        scale the fused and the graph scores; ``timed``, ``says_when`` and ``stating``
+        are the candidates inside the time asked about, saying when and stating the
+        attribute asked for)."""
         # Every part but the subject's is cheap; the subject part (reading who a memory
         # is about) is at most 1. So candidates are taken by the product of the other
         # parts, best first, and the subject is read only while that bound can still

@@ -225,13 +225,15 @@ def test_edge_segments_stop_growing_at_max_segment_size(tmp_path: Path,
 
 def test_edge_probes_find_near_duplicates_with_a_narrow_beam(tmp_path: Path) -> None:
     """``nearest_batch`` (the add path's probes) runs with the beam ``probe_ef``,
-    narrower than the search's. What that may not cost: with a beam as narrow as 4, a
-    near duplicate of a stored point (cosine above 0.95, as memory.dedup_threshold
-    asks) is still found first, through every segment, with the filters. (That the
-    beam is passed is not observable from outside Edge; the speed it buys is measured
-    in docs/PERFORMANCE.md "A million memories".)"""
+    narrower than the search's. What that may not cost: with a beam of 8 (a quarter of
+    the default 32), a near duplicate of a stored point (cosine above 0.95, as
+    memory.dedup_threshold asks) is still found first, through every segment, with the
+    filters. (That the beam is passed is not observable from outside Edge; the speed
+    it buys is measured in docs/PERFORMANCE.md "A million memories".) A beam of 4 is
+    too narrow to promise it: the graph, built anew each run, missed one of 66 near
+    duplicates in 4 of 20 runs; 8 missed none in 80 (2026-12-05)."""
     params = HnswParams(full_scan_threshold_kb=16, indexing_threshold_kb=32,
-                        max_segment_size_kb=96, probe_ef=4)
+                        max_segment_size_kb=96, probe_ef=8)
     store = open_edge(tmp_path, params)
     x = unit_rows(3000, 12)
     pts = points(x, "a")
