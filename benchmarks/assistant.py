@@ -122,11 +122,17 @@ def _p(values: list[float], q: float) -> float:
 
 
 def evaluate(questions: Sequence[dict[str, Any]], search: Callable[[str], list[str]],
-             label: str = "search") -> dict[str, Any]:
-    """Ask every question through ``search(text) -> ranked memory keys``."""
+             label: str = "search", floor: Any = None) -> dict[str, Any]:
+    """Ask every question through ``search(text) -> ranked memory keys``; ``floor`` (a
+    ``benchmarks.run.Floor`` over the set's memories) is sampled just before each
+    question, and its p50 and the search's p50 over it are reported."""
     rows, per_q, lat = [], [], []
+    floor_ms: list[float] = []
     per_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
     for q in questions:
+        if floor is not None:
+            floor.full(q["text"])
+            floor_ms.append(floor.full_ms[-1])
         t0 = time.perf_counter()
         ranked = search(q["text"])
         lat.append(time.perf_counter() - t0)
@@ -136,25 +142,34 @@ def evaluate(questions: Sequence[dict[str, Any]], search: Callable[[str], list[s
         per_q.append({"text": q["text"], "category": q["category"], "answers": q["answers"],
                       "ranked": ranked, **row})
     fields = [f"top{k}" for k in KS] + ["mrr"]
-    return {"mode": label, "questions": len(rows), "overall": _mean(rows, fields),
-            "per_category": {c: {"n": len(rs), **_mean(rs, fields)}
-                             for c, rs in sorted(per_cat.items())},
-            "p50_ms": _p(lat, 0.5), "p95_ms": _p(lat, 0.95), "per_question": per_q}
+    out = {"mode": label, "questions": len(rows), "overall": _mean(rows, fields),
+           "per_category": {c: {"n": len(rs), **_mean(rs, fields)}
+                            for c, rs in sorted(per_cat.items())},
+           "p50_ms": _p(lat, 0.5), "p95_ms": _p(lat, 0.95), "per_question": per_q}
+    if floor_ms:
+        out["floor_p50_ms"] = round(statistics.median(floor_ms), 1)
+        out["p50_over_floor"] = round(1000 * statistics.median(lat) / statistics.median(floor_ms),
+                                      2)
+    return out
 
 
 def evaluate_context(questions: Sequence[dict[str, Any]], context: Callable[[str], str],
                      key_of_id: dict[str, str], count: Callable[[str], int]) -> dict[str, Any]:
     """Ask every question through ``context(text) -> block``: are the answers in it."""
-    id_of_key = {k: i for i, k in key_of_id.items()}
+    from hello_memory.memory.manager import HANDLE_CHARS
+
+    # the block names each memory by its short handle (MemoryManager.short_id), not its
+    # whole id, as benchmarks/assistant_v2.py reads it
+    handle_of_key = {k: f"[{i[:HANDLE_CHARS]}" for i, k in key_of_id.items()}
     rows, per_q, lat, tokens = [], [], [], []
     per_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
     for q in questions:
         t0 = time.perf_counter()
         block = context(q["text"])
         lat.append(time.perf_counter() - t0)
-        shown = [k for i, k in key_of_id.items() if i in block]
-        row = {"in_context": float(all(id_of_key[a] in block for a in q["answers"])),
-               "any_in_context": float(any(id_of_key[a] in block for a in q["answers"])),
+        shown = [k for k, h in handle_of_key.items() if h in block]
+        row = {"in_context": float(all(handle_of_key[a] in block for a in q["answers"])),
+               "any_in_context": float(any(handle_of_key[a] in block for a in q["answers"])),
                "tokens": float(count(block)) if block else 0.0}
         tokens.append(row["tokens"])
         rows.append(row)
@@ -206,6 +221,12 @@ def run(path: Path = DEFAULT_DATA, modes: Sequence[str] = MODES,
             items = mm.add_many(entries(data, ns))
             result["ingest_s"] = round(time.perf_counter() - t0, 3)
             key_of_id = {i.id: m["id"] for i, m in zip(items, data["memories"], strict=True)}
+            # the floor: one query embedding + a brute-force top TOP_K over the stored
+            # memories' vectors (embedded again here, not timed)
+            from benchmarks.run import Floor
+
+            floor = Floor(mm.stores.embedder, mm.stores.embedder.embed(
+                [i.content for i in items]), [q["text"] for q in questions], k=TOP_K)
 
             def keys(ids: list[str]) -> list[str]:
                 return [key_of_id.get(i, f"?{i[:8]}") for i in ids]
@@ -215,7 +236,8 @@ def run(path: Path = DEFAULT_DATA, modes: Sequence[str] = MODES,
                 result["reference_time_sent"]["api"] = bool(extra)
                 mm.search("warm up", top_k=TOP_K, namespace=ns, **extra)
                 result["modes"]["api"] = evaluate(questions, lambda q: keys(
-                    [h.id for h in mm.search(q, top_k=TOP_K, namespace=ns, **extra)]), "api")
+                    [h.id for h in mm.search(q, top_k=TOP_K, namespace=ns, **extra)]), "api",
+                    floor)
 
             if "rest" in modes:
                 from fastapi.testclient import TestClient
@@ -234,7 +256,7 @@ def run(path: Path = DEFAULT_DATA, modes: Sequence[str] = MODES,
                         r.raise_for_status()
                         return keys([h["id"] for h in r.json()["hits"]])
                     rest("warm up")
-                    result["modes"]["rest"] = evaluate(questions, rest, "rest")
+                    result["modes"]["rest"] = evaluate(questions, rest, "rest", floor)
 
             if "context" in modes:
                 tool = MemoryTool(mm, namespace=ns)
@@ -260,13 +282,15 @@ def table(result: dict[str, Any]) -> str:
              + (", ".join(m for m, s in sent.items() if s) or "none (no such parameter)"), ""]
     search_modes = [m for m in ("api", "rest") if m in modes]
     if search_modes:
-        lines += ["| mode | top-1 | top-3 | top-5 | MRR | p50 ms | p95 ms |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += ["| mode | top-1 | top-3 | top-5 | MRR | p50 ms | p95 ms | floor p50 ms "
+                  "| p50 / floor |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for m in search_modes:
-            o = modes[m]["overall"]
+            o, r = modes[m]["overall"], modes[m]
             label = {"api": "Python `mm.search`", "rest": "REST `POST /v1/search`"}[m]
             lines.append(f"| {label} | {o['top1']:.1%} | {o['top3']:.1%} | {o['top5']:.1%} | "
-                         f"{o['mrr']:.3f} | {modes[m]['p50_ms']} | {modes[m]['p95_ms']} |")
+                         f"{o['mrr']:.3f} | {r['p50_ms']} | {r['p95_ms']} | "
+                         f"{r.get('floor_p50_ms', '-')} | {r.get('p50_over_floor', '-')} |")
     if "context" in modes:
         c = modes["context"]
         lines += ["", "`MemoryTool.get_context_for_query` (budget "
@@ -331,13 +355,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
     if not args.no_write:
+        from benchmarks.run import engine
+
         write_section(args.md, "assistant", "## Assistant memory (our own set)\n\nProduced by "
                       f"`python -m benchmarks.assistant` on {time.strftime('%Y-%m-%d')}, "
-                      "all-MiniLM-L6-v2 on the CPU, library defaults, a fresh embedded data "
-                      "dir; data `benchmarks/data/assistant.json` (written by us: facts, "
+                      f"all-MiniLM-L6-v2 on {engine()}, library defaults, a fresh embedded "
+                      "data dir; data `benchmarks/data/assistant.json` (written by us: facts, "
                       "preferences and dated events about a user and five people around "
                       "her, a fifth in Chinese). top-1: the first hit answers the question; "
-                      "top-k: every memory the question needs is within the first k.\n\n"
+                      "top-k: every memory the question needs is within the first k. The "
+                      "floor: one query embedding plus a brute-force numpy top 5 over the "
+                      "stored memories' vectors (one BLAS thread, `benchmarks.run.Floor`), "
+                      "sampled just before each question; p50 / floor is the ratio of the "
+                      "two p50s of the same run.\n\n"
                       + table(result))
     print(f"\nwrote {args.json}" + ("" if args.no_write else f", updated {args.md}"),
           file=sys.stderr)
