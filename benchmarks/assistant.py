@@ -131,8 +131,7 @@ def evaluate(questions: Sequence[dict[str, Any]], search: Callable[[str], list[s
     per_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
     for q in questions:
         if floor is not None:
-            floor.full(q["text"])
-            floor_ms.append(floor.full_ms[-1])
+            floor.sampled(q["text"], floor_ms)
         t0 = time.perf_counter()
         ranked = search(q["text"])
         lat.append(time.perf_counter() - t0)
@@ -146,10 +145,9 @@ def evaluate(questions: Sequence[dict[str, Any]], search: Callable[[str], list[s
            "per_category": {c: {"n": len(rs), **_mean(rs, fields)}
                             for c, rs in sorted(per_cat.items())},
            "p50_ms": _p(lat, 0.5), "p95_ms": _p(lat, 0.95), "per_question": per_q}
-    if floor_ms:
-        out["floor_p50_ms"] = round(statistics.median(floor_ms), 1)
-        out["p50_over_floor"] = round(1000 * statistics.median(lat) / statistics.median(floor_ms),
-                                      2)
+    from benchmarks.run import over_floor
+
+    out.update(over_floor(lat, floor_ms))
     return out
 
 

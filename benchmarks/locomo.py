@@ -215,8 +215,7 @@ def evaluate(samples: list[dict[str, Any]], id_of: dict[str, dict[str, str]],
                 continue
             if floors is not None:
                 floor = floors[ns]
-                floor.full(qa["question"])
-                floor_ms.append(floor.full_ms[-1])
+                floor.sampled(qa["question"], floor_ms)
             t0 = time.perf_counter()
             ranked = [dia[i] for i in search(ns, qa["question"]) if i in dia]
             latencies.append(time.perf_counter() - t0)
@@ -237,10 +236,9 @@ def evaluate(samples: list[dict[str, Any]], id_of: dict[str, dict[str, str]],
            "per_category": {c: {"n": len(rs), **mean(rs)} for c, rs in sorted(per_cat.items())},
            "search_p50_ms": round(1000 * statistics.median(lat), 1),
            "search_p95_ms": round(1000 * lat[int(0.95 * (len(lat) - 1))], 1)}
-    if floor_ms:
-        out["floor_p50_ms"] = round(statistics.median(floor_ms), 1)
-        out["p50_over_floor"] = round(1000 * statistics.median(lat) / statistics.median(floor_ms),
-                                      2)
+    from benchmarks.run import over_floor
+
+    out.update(over_floor(lat, floor_ms))
     return out
 
 

@@ -120,6 +120,16 @@ class CapturingEmbedder:
         return getattr(self.inner, name)
 
 
+def over_floor(latencies_s: Sequence[float], floor_ms: Sequence[float]) -> dict[str, float]:
+    """The floor's p50 (ms) and the search's p50 over it, from samples of one run; {}
+    without floor samples."""
+    if not floor_ms:
+        return {}
+    floor_p50 = statistics.median(floor_ms)
+    return {"floor_p50_ms": round(floor_p50, 1),
+            "p50_over_floor": round(1000 * statistics.median(latencies_s) / floor_p50, 2)}
+
+
 class Floor:
     """The floor of a search over ``matrix``: one query embedding plus a brute-force
     top ``k`` (dot products of unit vectors, argpartition, sort), and the top-k alone
@@ -159,6 +169,12 @@ class Floor:
             t0 = time.perf_counter()
             self._top(self.qv[q])
             self.topk_ms.append(1000 * (time.perf_counter() - t0))
+
+    def sampled(self, q: str, into: list[float]) -> None:
+        """:meth:`full` for ``q``, its time also appended to ``into`` (a caller's own
+        samples, for :func:`over_floor`)."""
+        self.full(q)
+        into.append(self.full_ms[-1])
 
     def result(self) -> dict[str, float]:
         if not self.full_ms:  # nothing sampled it yet: one pass of its own

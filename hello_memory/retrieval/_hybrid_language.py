@@ -131,11 +131,17 @@ class LanguageMixin:
         (:meth:`_multilingual_view`'s own conditions; MultilingualReader.ahead). None
         otherwise: the view then encodes the question itself, if the pool asks for it."""
         if not contains_cjk(query):
-            records = self.stores.records.memories
-            totals = self._kept(ns, ("totals",), lambda: records.namespace_totals(ns))
-            if not (totals[0] <= MULTILINGUAL_SCAN and self._holds_cjk(ns, totals)):
+            small, totals = self._small(ns)
+            if not (small and self._holds_cjk(ns, totals)):
                 return None
         return self.multilingual.ahead(query)
+
+    def _small(self, ns: str) -> tuple[bool, tuple[int, int]]:
+        """Whether the multilingual view reads ``ns`` whole (at most MULTILINGUAL_SCAN
+        memories), and its totals (kept at the write generation)."""
+        records = self.stores.records.memories
+        totals = self._kept(ns, ("totals",), lambda: records.namespace_totals(ns))
+        return totals[0] <= MULTILINGUAL_SCAN, totals
 
     def _multilingual_view(self, ns: str, query: str, state: _Round,
                            ahead: Callable[[], Any] | None = None) -> None:
@@ -149,9 +155,7 @@ class LanguageMixin:
         pool = {m: state.items[m].content[:LISTED_CHARS] for r in state.results.values()
                 for m, _ in r
                 if m in state.items and state.items[m].memory_type in STORED_TYPES}
-        records = self.stores.records.memories
-        totals = self._kept(ns, ("totals",), lambda: records.namespace_totals(ns))
-        small = totals[0] <= MULTILINGUAL_SCAN
+        small, totals = self._small(ns)
         # an English question over a small namespace that holds Chinese memories: the
         # pool of the English views may hold none of them
         if not pool or not (self.multilingual.wanted_texts(query, pool.values())
