@@ -14,9 +14,10 @@ One embedded store of N synthetic memories (benchmarks.corpus, 20 % Chinese) thr
 embedding included), in rounds alternating between the search as it is (``without``)
 and the same search whose vector queries get those two conditions back (``with``: the
 store's ``nearest`` adds them, what every search sent before). Per mode: the p50 of
-each dense and BM25 query of the memory collection, and the search's p50 / p95; then
-whether every question's top 5 is the same both ways. Compare the ratios of one run:
-the machine is shared.
+each dense and BM25 query of the memory collection, and the search's p50 / p95 beside
+the floor (``benchmarks.run.Floor``: one query embedding plus a brute-force numpy top 5
+over the same vectors, sampled just before each search); then whether every question's
+top 5 is the same both ways. Compare the ratios of one run: the machine is shared.
 """
 
 from __future__ import annotations
@@ -33,7 +34,16 @@ from typing import Any
 
 from benchmarks.corpus import corpus, queries
 from benchmarks.report import write_section
-from benchmarks.run import add_in_batches, engine, load, open_manager, pct
+from benchmarks.run import (
+    CapturingEmbedder,
+    Floor,
+    add_in_batches,
+    engine,
+    load,
+    open_manager,
+    over_floor,
+    pct,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("without", "with")
@@ -47,11 +57,15 @@ def measure(n: int, n_queries: int, rounds: int) -> dict[str, Any]:
 
     qs = queries(n_queries)
     with tempfile.TemporaryDirectory(prefix="hm-conditions-") as tmp:
-        mm = open_manager(Path(tmp), SentenceTransformerEmbedder())
+        embedder = SentenceTransformerEmbedder()
+        capture = CapturingEmbedder(embedder)
+        mm = open_manager(Path(tmp), capture)
         try:
             t0 = time.perf_counter()
             add_in_batches(mm, corpus(n), "b", datetime.now(timezone.utc))
             ingest = time.perf_counter() - t0
+            floor = Floor(embedder, capture.take(), qs)
+            floor_ms: dict[str, list[float]] = defaultdict(list)
             store = mm.stores.vectors
             real = store.nearest
             mode = ["without"]
@@ -81,6 +95,7 @@ def measure(n: int, n_queries: int, rounds: int) -> dict[str, Any]:
                 for m in (MODES if r % 2 == 0 else MODES[::-1]):
                     mode[0] = m
                     for q in qs:
+                        floor.sampled(q, floor_ms[m])
                         t = time.perf_counter()
                         top5(q)
                         searched[m].append(1000 * (time.perf_counter() - t))
@@ -95,6 +110,8 @@ def measure(n: int, n_queries: int, rounds: int) -> dict[str, Any]:
     return {"n": n, "ingest_s": ingest, "queries": len(qs), "rounds": rounds,
             "query_p50": {f"{m} {k}": statistics.median(v) for (m, k), v in queried.items()},
             "search": {m: (statistics.median(v), pct(v, 0.95)) for m, v in searched.items()},
+            "floor": {m: over_floor([x / 1000 for x in searched[m]], floor_ms[m])
+                      for m in searched},
             "differ": differ}
 
 
@@ -109,6 +126,11 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         (w50, w95), (o50, o95) = r["search"]["with"], r["search"]["without"]
         out.append(f"| {r['n']:,} | the one search, p50 / p95 | {w50:.1f} / {w95:.1f} | "
                    f"{o50:.1f} / {o95:.1f} | {o50 / w50:.2f} |")
+        fw, fo = r["floor"]["with"], r["floor"]["without"]
+        out.append(f"| {r['n']:,} | the floor, p50 | {fw['floor_p50_ms']:.1f} | "
+                   f"{fo['floor_p50_ms']:.1f} |  |")
+        out.append(f"| {r['n']:,} | the one search's p50 / the floor's | "
+                   f"{fw['p50_over_floor']:.2f} | {fo['p50_over_floor']:.2f} |  |")
     lines = "\n".join(out)
     same = "; ".join(f"N = {r['n']:,}: {r['queries'] - r['differ']} of {r['queries']} "
                      f"questions' top 5 the same both ways" for r in rows)
@@ -139,7 +161,10 @@ def main() -> None:
             f"Produced by `{command}` on {datetime.now(timezone.utc):%Y-%m-%d}, "
             f"{engine()}, one embedded store per N (Qdrant Edge), {args.queries} "
             f"questions x {args.rounds} rounds alternating between the modes, query "
-            f"embedding included. `with`: the search's vector queries also carry the "
+            f"embedding included. The floor: one query embedding plus a brute-force "
+            "numpy top 5 over the same vectors (one BLAS thread, `benchmarks.run.Floor`), "
+            "sampled just before each search, its p50 per mode. "
+            f"`with`: the search's vector queries also carry the "
             "memory type (both stored types) and the status (active), as every search "
             "sent them before; `without`: as it is now (memory/episodic.py "
             f"`payload_filters`). Machine {started} at start, {load()} at the end. "

@@ -150,7 +150,9 @@ def test_vector_conditions_smoke_writes_both_modes(tmp_path: Path) -> None:
           "--md", str(out)], timeout=600)
     section = _section(out.read_text(encoding="utf-8"), "vector-conditions")
     rows = _rows_after(section, "| N |")
-    assert [r[1] for r in rows] == ["dense", "BM25", "the one search, p50 / p95"]
-    assert all(len(r) == 5 and all(cell for cell in r) for r in rows), rows
+    assert [r[1] for r in rows] == ["dense", "BM25", "the one search, p50 / p95",
+                                    "the floor, p50", "the one search's p50 / the floor's"]
+    assert all(len(r) == 5 and all(r[:4]) for r in rows), rows
+    assert all(float(r[i]) > 0 for r in rows[3:] for i in (2, 3)), rows
     # leaving out the conditions every point meets changes no result
     assert "3 of 3 questions' top 5 the same both ways" in section
