@@ -21,7 +21,10 @@ throwaway store), then every question through the public
 ``mm.search(q, top_k=5, namespace=...)``. Reported: top-1 and hit@3 / hit@5 of the
 memory that answers it, the same for the dense view alone (the question's vector
 against the ``dense`` vectors of the collection), and the p50 / p95 latency of
-``mm.search`` (query embedding included). Every (set, preset) runs ``--repeats`` times,
+``mm.search`` (query embedding included), beside the floor of the same run sampled just
+before each search (``benchmarks.run.Floor``: one query embedding by the preset's
+embedder plus a brute-force numpy top 5 over the stored vectors). Every (set, preset)
+runs ``--repeats`` times,
 interleaved; hit rates are averaged (they do not vary between repeats; the JSON says if
 they did), the ingest rate is the median and the latency percentiles pool every query.
 """
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.report import write_section
+from benchmarks.run import over_floor
 
 DATA = Path(__file__).resolve().parent / "data"
 SETS = ("zh", "mixed", "en")
@@ -81,6 +85,7 @@ def warm_process(preset: str, threads: int | None) -> None:
 
 
 def run_one(preset: str, data: dict[str, Any], threads: int | None) -> dict[str, Any]:
+    from benchmarks.run import CapturingEmbedder, Floor
     from hello_memory import MemoryManager
     from hello_memory.stores.bundle import DENSE, MEMORY_COLLECTION
 
@@ -94,16 +99,20 @@ def run_one(preset: str, data: dict[str, Any], threads: int | None) -> dict[str,
             embedder.embed([m["content"] for m in data["memories"][:8]])
             embedder.embed_query(data["questions"][0]["q"])
             load_s = time.perf_counter() - t0
+            capture = mm.stores.embedder = CapturingEmbedder(embedder)
             entries = [{"content": m["content"], "namespace": ns, "importance": 0.5}
                        for m in data["memories"]]
             t0 = time.perf_counter()
             items = mm.add_many(entries)
             ingest_s = time.perf_counter() - t0
+            mm.stores.embedder = embedder
+            floor = Floor(embedder, capture.take(), [q["q"] for q in data["questions"]])
             bench_id = {item.id: m["id"] for item, m in zip(items, data["memories"], strict=True)}
             ranks: list[int | None] = []
             dense_ranks: list[int | None] = []
             latencies: list[float] = []
             for question in data["questions"]:
+                floor.full(question["q"])
                 t0 = time.perf_counter()
                 hits = mm.search(question["q"], top_k=5, namespace=ns)
                 latencies.append(time.perf_counter() - t0)
@@ -130,6 +139,7 @@ def run_one(preset: str, data: dict[str, Any], threads: int | None) -> dict[str,
         "dense_top1": hit(dense_ranks, 1), "dense_hit3": hit(dense_ranks, 3),
         "dense_hit5": hit(dense_ranks, 5),
         "ingest_per_s": len(items) / ingest_s, "open_s": load_s, "latencies": latencies,
+        "floor_ms": floor.full_ms,
         "misses": [q["q"] for q, r in zip(data["questions"], ranks, strict=True) if r != 1],
     }
 
@@ -140,25 +150,28 @@ def merge(runs: list[dict[str, Any]]) -> dict[str, Any]:
     first = runs[0]
     keys = ("top1", "hit3", "hit5", "dense_top1", "dense_hit3", "dense_hit5")
     latencies = [x for r in runs for x in r["latencies"]]
-    return {**{k: v for k, v in first.items() if k != "latencies"},
+    floor_ms = [x for r in runs for x in r["floor_ms"]]
+    return {**{k: v for k, v in first.items() if k not in ("latencies", "floor_ms")},
             **{k: statistics.fmean(r[k] for r in runs) for k in keys},
             "hit_rates_varied": any(r[k] != first[k] for r in runs for k in keys),
             "repeats": len(runs),
             "ingest_per_s": statistics.median(r["ingest_per_s"] for r in runs),
             "open_s": statistics.median(r["open_s"] for r in runs),
             "search_p50_ms": 1000 * statistics.median(latencies),
-            "search_p95_ms": 1000 * _pct(latencies, 0.95)}
+            "search_p95_ms": 1000 * _pct(latencies, 0.95),
+            **over_floor(latencies, floor_ms)}
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = ("| set | preset | top-1 | hit@3 | hit@5 | dense top-1 | dense hit@3 | "
-            "ingest (mem/s) | search p50 / p95 (ms) |\n"
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+            "ingest (mem/s) | search p50 / p95 (ms) | floor p50 (ms) | x floor |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
     body = "".join(
         f"| {SET_TITLES.get(r['set'], r['set'])} ({r['questions']} q) | `{r['preset']}` | "
         f"{r['top1']:.2f} | {r['hit3']:.2f} | {r['hit5']:.2f} | {r['dense_top1']:.2f} | "
         f"{r['dense_hit3']:.2f} | {r['ingest_per_s']:.0f} | "
-        f"{r['search_p50_ms']:.1f} / {r['search_p95_ms']:.1f} |\n" for r in rows)
+        f"{r['search_p50_ms']:.1f} / {r['search_p95_ms']:.1f} | {r['floor_p50_ms']:.1f} | "
+        f"{r['p50_over_floor']:.2f} |\n" for r in rows)
     return head + body
 
 
@@ -217,7 +230,10 @@ def main() -> None:
             "`benchmarks/data/multilingual_*.json`; every question paraphrases its memory "
             "without the key words; `mixed` asks Chinese memories in English and English "
             "memories in Chinese. Full `mm.search(q, top_k=5)` plus the dense view alone; "
-            "ingest = one `add_many`, embedding included. Models: "
+            "ingest = one `add_many`, embedding included. Floor = one query embedding "
+            "by the preset's embedder plus a brute-force numpy top 5 over the stored "
+            "vectors (one BLAS thread, `benchmarks.run.Floor`), sampled just before each "
+            "search; x floor = the search's p50 over the floor's. Models: "
             + ", ".join(f"`{p}` = {m}" for p, m in models.items())
             + " (README.md, \"Embedders\").\n\n"
             + table(rows)))
