@@ -21,7 +21,10 @@ through ``POST /v1/memories/batch`` in chunks, with its event time and no memory
 a user would); ingest rate = messages / wall time of those calls, embedding included
 (the model is warmed first). Then every question through ``POST /v1/search`` (top_k 10,
 the set's ``reference_time``) with the recipes ``hybrid``, ``dense-only`` and
-``bm25-only``, in the same run.
+``bm25-only``, in the same run. Before each search the floor of the same run is
+sampled (``benchmarks.run.Floor``): one query embedding by the default embedder plus a
+brute-force numpy top 10 over the stored messages' vectors; each recipe's p50 is
+reported over the floor's p50.
 
 Scoring per question (as benchmarks/locomo.py): R@k = the share of its gold messages
 within the first k hits, MRR = 1 / rank of the first gold message (0 when none in the
@@ -145,6 +148,7 @@ def run_one(data: dict[str, Any], preset: str | None,
     """One embedder: a fresh data dir, every message, every question x recipe."""
     from fastapi.testclient import TestClient
 
+    from benchmarks.run import CapturingEmbedder, Floor, over_floor
     from hello_memory.config import load_settings
     from hello_memory.interfaces.rest import create_app
     from hello_memory.memory.manager import MemoryManager
@@ -160,6 +164,8 @@ def run_one(data: dict[str, Any], preset: str | None,
         mm = MemoryManager.open(settings)
         try:
             out["model"] = mm.stores.embedder.name
+            embedder = mm.stores.embedder
+            capture = mm.stores.embedder = CapturingEmbedder(embedder)
             with TestClient(create_app(settings, manager=mm)) as client:
                 def post(path: str, body: dict[str, Any], namespace: str = ns
                          ) -> dict[str, Any]:
@@ -174,6 +180,7 @@ def run_one(data: dict[str, Any], preset: str | None,
                     {"content": "预热：我喜欢喝茶。"}, {"content": "Warm-up: I like tea."}]},
                     "warm-up")
                 post("/v1/search", {"query": "我喜欢喝什么？"}, "warm-up")
+                capture.take()  # the warm-up's vectors are not the set's
                 msgs = data["messages"]
                 ids: list[str] = []
                 t0 = time.perf_counter()
@@ -183,6 +190,8 @@ def run_one(data: dict[str, Any], preset: str | None,
                         for m in msgs[start:start + CHUNK]]})
                     ids += answer["ids"]
                 ingest_s = time.perf_counter() - t0
+                floor = Floor(embedder, capture.take(), [q["text"] for q in questions],
+                              k=TOP_K)
                 key_of = dict(zip(ids, (m["id"] for m in msgs), strict=True))
                 out.update(messages=len(msgs), ingest_s=round(ingest_s, 3),
                            ingest_per_s=round(len(msgs) / ingest_s, 1))
@@ -201,8 +210,9 @@ def run_one(data: dict[str, Any], preset: str | None,
                 out["superseded_at_ingest"] = superseded
                 out["recipes"] = {}
                 for recipe in RECIPES:
-                    per_q, lat = [], []
+                    per_q, lat, floor_ms = [], [], []
                     for q in questions:
+                        floor.sampled(q["text"], floor_ms)
                         t0 = time.perf_counter()
                         hits = post("/v1/search", {
                             "query": q["text"], "top_k": TOP_K, "recipe": recipe,
@@ -214,7 +224,9 @@ def run_one(data: dict[str, Any], preset: str | None,
                                       "cross_language": bool(q.get("cross_language")),
                                       "ranked": ranked, **score(ranked, q["gold"])})
                     out["recipes"][recipe] = {**summarise(per_q), "p50_ms": _p(lat, 0.5),
-                                              "p95_ms": _p(lat, 0.95), "per_question": per_q}
+                                              "p95_ms": _p(lat, 0.95),
+                                              **over_floor(lat, floor_ms),
+                                              "per_question": per_q}
         finally:
             mm.close()
     hybrid, bm25 = out["recipes"]["hybrid"], out["recipes"]["bm25-only"]
@@ -240,14 +252,15 @@ def run(path: Path = DEFAULT_DATA, embedders: Sequence[str | None] = (None,),
 # --- reporting ---------------------------------------------------------------------------
 def table(result: dict[str, Any]) -> str:
     """Markdown tables, at most 80 columns wide."""
-    lines = ["| embedder | recipe | R@1 | R@5 | R@10 | MRR | p50 ms | p95 ms |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| embedder | recipe | R@1 | R@5 | R@10 | MRR | p50 ms | p95 ms | floor | x floor |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for run in result["runs"]:
         for recipe, r in run["recipes"].items():
             o = r["overall"]
             lines.append(f"| {run['embedder_preset']} | {recipe} | {o['recall@1']:.3f} | "
                          f"{o['recall@5']:.3f} | {o['recall@10']:.3f} | {o['mrr']:.3f} | "
-                         f"{r['p50_ms']} | {r['p95_ms']} |")
+                         f"{r['p50_ms']} | {r['p95_ms']} | {r.get('floor_p50_ms', '-')} | "
+                         f"{r.get('p50_over_floor', '-')} |")
     lines += ["", "| embedder | ingest msg/s | hybrid - bm25 R@10 | superseded at ingest |",
               "|---|---:|---:|---:|"]
     for run in result["runs"]:
@@ -314,7 +327,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             "in-process: `POST /v1/memories/batch` (no memory type, event times given; "
             "ingest rate embedding included), then `POST /v1/search` top_k 10 with each "
             "recipe. R@k: share of a question's gold messages in the first k; MRR of "
-            "the first gold message. The CPU is shared with other jobs: rates and "
+            "the first gold message. Floor: one query embedding plus a brute-force "
+            "numpy top 10 over the stored messages' vectors (one BLAS thread, "
+            "`benchmarks.run.Floor`), sampled just before each search, its p50 in ms; "
+            "x floor = the recipe's p50 over it. The CPU is shared with other jobs: rates and "
             "latencies are noisy, the recalls are not.\n\n" + table(result)))
     print(f"\nwrote {args.json}" + ("" if args.no_write else f", updated {args.md}"),
           file=sys.stderr)
