@@ -207,9 +207,11 @@ class MemoryManager:
         """The full id of ``memory_id`` or a short handle (docs/TOOLS.md, "The context block")."""
         return self._lookup.resolve_id(self.resolve_namespace(namespace), memory_id)
 
-    def short_id(self, memory_id: str, *, namespace: str | None = None) -> str:
-        """The shortest handle of ``memory_id`` no other memory of the namespace shares."""
-        return self._lookup.short_id(self.resolve_namespace(namespace), memory_id)
+    def short_ids(self, memory_ids: Iterable[str], *, namespace: str | None = None
+                  ) -> dict[str, str]:
+        """The shortest handle of each id that no other memory of the namespace shares
+        (the whole id where another one does): one read of the stored ids for all."""
+        return self._lookup.short_ids(self.resolve_namespace(namespace), memory_ids)
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> MemoryItem:
         return self._lookup.get(self.resolve_namespace(namespace), memory_id)

@@ -1,6 +1,6 @@
 """The lookup service: one memory by its id or its short handle.
 
-``MemoryManager.get``, ``resolve_id``, ``short_id`` and ``mentioned_times`` delegate
+``MemoryManager.get``, ``resolve_id``, ``short_ids`` and ``mentioned_times`` delegate
 here (issue 31). A short handle is the first ``HANDLE_CHARS`` or more characters of an
 id, about 6 tokens where the whole uuid costs about 25: the context block shows it and
 every call that takes an id takes it too (docs/TOOLS.md, "The context block").
@@ -12,6 +12,7 @@ default namespace first. Working memory is read as well as the stored memories.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from hello_memory.errors import InvalidInputError
@@ -52,20 +53,28 @@ class LookupService:
                                     f"namespace {ns!r}: give more of the id")
         return found[0] if found else memory_id
 
-    def short_id(self, ns: str, memory_id: str) -> str:
-        """The shortest handle of ``memory_id`` of at least HANDLE_CHARS characters that
-        no other memory of ``ns`` starts with (the full id if none is)."""
-        handle = memory_id[:HANDLE_CHARS]
-        if len(memory_id) != ID_CHARS or not _HANDLE.fullmatch(handle):
-            return memory_id
-        return handle if len(self._ids_starting(ns, handle)) <= 1 else memory_id
+    def short_ids(self, ns: str, memory_ids: Iterable[str]) -> dict[str, str]:
+        """The shortest handle of each id of at least HANDLE_CHARS characters that no
+        other memory of ``ns`` starts with (the whole id where another one does), the
+        stored ids read in one statement (a context block shows a handle per line;
+        docs/PERFORMANCE.md, "Short handles")."""
+        ids = list(dict.fromkeys(memory_ids))
+        handles = {i: i[:HANDLE_CHARS] for i in ids
+                   if len(i) == ID_CHARS and _HANDLE.fullmatch(i[:HANDLE_CHARS])}
+        found = self._ids_starting_each(ns, list(dict.fromkeys(handles.values())))
+        return {i: handles[i] if i in handles and len(found[handles[i]]) <= 1 else i
+                for i in ids}
 
     def _ids_starting(self, ns: str, prefix: str) -> list[str]:
         """At most two ids of the namespace's memories (working and stored) that start
         with ``prefix``: enough to tell one from many."""
-        return list(dict.fromkeys([*self.working.ids_starting(ns, prefix),
-                                   *self.stores.records.memories.ids_starting(ns, prefix,
-                                                                              limit=2)]))
+        return self._ids_starting_each(ns, [prefix])[prefix]
+
+    def _ids_starting_each(self, ns: str, prefixes: Sequence[str]) -> dict[str, list[str]]:
+        """:meth:`_ids_starting` of each prefix."""
+        stored = self.stores.records.memories.ids_starting_each(ns, prefixes, limit=2)
+        return {p: list(dict.fromkeys([*self.working.ids_starting(ns, p), *stored[p]]))
+                for p in prefixes}
 
     def get(self, ns: str, memory_id: str) -> MemoryItem:
         """One memory, working or stored, by its id or handle; NotFoundError if none."""

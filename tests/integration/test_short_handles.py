@@ -53,7 +53,7 @@ def test_a_handle_two_memories_share_is_a_clear_error(tmp_path: Path) -> None:
             mm.get("0123abcd", namespace="n")
         # the whole id is always itself; the block shows such twins whole
         assert mm.get(twins[1], namespace="n").id == twins[1]
-        assert mm.short_id(twins[0], namespace="n") == twins[0]
+        assert mm.short_ids([twins[0]], namespace="n") == {twins[0]: twins[0]}
         # a too-short or non-hex reference is taken as it is (and then not found)
         assert mm.resolve_id("0123", namespace="n") == "0123"
         # another namespace's memory is never reached by a handle
@@ -104,3 +104,78 @@ def test_rest_takes_a_handle_and_answers_a_shared_one_with_a_400(tmp_path: Path)
         shared = client.get("/v1/memories/0123abcd", params={"namespace": "n"}, headers=auth)
         assert shared.status_code == 400
         assert "more than one memory" in shared.json()["detail"]
+
+
+def test_hex_after_bounds_every_id_a_prefix_starts() -> None:
+    from hello_memory.stores.records._memory_queries import hex_after
+
+    assert hex_after("0a9f") == "0aa0" and hex_after("0123abcf") == "0123abd0"
+    assert hex_after("19") == "1a" and hex_after("abc-12") == "abd"
+    # nothing above an all-f head, and no head at all: no bound
+    assert hex_after("ffff") is None and hex_after("") is None and hex_after("-12") is None
+    for prefix in ("0123abcd", "0123abcf", "9fffffff", "0a9f-1"):
+        after = hex_after(prefix)
+        assert after is not None and prefix < after
+        assert prefix + "-0000-4000-8000-000000000001" < after
+        assert prefix + "ffff" < after
+
+
+@pytest.mark.parametrize("records", ["sqlite", pytest.param("postgresql",
+                                                            marks=pytest.mark.postgres)])
+def test_short_ids_of_a_block_match_each_asked_alone(tmp_path: Path, records: str,
+                                                     request: pytest.FixtureRequest) -> None:
+    """The context block asks the handles of all its lines at once
+    (``MemoryManager.short_ids``, one statement): each is what it is asked alone."""
+    extra: dict[str, Any] = {}
+    if records == "postgresql":
+        extra = {"records": {"url": request.getfixturevalue("postgres_url")}}
+    mm = _open(tmp_path / "d", **extra)
+    try:
+        twins = ["0123abcd-0000-4000-8000-000000000001", "0123abcd-0000-4000-8000-000000000002"]
+        # a handle ending in f, and the id just above its range
+        edge = ["0123abcf-0000-4000-8000-000000000003", "0123abd0-0000-4000-8000-000000000004"]
+        high = ["ffffffff-0000-4000-8000-000000000005"]  # no hex bound above it
+        _records_only(mm, twins + edge + high)
+        # the same handle in another namespace does not lengthen this one's
+        mm.stores.records.memories.add_items([MemoryItem(
+            content="elsewhere", namespace="other", memory_type=MemoryType.SEMANTIC,
+            id="0123abcf-0000-4000-8000-000000000009")])
+        working = mm.add("Just said: the train leaves at six.", namespace="n",
+                         memory_type="working").id
+        odd = ["not-a-uuid", twins[0][:20]]
+        ids = [*twins, *edge, *high, working, *odd]
+        got = mm.short_ids(ids, namespace="n")
+        assert got == {i: mm.short_ids([i], namespace="n")[i] for i in ids}
+        assert got[twins[0]] == twins[0] and got[twins[1]] == twins[1]
+        assert got[edge[0]] == edge[0][:8] and got[edge[1]] == edge[1][:8]
+        assert got[high[0]] == "ffffffff" and got[working] == working[:8]
+        assert got["not-a-uuid"] == "not-a-uuid" and got[twins[0][:20]] == twins[0][:20]
+        assert mm.short_ids([], namespace="n") == {}
+    finally:
+        mm.close()
+
+
+def test_the_handles_statement_seeks_the_key_and_reads_no_namespace(tmp_path: Path) -> None:
+    """SQLite's plan for the handles of a block: one seek of the primary key per handle,
+    never a scan of the table or of a namespace index (the bounded-work rule: a block's
+    handles cost the same at 100 memories and at 100,000)."""
+    from sqlalchemy import text
+
+    from hello_memory.stores.records._memory_queries import _ranges_sql
+
+    mm = _open(tmp_path / "d")
+    try:
+        _records_only(mm, [f"{n:08x}-0000-4000-8000-{n:012x}" for n in range(50)])
+        params = {"ns": "n", "lo0": "00000001", "hi0": "00000002", "lo1": "0000002a",
+                  "hi1": "0000002b"}
+        with mm.stores.records.transaction() as s:
+            plan = [row[-1] for row in s.execute(
+                text("EXPLAIN QUERY PLAN " + _ranges_sql(2).text), params)]
+            found = sorted(s.scalars(_ranges_sql(2), params))
+        assert found == ["00000001-0000-4000-8000-000000000001",
+                         "0000002a-0000-4000-8000-00000000002a"]
+        seeks = [p for p in plan if p.startswith("SEARCH")]
+        assert len(seeks) == 2 and all("(id>? AND id<?)" in p for p in seeks), plan
+        assert not any(p.startswith("SCAN") for p in plan), plan
+    finally:
+        mm.close()

@@ -50,7 +50,7 @@ def test_the_memory_just_stored_is_in_the_block(api: tuple[AsgiApi, MemoryManage
     hits = call("POST", "/v1/search", params=NS, headers=A,
                 json={"query": "Can you suggest a snack for me?"}).json()["hits"]
     assert hits and hits[0]["id"] == allergy
-    # the block shows the id's short handle (MemoryManager.short_id)
+    # the block shows the id's short handle (MemoryManager.short_ids)
     assert f"[{allergy[:8]}]" in ctx["context"] and "allergic to peanuts" in ctx["context"]
 
 

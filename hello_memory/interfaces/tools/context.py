@@ -140,9 +140,9 @@ class ContextBuilder:
         lines: list[str] = []
         used = 0
         packed: set[str] = set()
+        handles = self.manager.short_ids([i.id for i in items], namespace=self.namespace)
         for item in items:
-            line = self._context_line({"id": self.manager.short_id(item.id,
-                                                                   namespace=self.namespace),
+            line = self._context_line({"id": handles[item.id],
                                        "type": item.memory_type.value,
                                        "layer": "full", "content": item.content,
                                        "event_time": item.event_time})

@@ -46,6 +46,35 @@ if TYPE_CHECKING:
 ItemOrder = Literal["event_time", "-event_time", "-importance"]
 
 
+_HEX = "0123456789abcdef"
+# Leading hex digits from which a prefix's range of ids is read without a LIMIT: at
+# most about one in 16**4 of the ids of every namespace.
+NARROW_HEX = 4
+
+
+def _hex_head(prefix: str) -> str:
+    """The leading lowercase-hex digits of ``prefix``."""
+    n = 0
+    while n < len(prefix) and prefix[n] in _HEX:
+        n += 1
+    return prefix[:n]
+
+
+def hex_after(prefix: str) -> str | None:
+    """An upper bound of every id that starts with ``prefix``: the least lowercase-hex
+    string above the prefix's leading hex digits, of their length (``"0a9f-1"`` ->
+    ``"0aa0"``); None when it has none, or they are all ``f``. Hex digits keep their
+    order under any collation, where a character like ``:`` (the code point after
+    ``9``) may not (PostgreSQL's locales)."""
+    digits = list(_hex_head(prefix))
+    for k in range(len(digits) - 1, -1, -1):
+        if digits[k] != "f":
+            digits[k] = _HEX[_HEX.index(digits[k]) + 1]
+            return "".join(digits[:k + 1]) + "0" * (len(digits) - k - 1)
+        digits[k] = "0"
+    return None
+
+
 @dataclass(frozen=True)
 class ItemFilter:
     """Structured filters (the symbolic side of retrieval). None means "any"."""
@@ -124,6 +153,18 @@ def _topics_sql(n: int) -> TextClause:
     return text(" UNION ALL ".join(one.format(n=i) for i in range(n)))
 
 
+@lru_cache(maxsize=128)
+def _ranges_sql(n: int) -> TextClause:
+    """The ids in ``n`` ranges of the primary key (``:lo0`` <= id < ``:hi0`` ..) of the
+    memories of namespace ``:ns``: one key seek per range. ORed in one WHERE, SQLite's
+    planner scans the whole key instead; ``namespace || ''`` keeps it off the
+    namespace's indexes (through one of them it reads the whole namespace and sorts).
+    Plain SQL built once per ``n``, as :func:`_topics_sql`."""
+    one = ("SELECT id FROM hm_memory_items WHERE id >= :lo{n} AND id < :hi{n} "
+           "AND namespace || '' = :ns")
+    return text(" UNION ALL ".join(one.format(n=i) for i in range(n)))
+
+
 class MemoryQueries:
     """The lookups of :class:`~hello_memory.stores.records.memories.MemoryRepository`
     (which inherits them and sets the two attributes below): its filter translation
@@ -193,12 +234,39 @@ class MemoryQueries:
     def ids_starting(self, namespace: str, prefix: str, *, limit: int = 2) -> list[str]:
         """Ids of this namespace's memories that start with ``prefix`` (a short handle,
         docs/TOOLS.md), at most ``limit``, in id order."""
-        q = (select(MemoryRow.id)
-             .where(MemoryRow.namespace == require_namespace(namespace),
-                    MemoryRow.id >= prefix, MemoryRow.id.startswith(prefix, autoescape=True))
-             .order_by(MemoryRow.id).limit(limit))
+        return self.ids_starting_each(namespace, [prefix], limit=limit)[prefix]
+
+    def ids_starting_each(self, namespace: str, prefixes: Sequence[str], *, limit: int = 2
+                          ) -> dict[str, list[str]]:
+        """:meth:`ids_starting` of each prefix, in one transaction: the ids of every
+        prefix that begins with at least :data:`NARROW_HEX` hex digits (a handle) come
+        from one statement, a range of the primary key per prefix.
+
+        ``LIKE`` uses no index: with only ``id >= prefix``, SQLite's planner read the
+        whole namespace through one of its indexes and sorted it, once per handle (a
+        context block asks one per line it shows: about 70 ms of a 73 ms block at 10,000
+        memories; docs/PERFORMANCE.md, "Short handles")."""
+        ns = require_namespace(namespace)
+        out: dict[str, list[str]] = {p: [] for p in prefixes}
+        bound = {p: after for p in out if len(_hex_head(p)) >= NARROW_HEX
+                 and (after := hex_after(p)) is not None}
+        narrow = list(bound)
         with self._records.transaction() as s:
-            return list(s.scalars(q))
+            for p in out.keys() - set(narrow):  # a short or odd prefix: LIMIT bounds it
+                out[p] = list(s.scalars(
+                    select(MemoryRow.id).where(MemoryRow.namespace == ns, MemoryRow.id >= p,
+                                               MemoryRow.id.startswith(p, autoescape=True))
+                    .order_by(MemoryRow.id).limit(limit)))
+            for start in range(0, len(narrow), 100):  # SQLite allows 500 compound terms
+                chunk = narrow[start:start + 100]
+                params = {"ns": ns, **{f"lo{n}": p for n, p in enumerate(chunk)},
+                          **{f"hi{n}": bound[p] for n, p in enumerate(chunk)}}
+                found = s.scalars(_ranges_sql(len(chunk)), params)
+                for memory_id in sorted(found):
+                    for p in chunk:
+                        if memory_id.startswith(p) and len(out[p]) < limit:
+                            out[p].append(memory_id)
+        return out
 
     def recent_by_topic(self, namespace: str, topics: Sequence[str], limit: int
                         ) -> dict[str, list[MemoryItem]]:
