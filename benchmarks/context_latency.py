@@ -16,7 +16,10 @@ a warm cache: an untimed first pass over the same queries embeds every (sub-)que
 the engine asks for and the timed pass is served from it (its misses are reported,
 and are 0 when the exclusion held). The same store is measured as exact search and
 after ``MemoryManager.optimize()`` (the embedded engine's HNSW graph). For scale, the
-search alone (``MemoryManager.search``, top 20 as the loader asks) is timed too.
+search alone (``MemoryManager.search``, top 20 as the loader asks) is timed too. Beside
+them, the floor of the same run without the query embedding (``benchmarks.run.Floor``,
+its top-k alone): a brute-force numpy top 20 over the N stored vectors, sampled just
+before each timed call.
 """
 
 from __future__ import annotations
@@ -33,9 +36,22 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks.corpus import CACHE_DIR, CachedEmbedder, cached_embeddings, corpus, queries
 from benchmarks.report import write_section
-from benchmarks.run import RESULTS, ROOT, QueryVectors, lat_ms, load, open_manager, pct, versions
+from benchmarks.run import (
+    RESULTS,
+    ROOT,
+    Floor,
+    QueryVectors,
+    lat_ms,
+    load,
+    max_batch,
+    open_manager,
+    pct,
+    versions,
+)
 
 NS = "b"
 KEY = "bench-key"
@@ -71,8 +87,8 @@ def entries(texts: Sequence[str], start: int, now: datetime) -> list[dict[str, A
     return out
 
 
-def build(n: int, data: Path, batch: int) -> tuple[Any, float, float]:
-    """The manager over N memories; (manager, embed s, ingest s)."""
+def build(n: int, data: Path, batch: int) -> tuple[Any, Any, float, float]:
+    """The manager over N memories; (manager, their vectors, embed s, ingest s)."""
     from hello_memory.embedding import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder(batch_size=batch)
@@ -85,15 +101,17 @@ def build(n: int, data: Path, batch: int) -> tuple[Any, float, float]:
     mm = open_manager(data, CachedEmbedder(embedder, texts, vecs))
     now = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    for i in range(0, n, 10_000):  # one call per 10k keeps the batch's memory bounded
-        mm.add_many(entries(texts[i:i + 10_000], i, now))
-    return mm, embed_s, time.perf_counter() - t0
+    step = max_batch()  # the largest add_many the library allows
+    for i in range(0, n, step):
+        mm.add_many(entries(texts[i:i + step], i, now))
+    return mm, vecs, embed_s, time.perf_counter() - t0
 
 
-def time_context(mm: Any, data: Path, qs: Sequence[str], cache: WarmQueryCache
-                 ) -> dict[str, Any]:
-    """p50 / p95 ms of POST /v1/context after an untimed warm pass; mean tokens, empty
-    blocks, and the query embeddings the timed pass still needed (0 expected)."""
+def time_context(mm: Any, data: Path, qs: Sequence[str], cache: WarmQueryCache,
+                 floor: Floor) -> dict[str, Any]:
+    """p50 / p95 ms of POST /v1/context after an untimed warm pass, ``floor``'s top-k
+    sampled before each call; mean tokens, empty blocks, and the query embeddings the
+    timed pass still needed (0 expected)."""
     import httpx
 
     from hello_memory.config import load_settings
@@ -117,6 +135,7 @@ def time_context(mm: Any, data: Path, qs: Sequence[str], cache: WarmQueryCache
             times, tokens = [], []
             misses = cache.misses
             for q in qs:
+                floor.topk(q)
                 t0 = time.perf_counter()
                 body = await call(q)
                 times.append(time.perf_counter() - t0)
@@ -134,9 +153,10 @@ def bench(n: int, n_queries: int, batch: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "hm"
         print(f"  build N={n}", flush=True)
-        mm, embed_s, ingest_s = build(n, data, batch)
+        mm, vecs, embed_s, ingest_s = build(n, data, batch)
         cache = WarmQueryCache(mm.stores.embedder, qs)
         mm.stores.embedder = cache
+        floor = Floor(cache, np.asarray(vecs, np.float32), qs, k=20)
         res: dict[str, Any] = {"n": n, "queries": n_queries, "embed_s": embed_s,
                                "ingest_s": ingest_s}
         for label in ("exact", "hnsw"):
@@ -146,9 +166,10 @@ def bench(n: int, n_queries: int, batch: int) -> dict[str, Any]:
                 mm.optimize()
                 res["optimize_s"] = time.perf_counter() - t0
             print(f"  context {label} N={n}", flush=True)
-            res[label] = time_context(mm, data, qs, cache)
+            res[label] = time_context(mm, data, qs, cache, floor)
             res[label]["search_p50_ms"], res[label]["search_p95_ms"] = lat_ms(
-                lambda q: mm.search(q, top_k=20, namespace=NS), qs)
+                lambda q: mm.search(q, top_k=20, namespace=NS), qs, before=floor.topk)
+        res["floor_p50_ms"] = statistics.median(floor.topk_ms)
         res["query_embeddings"] = len(cache._q)
         mm.close()
     return res
@@ -170,11 +191,13 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         "pass needs none: \"misses\" below). Exact = the embedded engine's brute-force "
         "search; HNSW = after `hello-memory jobs optimize`. Search alone = "
         "`MemoryManager.search(q, top_k=20)`, the loader's one search, for scale. "
-        "p50 / p95 ms.", "",
+        "p50 / p95 ms. Floor = a brute-force numpy top 20 over the same N vectors, no "
+        "query embedding (one BLAS thread, `benchmarks.run.Floor`), sampled just before "
+        "each timed call; x floor = context p50 over the floor's p50.", "",
         f"| N | build s (embed + ingest) | context, exact (target p95 <= {TARGET_P95_MS:.0f} "
         "at 100k) | search alone, exact | context, HNSW | search alone, HNSW | mean block "
-        "tokens | empty blocks | misses |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "tokens | empty blocks | misses | floor p50 | x floor, exact / HNSW |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         e, h = r["exact"], r["hnsw"]
@@ -183,7 +206,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
             f"{e['p95_ms']:.1f} | {e['search_p50_ms']:.1f} / {e['search_p95_ms']:.1f} | "
             f"{h['p50_ms']:.1f} / {h['p95_ms']:.1f} | {h['search_p50_ms']:.1f} / "
             f"{h['search_p95_ms']:.1f} | {e['mean_tokens']:.0f} | {e['empty']} | "
-            f"{e['timed_misses'] + h['timed_misses']} |")
+            f"{e['timed_misses'] + h['timed_misses']} | {r['floor_p50_ms']:.1f} | "
+            f"{e['p50_ms'] / r['floor_p50_ms']:.1f} / {h['p50_ms'] / r['floor_p50_ms']:.1f} |")
     if len(rows) > 1:
         a, b = rows[0], rows[-1]
         lines += ["", f"Growth from N = {a['n']} to {b['n']}, context p50: exact "
@@ -201,6 +225,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--note", default="", help="a sentence added under the table")
     ap.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
+    ap.add_argument("--json", type=Path, default=RESULTS / "context_latency.json")
     args = ap.parse_args()
     started = time.time()
     meta: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(),
@@ -213,8 +238,8 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
     meta["load_end"] = load()
     meta["minutes"] = (time.time() - started) / 60
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "context_latency.json").write_text(
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(
         json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     write_section(args.out, "context-latency", render(meta, rows))
     print(f"wrote {args.out} (section context-latency) in {meta['minutes']:.1f} min")

@@ -156,3 +156,19 @@ def test_vector_conditions_smoke_writes_both_modes(tmp_path: Path) -> None:
     assert all(float(r[i]) > 0 for r in rows[3:] for i in (2, 3)), rows
     # leaving out the conditions every point meets changes no result
     assert "3 of 3 questions' top 5 the same both ways" in section
+
+
+@pytest.mark.slow
+def test_context_latency_smoke_ingests_past_the_batch_limit_and_writes_its_floor(
+        tmp_path: Path) -> None:
+    # more memories than limits.max_batch (1,000): the build must split its add_many
+    # (it once sent 10,000 in one call and crashed before writing anything)
+    out = tmp_path / "BENCHMARKS.md"
+    _run(["benchmarks.context_latency", "--n", "1200", "--queries", "3", "--out", str(out),
+          "--json", str(tmp_path / "context_latency.json")], timeout=900)
+    section = _section(out.read_text(encoding="utf-8"), "context-latency")
+    rows = _rows_after(section, "| N |")
+    assert [r[0] for r in rows] == ["1200"]
+    assert len(rows[0]) == 11 and all(rows[0]), rows
+    assert float(rows[0][9]) > 0  # the floor's p50
+    assert rows[0][8] == "0"  # no query embedded in the timed pass
