@@ -153,7 +153,8 @@ class Floor:
         self.topk_ms: list[float] = []
         self._blas = ThreadpoolController()
 
-    def _top(self, v: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
+    def top(self, v: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
+        """The rows of the top ``k`` for the query vector ``v``, best first."""
         scores = self.matrix @ v
         best = np.argpartition(-scores, self.k - 1)[:self.k]
         return best[np.argsort(-scores[best])]
@@ -161,13 +162,13 @@ class Floor:
     def full(self, q: str) -> None:
         with self._blas.limit(limits=1, user_api="blas"):  # set before the clock starts
             t0 = time.perf_counter()
-            self._top(np.asarray(self.embedder.embed_query(q), np.float32))
+            self.top(np.asarray(self.embedder.embed_query(q), np.float32))
             self.full_ms.append(1000 * (time.perf_counter() - t0))
 
     def topk(self, q: str) -> None:
         with self._blas.limit(limits=1, user_api="blas"):
             t0 = time.perf_counter()
-            self._top(self.qv[q])
+            self.top(self.qv[q])
             self.topk_ms.append(1000 * (time.perf_counter() - t0))
 
     def sampled(self, q: str, into: list[float]) -> None:
