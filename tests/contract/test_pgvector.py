@@ -180,3 +180,62 @@ def test_factory_and_settings(tmp_path: Path, postgres_url: str) -> None:
     env = load_settings(environ={"HELLO_MEMORY__VECTOR__PROVIDER": "pgvector",
                                  "HELLO_MEMORY__VECTOR__PGVECTOR__URL": postgres_url})
     assert isinstance(build_vector_store(env), PgVectorStore)
+
+
+def _plan_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """A JSON plan node and every node under it."""
+    return [node, *(n for child in node.get("Plans", []) for n in _plan_nodes(child))]
+
+
+def test_bm25_counts_the_namespace_once_and_scores_by_the_formula(postgres_url: str) -> None:
+    """The sparse search's CTEs are computed once each (docs/PERFORMANCE.md, "BM25 on
+    PostgreSQL"): inlined, the namespace's count ran once per posting its join read,
+    190 ms of a search over 2,000 memories. Its scores are BM25's:
+    sum(weight x query weight x ln((N - df + 0.5) / (df + 0.5) + 1))."""
+    from sqlalchemy import event
+
+    from hello_memory.types import SparseVector
+
+    store = _store(postgres_url, prefix="hm_bm25_")
+    try:
+        store.ensure_collection(SPEC)
+        pts = _points(120, "a", 3) + _points(30, "b", 4)
+        for i, p in enumerate(pts):
+            # term 1 in every third point, term 2 in every fifth, term 3 in one
+            terms = [t for t, every in ((1, 3), (2, 5), (3, 120)) if i % every == 0]
+            p.sparse["bm25"] = SparseVector(tuple(terms), tuple(1.0 + t / 10 for t in terms))
+        store.upsert(COL, pts)
+        seen: list[tuple[str, Any]] = []
+
+        def keep(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+            if statement.startswith("WITH q(term, w)"):
+                seen.append((statement, params))
+
+        event.listen(store._engine, "before_cursor_execute", keep)
+        query = SparseVector((1, 2, 3), (1.0, 0.5, 2.0))
+        hits = store.nearest(COL, query, namespace="a", using="bm25", limit=5)
+        event.remove(store._engine, "before_cursor_execute", keep)
+
+        a = [p for p in pts if p.payload["namespace"] == "a"]
+        df = {t: sum(t in p.sparse["bm25"].indices for p in a) for t in (1, 2, 3)}
+        idf = {t: np.log((len(a) - d + 0.5) / (d + 0.5) + 1) for t, d in df.items()}
+        q = dict(zip(query.indices, query.values, strict=True))
+        want = sorted(((sum(w * q[t] * idf[t] for t, w in zip(
+            p.sparse["bm25"].indices, p.sparse["bm25"].values, strict=True)), p.id)
+            for p in a if p.sparse["bm25"].indices), key=lambda s: (-s[0], s[1]))[:5]
+        assert [h.id for h in hits] == [pid for _, pid in want]
+        assert [h.score for h in hits] == pytest.approx([s for s, _ in want], rel=1e-5)
+
+        assert len(seen) == 1
+        with store._engine.connect() as conn:
+            plan = conn.exec_driver_sql("EXPLAIN (ANALYZE, FORMAT JSON) " + seen[0][0],
+                                        seen[0][1]).scalar()
+        nodes = _plan_nodes(plan[0]["Plan"])
+        counts = [n for n in nodes if n.get("Relation Name") == "hm_bm25_memories"
+                  and n.get("Parent Relationship") != "Inner"]
+        ctes = {n["Subplan Name"] for n in nodes if n.get("Subplan Name", "").startswith("CTE")}
+        assert {"CTE q", "CTE n", "CTE d"} <= ctes, ctes
+        # the one read of the points table for the count runs once, not per posting
+        assert counts and all(n["Actual Loops"] == 1 for n in counts), counts
+    finally:
+        store.close()
