@@ -82,6 +82,14 @@ class LanguageMixin:
         """The ids and texts of the text memories of :meth:`_listing`, kept while the
         namespace's write generation holds (_kept): a search of a small namespace
         reads no record the multilingual view does not rank high (issue 27)."""
+        records = self.stores.records.memories
+        if records.generation(ns) is None:  # nothing kept: the three columns, each search
+            stored = {t.value for t in STORED_TYPES}
+            rows = [(i, text) for i, kind, text in records.list_texts(
+                ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time", chars=LISTED_CHARS)
+                if kind in stored]
+            return [i for i, _ in rows], [text for _, text in rows]
+
         def read() -> tuple[list[str], list[str]]:
             items = [i for i in self._listing(ns, flt) if i.memory_type in STORED_TYPES]
             return [i.id for i in items], [i.content[:LISTED_CHARS] for i in items]
@@ -90,10 +98,9 @@ class LanguageMixin:
     def _listing(self, ns: str, flt: ItemFilter) -> list[MemoryItem]:
         """The newest MULTILINGUAL_SCAN memories of ``ns`` matching ``flt`` (the
         multilingual view's small namespace): the ids kept while no write changes the
-        namespace, the records from the record cache; read whole where neither is kept."""
+        namespace, the records from the record cache (only where the store gives a write
+        generation: :meth:`_listed_texts` reads three columns elsewhere)."""
         records = self.stores.records.memories
-        if records.generation(ns) is None:
-            return records.list_items(ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time")
         ids = self._kept(ns, ("ids", flt), lambda: records.list_ids(
             ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time"))
         return records.get_items(ns, ids, shared=True)

@@ -179,3 +179,36 @@ def test_the_handles_statement_seeks_the_key_and_reads_no_namespace(tmp_path: Pa
         assert not any(p.startswith("SCAN") for p in plan), plan
     finally:
         mm.close()
+
+
+@pytest.mark.parametrize("records", ["sqlite", pytest.param("postgresql",
+                                                            marks=pytest.mark.postgres)])
+def test_list_texts_is_list_items_in_three_columns(tmp_path: Path, records: str,
+                                                   request: pytest.FixtureRequest) -> None:
+    """MemoryRepository.list_texts (the multilingual view's listing where nothing is
+    kept): the ids, types and first characters of what list_items returns, in its
+    order, counted in characters on both databases (CJK and a character outside the
+    BMP cut where Python cuts them)."""
+    from hello_memory.stores.records._memory_queries import ItemFilter
+
+    extra: dict[str, Any] = {}
+    if records == "postgresql":
+        extra = {"records": {"url": request.getfixturevalue("postgres_url")}}
+    mm = _open(tmp_path / "d", **extra)
+    try:
+        memories = mm.stores.records.memories
+        texts = ["妈妈最喜欢百合花，" * 30, "🙂 emoji first " * 20, "plain English note",
+                 "x" * 50]
+        mm.stores.records.memories.add_items([
+            MemoryItem(content=t, namespace="n", memory_type=kind)
+            for t, kind in zip(texts, (MemoryType.SEMANTIC, MemoryType.EPISODIC,
+                                       MemoryType.SEMANTIC, MemoryType.EPISODIC),
+                               strict=True)])
+        for flt in (ItemFilter(), ItemFilter(memory_types=(MemoryType.SEMANTIC,))):
+            want = [(i.id, i.memory_type.value, i.content[:37])
+                    for i in memories.list_items("n", flt, limit=3, order="-event_time")]
+            assert memories.list_texts("n", flt, limit=3, order="-event_time",
+                                       chars=37) == want
+        assert memories.list_texts("other") == []
+    finally:
+        mm.close()

@@ -349,3 +349,39 @@ def test_only_a_search_running_alone_encodes_ahead(
     assert started == [question]  # not encoded ahead that time
     assert retriever._running == 0
     assert _hits(family, question) == alone and started == [question, question]
+
+
+def test_without_a_write_generation_the_view_reads_three_columns_and_ranks_alike(
+        family: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the records give no write generation (PostgreSQL, which other processes
+    write) nothing is kept, and the small namespace's listing is read on every search:
+    as ids, types and text prefixes (MemoryRepository.list_texts), not whole records.
+    The hits, scores and views are those of the kept listing."""
+    from hello_memory.stores.records.memories import MemoryRepository
+
+    questions = ["Which flight is mum coming on?", "嘉怡喜欢喝什么茶？",
+                 "What does my sister's daughter share with the cat?"]
+
+    def ranked() -> list[list[tuple[str, float, tuple[str, ...]]]]:
+        return [[(h.id, round(h.score, 9), tuple(sorted(h.views)))
+                 for h in family.search(q, namespace="fam", top_k=5, touch=False)]
+                for q in questions]
+
+    kept = ranked()
+    listed: list[str] = []
+    whole: list[str] = []
+    list_texts, list_items = MemoryRepository.list_texts, MemoryRepository.list_items
+
+    def texts(self: Any, namespace: str, *args: Any, **kwargs: Any) -> Any:
+        listed.append(namespace)
+        return list_texts(self, namespace, *args, **kwargs)
+
+    def items(self: Any, namespace: str, *args: Any, **kwargs: Any) -> Any:
+        whole.append(namespace)
+        return list_items(self, namespace, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryRepository, "generation", lambda self, namespace: None)
+    monkeypatch.setattr(MemoryRepository, "list_texts", texts)
+    monkeypatch.setattr(MemoryRepository, "list_items", items)
+    assert ranked() == kept
+    assert listed.count("fam") == len(questions) and "fam" not in whole

@@ -283,6 +283,19 @@ class MemoryRepository(MemoryQueries):
         with self._records.transaction() as s:
             return list(s.scalars(q))
 
+    def list_texts(self, namespace: str, flt: ItemFilter = ItemFilter(), *,
+                   limit: int | None = None, order: ItemOrder = "event_time",
+                   chars: int = 2000) -> list[tuple[str, str, str]]:
+        """(id, memory type, the first ``chars`` characters of the content) of what
+        :meth:`list_items` would return, in its order: three columns instead of whole
+        records, for a reader of texts where no record cache holds them (the
+        multilingual view on PostgreSQL; docs/PERFORMANCE.md, "Search on PostgreSQL")."""
+        q = (select(MemoryRow.id, MemoryRow.memory_type,
+                    func.substr(MemoryRow.content, 1, chars))
+             .where(*self._where(namespace, flt)).order_by(*_order_by(order)).limit(limit))
+        with self._records.transaction() as s:
+            return [(str(i), str(t), str(c)) for i, t, c in s.execute(q)]
+
     def count_items(self, namespace: str, flt: ItemFilter = ItemFilter()) -> int:
         q = select(func.count()).select_from(MemoryRow).where(*self._where(namespace, flt))
         with self._records.transaction() as s:

@@ -184,7 +184,7 @@ class PgSql:
         # once per posting the join read (456 times, 190 ms of a 2,000-memory search,
         # on a table not yet analysed). ``::bigint[]`` lets the term list be an index
         # condition; untyped, psycopg sends integer[] and the terms were a filter over
-        # every posting of the namespace (docs/PERFORMANCE.md, "BM25 on PostgreSQL").
+        # every posting of the namespace (docs/PERFORMANCE.md, "Search on PostgreSQL").
         sql = (
             f"WITH q(term, w) AS MATERIALIZED "
             f"      (SELECT * FROM unnest(%s::bigint[], %s::float8[])), "
