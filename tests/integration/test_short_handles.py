@@ -5,6 +5,7 @@ a 300-token block holds more memories; every call that takes an id takes a handl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,17 @@ from hello_memory.types import MemoryItem, MemoryType
 
 def _open(data_dir: Path, **extra: Any) -> MemoryManager:
     return MemoryManager.open(load_settings(environ={}, data_dir=data_dir, **extra))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def on_both(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryManager]:
+    """A manager whose records are in SQLite, then in PostgreSQL."""
+    extra: dict[str, Any] = {}
+    if request.param == "postgresql":
+        extra = {"records": {"url": request.getfixturevalue("postgres_url")}}
+    mm = _open(tmp_path / "d", **extra)
+    yield mm
+    mm.close()
 
 
 def test_the_block_shows_handles_and_every_call_takes_them(tmp_path: Path) -> None:
@@ -62,25 +74,16 @@ def test_a_handle_two_memories_share_is_a_clear_error(tmp_path: Path) -> None:
         mm.close()
 
 
-@pytest.mark.parametrize("records", ["sqlite", pytest.param("postgresql",
-                                                            marks=pytest.mark.postgres)])
-def test_holds_cjk_is_one_query_on_both_databases(tmp_path: Path, records: str,
-                                                  request: pytest.FixtureRequest) -> None:
+def test_holds_cjk_is_one_query_on_both_databases(on_both: MemoryManager) -> None:
     """The multilingual view's switch (retrieval/_hybrid_language.py ``_holds_cjk``): SQLite
     through SQLAlchemy's REGEXP, PostgreSQL with its own."""
-    extra: dict[str, Any] = {}
-    if records == "postgresql":
-        extra = {"records": {"url": request.getfixturevalue("postgres_url")}}
-    mm = _open(tmp_path / "d", **extra)
-    try:
-        memories = mm.stores.records.memories
-        mm.add("Pizza night on Friday.", namespace="en", memory_type="semantic")
-        mm.add("I cycle to work.", namespace="zh", memory_type="semantic")
-        assert not memories.holds_cjk("en") and not memories.holds_cjk("zh")
-        mm.add("妈妈喜欢百合花。", namespace="zh", memory_type="semantic")
-        assert memories.holds_cjk("zh") and not memories.holds_cjk("en")
-    finally:
-        mm.close()
+    mm = on_both
+    memories = mm.stores.records.memories
+    mm.add("Pizza night on Friday.", namespace="en", memory_type="semantic")
+    mm.add("I cycle to work.", namespace="zh", memory_type="semantic")
+    assert not memories.holds_cjk("en") and not memories.holds_cjk("zh")
+    mm.add("妈妈喜欢百合花。", namespace="zh", memory_type="semantic")
+    assert memories.holds_cjk("zh") and not memories.holds_cjk("en")
 
 
 def test_rest_takes_a_handle_and_answers_a_shared_one_with_a_400(tmp_path: Path) -> None:
@@ -120,39 +123,30 @@ def test_hex_after_bounds_every_id_a_prefix_starts() -> None:
         assert prefix + "ffff" < after
 
 
-@pytest.mark.parametrize("records", ["sqlite", pytest.param("postgresql",
-                                                            marks=pytest.mark.postgres)])
-def test_short_ids_of_a_block_match_each_asked_alone(tmp_path: Path, records: str,
-                                                     request: pytest.FixtureRequest) -> None:
+def test_short_ids_of_a_block_match_each_asked_alone(on_both: MemoryManager) -> None:
     """The context block asks the handles of all its lines at once
     (``MemoryManager.short_ids``, one statement): each is what it is asked alone."""
-    extra: dict[str, Any] = {}
-    if records == "postgresql":
-        extra = {"records": {"url": request.getfixturevalue("postgres_url")}}
-    mm = _open(tmp_path / "d", **extra)
-    try:
-        twins = ["0123abcd-0000-4000-8000-000000000001", "0123abcd-0000-4000-8000-000000000002"]
-        # a handle ending in f, and the id just above its range
-        edge = ["0123abcf-0000-4000-8000-000000000003", "0123abd0-0000-4000-8000-000000000004"]
-        high = ["ffffffff-0000-4000-8000-000000000005"]  # no hex bound above it
-        _records_only(mm, twins + edge + high)
-        # the same handle in another namespace does not lengthen this one's
-        mm.stores.records.memories.add_items([MemoryItem(
-            content="elsewhere", namespace="other", memory_type=MemoryType.SEMANTIC,
-            id="0123abcf-0000-4000-8000-000000000009")])
-        working = mm.add("Just said: the train leaves at six.", namespace="n",
-                         memory_type="working").id
-        odd = ["not-a-uuid", twins[0][:20]]
-        ids = [*twins, *edge, *high, working, *odd]
-        got = mm.short_ids(ids, namespace="n")
-        assert got == {i: mm.short_ids([i], namespace="n")[i] for i in ids}
-        assert got[twins[0]] == twins[0] and got[twins[1]] == twins[1]
-        assert got[edge[0]] == edge[0][:8] and got[edge[1]] == edge[1][:8]
-        assert got[high[0]] == "ffffffff" and got[working] == working[:8]
-        assert got["not-a-uuid"] == "not-a-uuid" and got[twins[0][:20]] == twins[0][:20]
-        assert mm.short_ids([], namespace="n") == {}
-    finally:
-        mm.close()
+    mm = on_both
+    twins = ["0123abcd-0000-4000-8000-000000000001", "0123abcd-0000-4000-8000-000000000002"]
+    # a handle ending in f, and the id just above its range
+    edge = ["0123abcf-0000-4000-8000-000000000003", "0123abd0-0000-4000-8000-000000000004"]
+    high = ["ffffffff-0000-4000-8000-000000000005"]  # no hex bound above it
+    _records_only(mm, twins + edge + high)
+    # the same handle in another namespace does not lengthen this one's
+    mm.stores.records.memories.add_items([MemoryItem(
+        content="elsewhere", namespace="other", memory_type=MemoryType.SEMANTIC,
+        id="0123abcf-0000-4000-8000-000000000009")])
+    working = mm.add("Just said: the train leaves at six.", namespace="n",
+                     memory_type="working").id
+    odd = ["not-a-uuid", twins[0][:20]]
+    ids = [*twins, *edge, *high, working, *odd]
+    got = mm.short_ids(ids, namespace="n")
+    assert got == {i: mm.short_ids([i], namespace="n")[i] for i in ids}
+    assert got[twins[0]] == twins[0] and got[twins[1]] == twins[1]
+    assert got[edge[0]] == edge[0][:8] and got[edge[1]] == edge[1][:8]
+    assert got[high[0]] == "ffffffff" and got[working] == working[:8]
+    assert got["not-a-uuid"] == "not-a-uuid" and got[twins[0][:20]] == twins[0][:20]
+    assert mm.short_ids([], namespace="n") == {}
 
 
 def test_the_handles_statement_seeks_the_key_and_reads_no_namespace(tmp_path: Path) -> None:
@@ -181,34 +175,25 @@ def test_the_handles_statement_seeks_the_key_and_reads_no_namespace(tmp_path: Pa
         mm.close()
 
 
-@pytest.mark.parametrize("records", ["sqlite", pytest.param("postgresql",
-                                                            marks=pytest.mark.postgres)])
-def test_list_texts_is_list_items_in_three_columns(tmp_path: Path, records: str,
-                                                   request: pytest.FixtureRequest) -> None:
+def test_list_texts_is_list_items_in_three_columns(on_both: MemoryManager) -> None:
     """MemoryRepository.list_texts (the multilingual view's listing where nothing is
     kept): the ids, types and first characters of what list_items returns, in its
     order, counted in characters on both databases (CJK and a character outside the
     BMP cut where Python cuts them)."""
     from hello_memory.stores.records._memory_queries import ItemFilter
 
-    extra: dict[str, Any] = {}
-    if records == "postgresql":
-        extra = {"records": {"url": request.getfixturevalue("postgres_url")}}
-    mm = _open(tmp_path / "d", **extra)
-    try:
-        memories = mm.stores.records.memories
-        texts = ["妈妈最喜欢百合花，" * 30, "🙂 emoji first " * 20, "plain English note",
-                 "x" * 50]
-        mm.stores.records.memories.add_items([
-            MemoryItem(content=t, namespace="n", memory_type=kind)
-            for t, kind in zip(texts, (MemoryType.SEMANTIC, MemoryType.EPISODIC,
-                                       MemoryType.SEMANTIC, MemoryType.EPISODIC),
-                               strict=True)])
-        for flt in (ItemFilter(), ItemFilter(memory_types=(MemoryType.SEMANTIC,))):
-            want = [(i.id, i.memory_type.value, i.content[:37])
-                    for i in memories.list_items("n", flt, limit=3, order="-event_time")]
-            assert memories.list_texts("n", flt, limit=3, order="-event_time",
-                                       chars=37) == want
-        assert memories.list_texts("other") == []
-    finally:
-        mm.close()
+    mm = on_both
+    memories = mm.stores.records.memories
+    texts = ["妈妈最喜欢百合花，" * 30, "🙂 emoji first " * 20, "plain English note",
+             "x" * 50]
+    mm.stores.records.memories.add_items([
+        MemoryItem(content=t, namespace="n", memory_type=kind)
+        for t, kind in zip(texts, (MemoryType.SEMANTIC, MemoryType.EPISODIC,
+                                   MemoryType.SEMANTIC, MemoryType.EPISODIC),
+                           strict=True)])
+    for flt in (ItemFilter(), ItemFilter(memory_types=(MemoryType.SEMANTIC,))):
+        want = [(i.id, i.memory_type.value, i.content[:37])
+                for i in memories.list_items("n", flt, limit=3, order="-event_time")]
+        assert memories.list_texts("n", flt, limit=3, order="-event_time",
+                                   chars=37) == want
+    assert memories.list_texts("other") == []
