@@ -81,10 +81,14 @@ def _search(store: Any, qvecs: np.ndarray) -> tuple[list[list[str]], dict[str, f
         hits = store.nearest(COL, q, namespace=NS, limit=K)
         times.append((time.perf_counter() - t) * 1000)
         out.append([h.id for h in hits])
-    times.sort()
-    return out, {"p50_ms": statistics.median(times),
-                 "p95_ms": times[int(len(times) * 0.95) - 1],
-                 "qps": len(times) / (sum(times) / 1000)}
+    return out, _timing(times)
+
+
+def _timing(times_ms: list[float]) -> dict[str, float]:
+    """p50, p95 and queries/s of one client over the searches' times in ms."""
+    times = sorted(times_ms)
+    return {"p50_ms": statistics.median(times), "p95_ms": times[int(len(times) * 0.95) - 1],
+            "qps": len(times) / (sum(times) / 1000)}
 
 
 def _recall(got: list[list[str]], truth: list[list[str]]) -> float:
@@ -99,11 +103,9 @@ def floor_row(n: int, vecs: np.ndarray, qs: list[str], embedder: Any, ids: list[
     for q in qs:
         floor.topk(q)
     got = [[ids[i] for i in floor.top(floor.qv[q])] for q in qs]
-    times = sorted(floor.topk_ms)
     return {"n": n, "store": "floor: brute-force numpy top 10 (one BLAS thread)",
             "ingest_s": None, "ingest_per_s": None, "recall": _recall(got, exact),
-            "p50_ms": statistics.median(times), "p95_ms": times[int(len(times) * 0.95) - 1],
-            "qps": len(times) / (sum(times) / 1000)}
+            **_timing(floor.topk_ms)}
 
 
 def store_rows(n: int, server: PostgresServer, model: Any, embedder: Any) -> list[dict[str, Any]]:

@@ -82,10 +82,9 @@ class LanguageMixin:
         """The ids and texts of the text memories of :meth:`_listing`, kept while the
         namespace's write generation holds (_kept): a search of a small namespace
         reads no record the multilingual view does not rank high (issue 27)."""
-        records = self.stores.records.memories
-        if records.generation(ns) is None:  # nothing kept: the three columns, each search
+        if self._generation(ns) is None:  # nothing kept: the three columns, each search
             stored = {t.value for t in STORED_TYPES}
-            rows = [(i, text) for i, kind, text in records.list_texts(
+            rows = [(i, text) for i, kind, text in self.stores.records.memories.list_texts(
                 ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time", chars=LISTED_CHARS)
                 if kind in stored]
             return [i for i, _ in rows], [text for _, text in rows]

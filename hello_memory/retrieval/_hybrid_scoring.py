@@ -107,6 +107,8 @@ def _terms_of(encoder: weakref.ref[Any]) -> Callable[[str], frozenset[str]]:
 
 # A candidate's profile parts in ``_bounded``: similarity, recency, graph, profile.
 _Parts = tuple[float, float, float, float]
+# Its factors there: evidence, time, when, attribute.
+_Factors = tuple[float, float, float, float]
 
 
 class ScoringMixin:
@@ -314,7 +316,7 @@ class ScoringMixin:
     def _bounded(self, state: _Round, totals: Mapping[str, float], now: datetime, *,
                  top: float, graph: Mapping[str, float], gmax: float, plainest: float,
                  timed: set[str], says_when: set[str], stating: set[str]
-                 ) -> list[tuple[float, str, _Parts, tuple[float, float, float, float]]]:
+                 ) -> list[tuple[float, str, _Parts, _Factors]]:
         """Each candidate's bound on its final score, best first, with its profile's
         parts (similarity, recency, graph, profile: numbers only, the breakdown is built
         for the hits returned) and its factors (``_final``'s part: ``top`` and ``gmax``
@@ -349,7 +351,7 @@ class ScoringMixin:
     @staticmethod
     def _finished(state: _Round, fused: dict[str, tuple[float, dict[str, Any]]],
                   context: Mapping[str, float],
-                  bounded: list[tuple[float, str, _Parts, tuple[float, float, float, float]]],
+                  bounded: list[tuple[float, str, _Parts, _Factors]],
                   timed: set[str], advice: bool, stating: set[str], limit: int
                   ) -> list[SearchHit]:
         """The hits with their subject part read, taken from ``bounded`` (best bound

@@ -119,3 +119,25 @@ def test_a_memory_that_fits_beside_the_header_is_always_shown(manager: MemoryMan
         block = tool.get_context_for_query("when does the staging database password rotate?",
                                            max_tokens=80)
         assert f"[{fact[:8]}]" in block and counter.count(block) <= 80
+
+
+def test_a_block_reads_its_handles_once(api: tuple[AsgiApi, MemoryManager],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relevant lines and standing facts are named by handles read in one statement
+    for the whole block (docs/PERFORMANCE.md, "Short handles"), standing facts the
+    search also found included."""
+    call, mm = api
+    ids = [add(call, text, memory_type="semantic", importance=0.9) for text in (
+        "I'm allergic to peanuts.", "I am vegetarian.", "My sister Ana lives in Porto.")]
+    asked: list[list[str]] = []
+    short_ids = mm.short_ids
+
+    def counted(memory_ids: Any, **kwargs: Any) -> dict[str, str]:
+        asked.append(list(memory_ids))
+        return short_ids(memory_ids, **kwargs)
+
+    monkeypatch.setattr(mm, "short_ids", counted)
+    ctx = call("POST", "/v1/context", params=NS, headers=A,
+               json={"query": "Can you suggest a snack for me?", "max_tokens": 300}).json()
+    assert len(asked) == 1 and set(ids) <= set(asked[0])
+    assert all(f"[{i[:8]}]" in ctx["context"] for i in ids), ctx["context"]

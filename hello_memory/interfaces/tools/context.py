@@ -109,38 +109,45 @@ class ContextBuilder:
         found.sort(key=lambda i: i.memory_type is MemoryType.WORKING)
         every_standing = self.loader.standing_facts(self.namespace, turn)
         standing = [i for i in every_standing if i.id not in {f.id for f in found}]
+        handles = self._handles([*found, *every_standing])
         standing_head = self.counter.count(STANDING_HEADER) + 1
         share = min(int(budget * STANDING_SHARE), room - standing_head)
-        standing_lines, used = self._pack(standing, share)
+        standing_lines, used = self._pack(standing, share, handles)
         relevant, relevant_used, shown = self._pack_ids(
-            found, room - (used + standing_head if standing_lines else 0))
+            found, room - (used + standing_head if standing_lines else 0), handles)
         if relevant:
             # a standing fact the search found but the relevant lines had no room for
             # is still a standing fact: packed again, leaving out only what is shown
             again = [i for i in every_standing if i.id not in shown]
             standing_lines, _ = self._pack(again, min(share, room - relevant_used
-                                                      - standing_head))
+                                                      - standing_head), handles)
         if not relevant:
             # without the first header, the standing facts may use its room too
             only = budget - self.counter.count(STANDING_ONLY_HEADER) - 1
-            lines = self._pack(standing, only)[0] if standing and only > 0 else []
+            lines = self._pack(standing, only, handles)[0] if standing and only > 0 else []
             return "\n".join([STANDING_ONLY_HEADER, *lines]) if lines else ""
         return "\n".join([CONTEXT_HEADER, *relevant,
                           *([STANDING_HEADER, *standing_lines] if standing_lines else [])])
 
-    def _pack(self, items: Sequence[MemoryItem], room: int) -> tuple[list[str], int]:
+    def _handles(self, items: Sequence[MemoryItem]) -> dict[str, str]:
+        """Every line's handle, read once for the block (one statement;
+        docs/PERFORMANCE.md, "Short handles")."""
+        return self.manager.short_ids([i.id for i in items], namespace=self.namespace)
+
+    def _pack(self, items: Sequence[MemoryItem], room: int, handles: Mapping[str, str]
+              ) -> tuple[list[str], int]:
         """The lines of ``items``, in order, that fit ``room`` tokens whole (one that does
-        not fit is skipped for the next that does), and the tokens they take."""
-        lines, used, _ = self._pack_ids(items, room)
+        not fit is skipped for the next that does), and the tokens they take; each
+        memory named by its handle in ``handles``."""
+        lines, used, _ = self._pack_ids(items, room, handles)
         return lines, used
 
-    def _pack_ids(self, items: Sequence[MemoryItem], room: int
+    def _pack_ids(self, items: Sequence[MemoryItem], room: int, handles: Mapping[str, str]
                   ) -> tuple[list[str], int, set[str]]:
         """``_pack``, and the ids of the memories it packed."""
         lines: list[str] = []
         used = 0
         packed: set[str] = set()
-        handles = self.manager.short_ids([i.id for i in items], namespace=self.namespace)
         for item in items:
             line = self._context_line({"id": handles[item.id],
                                        "type": item.memory_type.value,
