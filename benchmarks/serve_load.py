@@ -54,7 +54,7 @@ import httpx
 
 from benchmarks.corpus import corpus, queries
 from benchmarks.report import write_section
-from benchmarks.serving import free_port, start_serve
+from benchmarks.serving import free_port, server_stack, start_serve
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -273,8 +273,9 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         f"{meta['cores']} cores, all-MiniLM-L6-v2 on {meta.get('engine', 'the CPU')} "
         "(benchmarks/serve_load.py), "
         f"serving {meta.get('label', 'this checkout')}. A "
-        "real `hello-memory serve` on 127.0.0.1 (embedded stores, auth off, entities from "
-        "the rule extractor as in the `server` install) per mode, both "
+        f"real `hello-memory serve` on 127.0.0.1 ({meta.get('server', 'uvicorn')}, embedded "
+        "stores, auth off, entities from the rule extractor as in the `server` install) per "
+        "mode, both "
         "running throughout, the modes taking turns phase by phase in alternating order, "
         f"{meta['preload']} memories preloaded in one namespace, then per client count "
         f"{meta['requests']} single-memory adds (`POST /v1/memories`, each text new) and "
@@ -387,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     meta: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "load_start": load(),
         "clients": args.clients, "requests": args.requests, "preload": args.preload,
-        "engine": engine(),
+        "engine": engine(), "server": server_stack(),
         "modes": args.modes, "label": args.label or ("this checkout" if args.src == ROOT
                                                      else str(args.src)),
         "command": "python -m benchmarks.serve_load" + (" --smoke" if args.smoke else "")

@@ -3,6 +3,7 @@ through it (:mod:`benchmarks.drift`, :mod:`benchmarks.startup`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import subprocess
 import sys
@@ -11,7 +12,18 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["free_port", "start_serve"]
+__all__ = ["free_port", "server_stack", "start_serve"]
+
+
+def server_stack() -> str:
+    """What uvicorn serves with in this interpreter, which :func:`start_serve` runs the
+    server in: its C parser and event loop (httptools, uvloop: the ``server`` extra
+    installs both) where installed, else h11 and asyncio's loop."""
+    import uvicorn
+
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio's loop"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    return f"uvicorn {uvicorn.__version__} on {loop} and {http}"
 
 
 def free_port() -> int:
