@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -15,14 +16,18 @@ import httpx
 __all__ = ["free_port", "server_stack", "start_serve"]
 
 
-def server_stack() -> str:
+def server_stack(without: Sequence[str] = ()) -> str:
     """What uvicorn serves with in this interpreter, which :func:`start_serve` runs the
     server in: its C parser and event loop (httptools, uvloop: the ``server`` extra
-    installs both) where installed, else h11 and asyncio's loop."""
+    installs both) where installed and not in ``without`` (modules a server is started
+    without, benchmarks/serve_ab.py), else h11 and asyncio's loop."""
     import uvicorn
 
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio's loop"
-    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    def present(name: str) -> bool:
+        return name not in without and importlib.util.find_spec(name) is not None
+
+    loop = "uvloop" if present("uvloop") else "asyncio's loop"
+    http = "httptools" if present("httptools") else "h11"
     return f"uvicorn {uvicorn.__version__} on {loop} and {http}"
 
 

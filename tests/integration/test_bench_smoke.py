@@ -58,7 +58,7 @@ def test_the_bench_target_runs_the_harness_and_the_other_benchmarks() -> None:
 
 
 @pytest.mark.parametrize("module", [*_bench_target_modules(), "benchmarks.serve_load",
-                                    "benchmarks.onnx_embedder"])
+                                    "benchmarks.serve_ab", "benchmarks.onnx_embedder"])
 def test_each_benchmark_of_make_bench_answers_help(module: str) -> None:
     assert "usage:" in _run([module, "--help"], timeout=180).stdout
 
@@ -126,6 +126,23 @@ def test_serve_load_smoke_drives_both_servers_and_writes_its_section(tmp_path: P
     assert saved["meta"]["library_per_s"] > 0
     assert all(float(r[-1]) > 0 for r in rows if r[0] == "add"), rows
     assert all(r[-1] == "" for r in rows if r[0] == "search"), rows
+
+
+def test_serve_ab_smoke_runs_both_sides_and_b_without_the_c_parser(tmp_path: Path) -> None:
+    """Both servers answer every phase; B, started without httptools and uvloop, is
+    described as running on h11 and asyncio's loop, A on the pair this venv holds."""
+    out = tmp_path / "BENCHMARKS.md"
+    _run(["benchmarks.serve_ab", "--smoke", "--op", "search", "--b-without", "httptools",
+          "uvloop", "--label", "parser and loop", "--section", "ab", "--md", str(out)],
+         timeout=900)
+    section = _section(out.read_text(encoding="utf-8"), "ab")
+    rows = _rows_after(section, "| side |")
+    assert [r[0] for r in rows] == ["A", "B"]
+    assert all(float(r[1]) > 0 and r[3] == "0" and len(r[4].split(", ")) == 2
+               for r in rows), rows
+    assert "B: this checkout, uvicorn" in section and "asyncio's loop and h11" in section
+    assert "A: this checkout, uvicorn" in section and "on uvloop and httptools" in section
+    assert re.search(r"B / A \(median req/s\): \*\*\d+\.\d{3}\*\*", section)
 
 
 @pytest.mark.slow

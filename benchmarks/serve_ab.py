@@ -1,0 +1,166 @@
+"""Two ``hello-memory serve`` processes side by side, one load alternating between them
+phase by phase: an A/B of two checkouts or two environments (issue 27).
+
+    python -m benchmarks.serve_ab [--op add|search] [--clients 16] [--requests 192]
+                                  [--rounds 6] [--preload 1500]
+                                  [--a-src DIR] [--b-src DIR] [--b-env NAME=VALUE ...]
+                                  [--b-without MODULE ...] [--label TEXT]
+                                  [--section NAME] [--md BENCHMARKS.md] [--smoke]
+
+Both servers start on empty data directories on 127.0.0.1 (auth off, entities from the
+rule extractor, as :mod:`benchmarks.serve_load` runs them) and get the same
+``--preload`` memories. Then ``--rounds`` phases, each ``--requests`` single-memory adds
+(every text new) or searches (top 5) split over ``--clients`` threads, go to A and B in
+alternating order, so a change in the machine's load falls on both. B differs from A by
+its checkout (``--b-src``), its environment (``--b-env``, e.g.
+``HELLO_MEMORY__API__EMBED_BATCHING=false``) or modules it runs without
+(``--b-without httptools uvloop``: a ``sitecustomize`` on B's path makes them
+unimportable, as on an install that lacks them). The section gives each side's median
+requests/s and p50 over the rounds, and B's median over A's: compare that ratio, not
+the absolute numbers, which move with the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.corpus import corpus, queries
+from benchmarks.report import write_section
+from benchmarks.serve_load import EXTRACTOR, _add, _prepare, _search, _stop, drive, load
+from benchmarks.serving import free_port, server_stack, start_serve
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def side_env(src: Path, extra: Sequence[str], without: Sequence[str], tmp: Path
+             ) -> dict[str, str]:
+    """The environment of one side's server: ``src`` on the path, ``extra`` settings
+    (``NAME=VALUE``), and a ``sitecustomize`` that hides the modules ``without``."""
+    path = str(src)
+    if without:
+        hide = tmp / "without"
+        hide.mkdir(parents=True, exist_ok=True)
+        (hide / "sitecustomize.py").write_text(
+            "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in without),
+            encoding="utf-8")
+        path = f"{hide}{os.pathsep}{path}"
+    env = {**os.environ, "PYTHONPATH": path, "HELLO_MEMORY__API__AUTH_DISABLED": "true",
+           "HELLO_MEMORY__SEMANTIC__EXTRACTOR": EXTRACTOR}
+    for item in extra:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--b-env takes NAME=VALUE, got {item!r}")
+        env[name] = value
+    return env
+
+
+def run_ab(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    """Both servers up and preloaded, then ``args.rounds`` phases on each, alternating."""
+    texts = corpus(args.preload + args.rounds * args.requests, seed=7)
+    qs = queries(100, seed=11)
+    rows: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
+    procs = {}
+    with tempfile.TemporaryDirectory(prefix="hm-serve-ab-") as tmp:
+        envs = {"A": side_env(args.a_src, [], [], Path(tmp) / "a"),
+                "B": side_env(args.b_src, args.b_env, args.b_without, Path(tmp) / "b")}
+        try:
+            bases = {}
+            for side in ("A", "B"):
+                port = free_port()
+                procs[side] = start_serve(getattr(args, f"{side.lower()}_src"),
+                                          Path(tmp) / f"data-{side}", port, envs[side])
+                bases[side] = f"http://127.0.0.1:{port}"
+                _prepare(bases[side], texts[:args.preload], 1000)
+            for r in range(args.rounds):
+                start = args.preload + r * args.requests
+                fresh = texts[start:start + args.requests]
+                for side in (("A", "B") if r % 2 == 0 else ("B", "A")):
+                    work = ([_add(t) for t in fresh] if args.op == "add"
+                            else [_search(qs[i % len(qs)]) for i in range(args.requests)])
+                    row = drive(bases[side], args.clients, work, procs[side].pid)
+                    rows[side].append(row)
+                    print(f"  round {r + 1} {side}: {row['per_s']:.1f}/s, "
+                          f"p50 {row['p50_ms']:.0f} ms", flush=True)
+        finally:
+            for proc in procs.values():
+                _stop(proc)
+    return rows
+
+
+def render(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]]) -> str:
+    """The section: how it was run, each side's medians, B over A."""
+    med = {s: statistics.median(r["per_s"] for r in rows[s]) for s in rows}
+    p50 = {s: statistics.median(r["p50_ms"] for r in rows[s]) for s in rows}
+    errors = {s: sum(r["errors"] for r in rows[s]) for s in rows}
+    what = "single-memory adds" if meta["op"] == "add" else "searches (top 5)"
+    lines = [
+        f"## {meta['label']}", "",
+        f"Produced by `{meta['command']}` on {meta['date']}, {meta['cores']} cores "
+        "(benchmarks/serve_ab.py). Two `hello-memory serve` on 127.0.0.1, each preloaded "
+        f"with {meta['preload']} memories, then {meta['rounds']} phases of "
+        f"{meta['requests']} {what} from {meta['clients']} client(s) on each, in "
+        f"alternating order. A: {meta['a']}. B: {meta['b']}. Machine load at start: "
+        f"{meta['load_start']}; at the end: {meta['load_end']}. Compare the ratio, not "
+        "the absolute numbers.", "",
+        "| side | median req/s | median p50 ms | errors | req/s of each phase |",
+        "|---|---|---|---|---|",
+    ]
+    for s in ("A", "B"):
+        each = ", ".join(f"{r['per_s']:.1f}" for r in rows[s])
+        lines.append(f"| {s} | {med[s]:.1f} | {p50[s]:.0f} | {errors[s]} | {each} |")
+    lines += ["", f"B / A (median req/s): **{med['B'] / med['A']:.3f}**"]
+    return "\n".join(lines) + "\n"
+
+
+def _describe(src: Path, env: Sequence[str], without: Sequence[str]) -> str:
+    tree = "this checkout" if src == ROOT else f"`{src}`"
+    parts = [tree, server_stack(without)]
+    parts += [f"`{item}`" for item in env]
+    return ", ".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--op", choices=("add", "search"), default="add")
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--requests", type=int, default=192, help="requests per phase")
+    ap.add_argument("--rounds", type=int, default=6, help="phases on each side")
+    ap.add_argument("--preload", type=int, default=1500)
+    ap.add_argument("--a-src", type=Path, default=ROOT)
+    ap.add_argument("--b-src", type=Path, default=ROOT)
+    ap.add_argument("--b-env", nargs="*", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--b-without", nargs="*", default=[], metavar="MODULE")
+    ap.add_argument("--label", default="A/B of two servers")
+    ap.add_argument("--section", default="serve-ab", help="the BENCHMARKS section's name")
+    ap.add_argument("--md", default="", help="the BENCHMARKS file to write ('' to skip)")
+    ap.add_argument("--smoke", action="store_true", help="tiny run: 2 rounds of 4")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.rounds, args.requests, args.preload, args.clients = 2, 4, 20, 2
+    meta: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "op": args.op,
+        "clients": args.clients, "requests": args.requests, "rounds": args.rounds,
+        "preload": args.preload, "label": args.label, "load_start": load(),
+        "a": _describe(args.a_src, [], []),
+        "b": _describe(args.b_src, args.b_env, args.b_without),
+        "command": "python -m benchmarks.serve_ab " + shlex.join(
+            argv if argv is not None else sys.argv[1:])}
+    rows = run_ab(args)
+    meta["load_end"] = load()
+    text = render(meta, rows)
+    print(text)
+    if args.md:
+        write_section(Path(args.md), args.section, text)
+
+
+if __name__ == "__main__":
+    main()
