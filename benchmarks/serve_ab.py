@@ -35,7 +35,15 @@ from typing import Any
 
 from benchmarks.corpus import corpus, queries
 from benchmarks.report import write_section
-from benchmarks.serve_load import EXTRACTOR, _add, _prepare, _search, _stop, drive, load
+from benchmarks.serve_load import (
+    EXTRACTOR,
+    add_request,
+    drive,
+    load,
+    prepare,
+    search_request,
+    stop_server,
+)
 from benchmarks.serving import free_port, server_stack, start_serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,20 +87,20 @@ def run_ab(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
                 procs[side] = start_serve(getattr(args, f"{side.lower()}_src"),
                                           Path(tmp) / f"data-{side}", port, envs[side])
                 bases[side] = f"http://127.0.0.1:{port}"
-                _prepare(bases[side], texts[:args.preload], 1000)
+                prepare(bases[side], texts[:args.preload], 1000)
             for r in range(args.rounds):
                 start = args.preload + r * args.requests
                 fresh = texts[start:start + args.requests]
                 for side in (("A", "B") if r % 2 == 0 else ("B", "A")):
-                    work = ([_add(t) for t in fresh] if args.op == "add"
-                            else [_search(qs[i % len(qs)]) for i in range(args.requests)])
+                    work = ([add_request(t) for t in fresh] if args.op == "add"
+                            else [search_request(qs[i % len(qs)]) for i in range(args.requests)])
                     row = drive(bases[side], args.clients, work, procs[side].pid)
                     rows[side].append(row)
                     print(f"  round {r + 1} {side}: {row['per_s']:.1f}/s, "
                           f"p50 {row['p50_ms']:.0f} ms", flush=True)
         finally:
             for proc in procs.values():
-                _stop(proc)
+                stop_server(proc)
     return rows
 
 

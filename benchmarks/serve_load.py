@@ -177,7 +177,7 @@ def drive(base: str, clients: int, work: list[Callable[[httpx.Client], httpx.Res
             "server_cpu_pct": cpu, "client_cpu_pct": 100 * (mine1 - mine0) / wall}
 
 
-def _prepare(base: str, preload: list[str], max_batch: int) -> None:
+def prepare(base: str, preload: list[str], max_batch: int) -> None:
     """Preload the namespace and warm the server up (one add, one search)."""
     with httpx.Client(base_url=base, timeout=600) as http:
         for i in range(0, len(preload), max_batch):
@@ -192,7 +192,7 @@ def _prepare(base: str, preload: list[str], max_batch: int) -> None:
                   json={"query": warm}).raise_for_status()
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=60)
@@ -223,7 +223,7 @@ def run_modes(src: Path, modes: Sequence[str], clients: Sequence[int], requests:
                 pids[mode] = procs[-1].pid
                 bases[mode] = f"http://127.0.0.1:{port}"
                 print(f"  {mode}: serve on port {port}, preloading {len(preload)}", flush=True)
-                _prepare(bases[mode], preload, max_batch)
+                prepare(bases[mode], preload, max_batch)
             fresh = iter(adds)
             turn = 0
             for c in clients:
@@ -232,23 +232,23 @@ def run_modes(src: Path, modes: Sequence[str], clients: Sequence[int], requests:
                     order = list(modes) if turn % 2 == 0 else list(reversed(modes))
                     turn += 1
                     for mode in order:
-                        work = ([_add(t) for t in texts] if op == "add"
-                                else [_search(qs[i % len(qs)]) for i in range(requests)])
+                        work = ([add_request(t) for t in texts] if op == "add"
+                                else [search_request(qs[i % len(qs)]) for i in range(requests)])
                         print(f"  {mode}: {op} x {requests} from {c} client(s)", flush=True)
                         rows.append({"mode": mode, "op": op,
                                      **drive(bases[mode], c, work, pids[mode])})
         finally:
             for proc in procs:
-                _stop(proc)
+                stop_server(proc)
     return rows
 
 
-def _add(text: str) -> Callable[[httpx.Client], httpx.Response]:
+def add_request(text: str) -> Callable[[httpx.Client], httpx.Response]:
     return lambda http: http.post("/v1/memories", params={"namespace": NAMESPACE},
                                   json={"content": text, "memory_type": "episodic"})
 
 
-def _search(query: str) -> Callable[[httpx.Client], httpx.Response]:
+def search_request(query: str) -> Callable[[httpx.Client], httpx.Response]:
     return lambda http: http.post("/v1/search", params={"namespace": NAMESPACE},
                                   json={"query": query, "top_k": 5})
 
