@@ -36,12 +36,12 @@ from typing import Any
 from benchmarks.corpus import corpus, queries
 from benchmarks.report import write_section
 from benchmarks.serve_load import (
-    EXTRACTOR,
     add_request,
     drive,
     load,
     prepare,
     search_request,
+    server_env,
     stop_server,
 )
 from benchmarks.serving import free_port, server_stack, start_serve
@@ -51,28 +51,29 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def side_env(src: Path, extra: Sequence[str], without: Sequence[str], tmp: Path
              ) -> dict[str, str]:
-    """The environment of one side's server: ``src`` on the path, ``extra`` settings
-    (``NAME=VALUE``), and a ``sitecustomize`` that hides the modules ``without``."""
-    path = str(src)
+    """The environment of one side's server (serve_load.server_env): ``src`` on the
+    path, ``extra`` settings (``NAME=VALUE``), and a ``sitecustomize`` that hides the
+    modules ``without``."""
+    settings = {}
+    for item in extra:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--b-env takes NAME=VALUE, got {item!r}")
+        settings[name] = value
+    env = server_env(src, **settings)
     if without:
         hide = tmp / "without"
         hide.mkdir(parents=True, exist_ok=True)
         (hide / "sitecustomize.py").write_text(
             "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in without),
             encoding="utf-8")
-        path = f"{hide}{os.pathsep}{path}"
-    env = {**os.environ, "PYTHONPATH": path, "HELLO_MEMORY__API__AUTH_DISABLED": "true",
-           "HELLO_MEMORY__SEMANTIC__EXTRACTOR": EXTRACTOR}
-    for item in extra:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise SystemExit(f"--b-env takes NAME=VALUE, got {item!r}")
-        env[name] = value
+        env["PYTHONPATH"] = f"{hide}{os.pathsep}{env['PYTHONPATH']}"
     return env
 
 
-def run_ab(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
-    """Both servers up and preloaded, then ``args.rounds`` phases on each, alternating."""
+def run_ab(args: argparse.Namespace, max_batch: int) -> dict[str, list[dict[str, Any]]]:
+    """Both servers up and preloaded (``max_batch`` memories a call), then
+    ``args.rounds`` phases on each, alternating."""
     texts = corpus(args.preload + args.rounds * args.requests, seed=7)
     qs = queries(100, seed=11)
     rows: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
@@ -87,7 +88,7 @@ def run_ab(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
                 procs[side] = start_serve(getattr(args, f"{side.lower()}_src"),
                                           Path(tmp) / f"data-{side}", port, envs[side])
                 bases[side] = f"http://127.0.0.1:{port}"
-                prepare(bases[side], texts[:args.preload], 1000)
+                prepare(bases[side], texts[:args.preload], max_batch)
             for r in range(args.rounds):
                 start = args.preload + r * args.requests
                 fresh = texts[start:start + args.requests]
@@ -162,7 +163,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "b": _describe(args.b_src, args.b_env, args.b_without),
         "command": "python -m benchmarks.serve_ab " + shlex.join(
             argv if argv is not None else sys.argv[1:])}
-    rows = run_ab(args)
+    from hello_memory.config import load_settings
+
+    rows = run_ab(args, int(load_settings(environ={}).limits.max_batch))
     meta["load_end"] = load()
     text = render(meta, rows)
     print(text)

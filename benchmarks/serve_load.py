@@ -201,6 +201,14 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=60)
 
 
+def server_env(src: Path, **settings: str) -> dict[str, str]:
+    """The environment of a measured ``serve`` of checkout ``src``: auth off, the server
+    install's extractor (whatever else this venv holds), then ``settings`` (environment
+    names to values)."""
+    return {**os.environ, "PYTHONPATH": str(src), "HELLO_MEMORY__API__AUTH_DISABLED": "true",
+            "HELLO_MEMORY__SEMANTIC__EXTRACTOR": EXTRACTOR, **settings}
+
+
 def run_modes(src: Path, modes: Sequence[str], clients: Sequence[int], requests: int,
               preload: list[str], adds: list[str], qs: list[str], max_batch: int
               ) -> list[dict[str, Any]]:
@@ -212,12 +220,8 @@ def run_modes(src: Path, modes: Sequence[str], clients: Sequence[int], requests:
             bases = {}
             pids: dict[str, int] = {}
             for mode in modes:
-                env = {**os.environ, "PYTHONPATH": str(src),
-                       "HELLO_MEMORY__API__AUTH_DISABLED": "true",
-                       # the server install's extractor, whatever else this venv holds
-                       "HELLO_MEMORY__SEMANTIC__EXTRACTOR": EXTRACTOR,
-                       "HELLO_MEMORY__API__EMBED_BATCHING": MODES[mode],
-                       "HELLO_MEMORY__API__WRITE_BATCHING": MODES[mode]}
+                env = server_env(src, HELLO_MEMORY__API__EMBED_BATCHING=MODES[mode],
+                                 HELLO_MEMORY__API__WRITE_BATCHING=MODES[mode])
                 port = free_port()
                 procs.append(start_serve(src, Path(tmp) / mode, port, env))
                 pids[mode] = procs[-1].pid

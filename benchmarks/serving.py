@@ -1,5 +1,6 @@
 """A real ``hello-memory serve`` started from a checkout, for the benchmarks that measure
-through it (:mod:`benchmarks.drift`, :mod:`benchmarks.startup`)."""
+through it (:mod:`benchmarks.drift`, :mod:`benchmarks.startup`,
+:mod:`benchmarks.serve_load`, :mod:`benchmarks.serve_ab`, :mod:`benchmarks.pgvector`)."""
 
 from __future__ import annotations
 
