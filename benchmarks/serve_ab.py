@@ -4,7 +4,7 @@ phase by phase: an A/B of two checkouts or two environments (issue 27).
     python -m benchmarks.serve_ab [--op add|search] [--clients 16] [--requests 192]
                                   [--rounds 6] [--preload 1500]
                                   [--a-src DIR] [--b-src DIR] [--b-env NAME=VALUE ...]
-                                  [--b-without MODULE ...] [--label TEXT]
+                                  [--b-without MODULE ...] [--postgres] [--label TEXT]
                                   [--section NAME] [--md BENCHMARKS.md] [--smoke]
 
 Both servers start on empty data directories on 127.0.0.1 (auth off, entities from the
@@ -15,7 +15,10 @@ alternating order, so a change in the machine's load falls on both. B differs fr
 its checkout (``--b-src``), its environment (``--b-env``, e.g.
 ``HELLO_MEMORY__API__EMBED_BATCHING=false``) or modules it runs without
 (``--b-without httptools uvloop``: a ``sitecustomize`` on B's path makes them
-unimportable, as on an install that lacks them). The section gives each side's median
+unimportable, as on an install that lacks them). With ``--postgres`` each side keeps its
+records and vectors in a database of its own on one throwaway PostgreSQL server (a
+fleet's stores: ``records.url`` and ``vector.provider: pgvector``; tests/postgres_server.py)
+instead of its embedded directory. The section gives each side's median
 requests/s and p50 over the rounds, and B's median over A's: compare that ratio, not
 the absolute numbers, which move with the machine's load.
 """
@@ -29,7 +32,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +75,21 @@ def side_env(src: Path, extra: Sequence[str], without: Sequence[str], tmp: Path
     return env
 
 
+@contextmanager
+def stores_of(postgres: bool) -> Iterator[dict[str, list[str]]]:
+    """Each side's settings for its stores: none (its embedded directory), or with
+    ``postgres`` a database of its own on one throwaway PostgreSQL server."""
+    if not postgres:
+        yield {"A": [], "B": []}
+        return
+    sys.path.insert(0, str(ROOT / "tests"))  # the throwaway PostgreSQL server
+    from postgres_server import PostgresServer
+
+    with PostgresServer() as server:
+        yield {side: [f"HELLO_MEMORY__RECORDS__URL={server.create_database()}",
+                      "HELLO_MEMORY__VECTOR__PROVIDER=pgvector"] for side in ("A", "B")}
+
+
 def run_ab(args: argparse.Namespace, max_batch: int) -> dict[str, list[dict[str, Any]]]:
     """Both servers up and preloaded (``max_batch`` memories a call), then
     ``args.rounds`` phases on each, alternating."""
@@ -78,9 +97,11 @@ def run_ab(args: argparse.Namespace, max_batch: int) -> dict[str, list[dict[str,
     qs = queries(100, seed=11)
     rows: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     procs = {}
-    with tempfile.TemporaryDirectory(prefix="hm-serve-ab-") as tmp:
-        envs = {"A": side_env(args.a_src, [], [], Path(tmp) / "a"),
-                "B": side_env(args.b_src, args.b_env, args.b_without, Path(tmp) / "b")}
+    with tempfile.TemporaryDirectory(prefix="hm-serve-ab-") as tmp, \
+            stores_of(args.postgres) as stores:
+        envs = {"A": side_env(args.a_src, stores["A"], [], Path(tmp) / "a"),
+                "B": side_env(args.b_src, [*stores["B"], *args.b_env], args.b_without,
+                              Path(tmp) / "b")}
         try:
             bases = {}
             for side in ("A", "B"):
@@ -117,7 +138,8 @@ def render(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]]) -> str:
         "(benchmarks/serve_ab.py). Two `hello-memory serve` on 127.0.0.1, each preloaded "
         f"with {meta['preload']} memories, then {meta['rounds']} phases of "
         f"{meta['requests']} {what} from {meta['clients']} client(s) on each, in "
-        f"alternating order. A: {meta['a']}. B: {meta['b']}. Machine load at start: "
+        f"alternating order. Stores: {meta['stores']}. A: {meta['a']}. B: {meta['b']}. "
+        "Machine load at start: "
         f"{meta['load_start']}; at the end: {meta['load_end']}. Compare the ratio, not "
         "the absolute numbers.", "",
         "| side | median req/s | median p50 ms | errors | req/s of each phase |",
@@ -148,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--b-src", type=Path, default=ROOT)
     ap.add_argument("--b-env", nargs="*", default=[], metavar="NAME=VALUE")
     ap.add_argument("--b-without", nargs="*", default=[], metavar="MODULE")
+    ap.add_argument("--postgres", action="store_true",
+                    help="each side's records and vectors in PostgreSQL (pgvector)")
     ap.add_argument("--label", default="A/B of two servers")
     ap.add_argument("--section", default="serve-ab", help="the BENCHMARKS section's name")
     ap.add_argument("--md", default="", help="the BENCHMARKS file to write ('' to skip)")
@@ -161,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "preload": args.preload, "label": args.label, "load_start": load(),
         "a": _describe(args.a_src, [], []),
         "b": _describe(args.b_src, args.b_env, args.b_without),
+        "stores": ("records and vectors in PostgreSQL (pgvector), a database each"
+                   if args.postgres else "the embedded stores (SQLite, Qdrant Edge)"),
         "command": "python -m benchmarks.serve_ab " + shlex.join(
             argv if argv is not None else sys.argv[1:])}
     from hello_memory.config import load_settings

@@ -93,7 +93,9 @@ def _sql_records(settings: Settings) -> RecordStore:
 def _sqlite_graph(cfg: SqliteGraphSettings, records: RecordStore) -> GraphStore:
     from hello_memory.stores.graph import SQLiteGraphStore
 
-    return SQLiteGraphStore(records.engine)
+    # on a database other processes write too, find_entities keeps its rows at the
+    # records' write generation, which the graph's writes move on too
+    return SQLiteGraphStore(records.engine, shared_generation=records.memories.generation)
 
 
 def _neo4j_graph(cfg: Neo4jGraphSettings, records: RecordStore) -> GraphStore:

@@ -14,6 +14,7 @@ contracts and docs/ARCHITECTURE.md.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -150,6 +151,11 @@ class MemoryRecordsPort(Protocol):
 
     def generation(self, namespace: str) -> tuple[int, int] | None:
         """A value that changes with every write of ``namespace`` (caches)."""
+        ...
+
+    def pinned(self, namespace: str) -> AbstractContextManager[None]:
+        """Within: :meth:`generation` of ``namespace`` read once, in this thread (one
+        search's)."""
         ...
 
     def namespaces(self) -> list[str]:

@@ -81,18 +81,21 @@ class LanguageMixin:
     def _listed_texts(self, ns: str, flt: ItemFilter) -> tuple[list[str], list[str]]:
         """The ids and texts of the text memories of :meth:`_listing`, kept while the
         namespace's write generation holds (_kept): a search of a small namespace
-        reads no record the multilingual view does not rank high (issue 27)."""
-        if self._generation(ns) is None:  # nothing kept: the three columns, each search
+        reads no record the multilingual view does not rank high (issue 27). Where the
+        process keeps no records (PostgreSQL) or the store gives no generation, they are
+        read in three columns (MemoryRepository.list_texts)."""
+        def columns() -> tuple[list[str], list[str]]:
             stored = {t.value for t in STORED_TYPES}
             rows = [(i, text) for i, kind, text in self.stores.records.memories.list_texts(
                 ns, flt, limit=MULTILINGUAL_SCAN, order="-event_time", chars=LISTED_CHARS)
                 if kind in stored]
             return [i for i, _ in rows], [text for _, text in rows]
 
-        def read() -> tuple[list[str], list[str]]:
+        def records() -> tuple[list[str], list[str]]:
             items = [i for i in self._listing(ns, flt) if i.memory_type in STORED_TYPES]
             return [i.id for i in items], [i.content[:LISTED_CHARS] for i in items]
-        return self._kept(ns, ("listed-texts", flt), read)
+        whole = self.stores.records.item_cache is not None and self._generation(ns) is not None
+        return self._kept(ns, ("listed-texts", flt), records if whole else columns)
 
     def _listing(self, ns: str, flt: ItemFilter) -> list[MemoryItem]:
         """The newest MULTILINGUAL_SCAN memories of ``ns`` matching ``flt`` (the

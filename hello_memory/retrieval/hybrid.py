@@ -210,14 +210,17 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         self._derived: KeptValues[tuple[Any, ...], Any] = KeptValues(DERIVED)
 
     @contextmanager
-    def _searching(self) -> Iterator[bool]:
+    def _searching(self, ns: str) -> Iterator[bool]:
         """Counts the searches running in this retriever; gives whether this one is
-        the only one (it started when no other was running)."""
+        the only one (it started when no other was running). Within, the write
+        generation of ``ns`` is read once (where it is the database's, read by every
+        value the search keeps: MemoryRepository.pinned)."""
         with self._pool_lock:
             self._running += 1
             alone = self._running == 1
         try:
-            yield alone
+            with self.stores.records.memories.pinned(ns):
+                yield alone
         finally:
             with self._pool_lock:
                 self._running -= 1
@@ -315,7 +318,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
         if chosen.engine == "per_type":
             hits = self._per_type(ns, query, types, top_k, flt)
         else:
-            with self._searching() as alone:
+            with self._searching(ns) as alone:
                 hits = self._hybrid(ns, query, types, top_k, flt, active, weights,
                                     context_weight, reference_time, enable_planning,
                                     enable_reflection, alone=alone)

@@ -145,6 +145,20 @@ def test_serve_ab_smoke_runs_both_sides_and_b_without_the_c_parser(tmp_path: Pat
     assert re.search(r"B / A \(median req/s\): \*\*\d+\.\d{3}\*\*", section)
 
 
+@pytest.mark.postgres
+def test_serve_ab_smoke_on_postgresql_adds_through_both_sides(tmp_path: Path) -> None:
+    """``--postgres``: each side's records and vectors in a database of its own on one
+    throwaway PostgreSQL server; every add of every phase is answered on both."""
+    out = tmp_path / "BENCHMARKS.md"
+    _run(["benchmarks.serve_ab", "--smoke", "--op", "add", "--postgres", "--section", "pg",
+          "--md", str(out)], timeout=900)
+    section = _section(out.read_text(encoding="utf-8"), "pg")
+    assert "Stores: records and vectors in PostgreSQL (pgvector), a database each" in section
+    rows = _rows_after(section, "| side |")
+    assert [r[0] for r in rows] == ["A", "B"]
+    assert all(float(r[1]) > 0 and r[3] == "0" for r in rows), rows
+
+
 @pytest.mark.slow
 def test_search_cost_smoke_writes_every_row_with_its_floor(tmp_path: Path) -> None:
     out = tmp_path / "BENCHMARKS.md"

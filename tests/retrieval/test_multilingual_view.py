@@ -343,7 +343,7 @@ def test_only_a_search_running_alone_encodes_ahead(
     question = FAMILY_QUESTIONS[1]
     alone = _hits(family, question)
     assert started == [question]
-    with retriever._searching() as first:  # another search is running
+    with retriever._searching("fam") as first:  # another search is running
         assert first
         assert _hits(family, question) == alone
     assert started == [question]  # not encoded ahead that time
@@ -353,8 +353,9 @@ def test_only_a_search_running_alone_encodes_ahead(
 
 def test_without_a_write_generation_the_view_reads_three_columns_and_ranks_alike(
         family: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the records give no write generation (PostgreSQL, which other processes
-    write) nothing is kept, and the small namespace's listing is read on every search:
+    """Where the records give no write generation nothing is kept, and the small
+    namespace's listing is read on every search (on PostgreSQL, once per write
+    generation of the database, test_write_generation.py), in both cases:
     as ids, types and text prefixes (MemoryRepository.list_texts), not whole records.
     The hits, scores and views are those of the kept listing."""
     from hello_memory.stores.records.memories import MemoryRepository

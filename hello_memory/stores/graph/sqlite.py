@@ -13,7 +13,7 @@ import itertools
 import json
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Engine, Table, and_, delete, func, literal, or_, select, union, union_all
@@ -30,6 +30,7 @@ from hello_memory.errors import (
     NamespaceRequiredError,
 )
 from hello_memory.kept import KeptValues
+from hello_memory.stores.records.generation import touch_generation
 from hello_memory.stores.records.models import Base
 from hello_memory.types import Entity, GraphHit, GraphStats, Relation, normalize_entity_name
 
@@ -158,8 +159,14 @@ class SQLiteGraphStore:
     does not dispose it.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *,
+                 shared_generation: Callable[[str], tuple[int, int] | None] | None = None
+                 ) -> None:
         self._engine = engine  # no I/O here: open() creates the tables
+        # Where other processes may write the tables (any database but SQLite): the
+        # records' write generation, kept in the same database, which every write here
+        # moves on too (stores/records/generation.py), else None (nothing kept).
+        self._shared = shared_generation if engine.dialect.name != "sqlite" else None
         # Writes committed per namespace (generation()); guarded by _written_lock.
         self._written_lock = threading.Lock()
         self._written: dict[str, int] = {}
@@ -172,11 +179,18 @@ class SQLiteGraphStore:
         """A value that changes with every write this store commits to ``namespace``
         (after its commit), for caching what is read from its graph; None where other
         processes may write the tables (any database but SQLite, which one process
-        holds: ARCHITECTURE.md)."""
+        holds: ARCHITECTURE.md), unless the store was given the records' generation,
+        kept in the database, which its writes move on too (``shared_generation``)."""
         if self._engine.dialect.name != "sqlite":
-            return None
+            return None if self._shared is None else self._shared(namespace)
         with self._written_lock:
             return self._epoch, self._written.get(namespace, 0)
+
+    def _moving(self, conn: Connection, namespace: str) -> None:
+        """Last in a write transaction: the shared generation moved on (where the store
+        reads it), in the write's own transaction (records/generation.py)."""
+        if self._shared is not None:
+            touch_generation(conn, [namespace])
 
     def _wrote(self, namespace: str) -> None:
         with self._written_lock:
@@ -235,6 +249,7 @@ class SQLiteGraphStore:
                 self._upsert(conn, _EM, em_rows, ["entity_id", "memory_id"], [])
                 rm_rows = [{"relation_id": i, **link} for i in rels]
                 self._upsert(conn, _RM, rm_rows, ["relation_id", "memory_id"], [])
+                self._moving(conn, namespace)
         except SQLAlchemyError as exc:
             raise GraphStoreError(f"add_mentions failed for memory {memory_id!r}: {exc}") from exc
 
@@ -273,6 +288,7 @@ class SQLiteGraphStore:
                 if orphan_ents:
                     conn.execute(delete(_EM).where(_EM.c.entity_id.in_(orphan_ents)))
                     conn.execute(delete(_E).where(_E.c.id.in_(orphan_ents)))
+                self._moving(conn, namespace)
         except SQLAlchemyError as exc:
             raise GraphStoreError(f"remove_memory failed for {memory_id!r}: {exc}") from exc
 
@@ -283,6 +299,7 @@ class SQLiteGraphStore:
             with self._engine.begin() as conn:
                 for table in (_RM, _EM, _R, _E):  # children first
                     conn.execute(delete(table).where(table.c.namespace == namespace))
+                self._moving(conn, namespace)
         except SQLAlchemyError as exc:
             raise GraphStoreError(f"clear failed for namespace {namespace!r}: {exc}") from exc
         finally:  # after the commit (or the rollback)

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import TextClause, and_, delete, exists, func, or_, select, text
+from sqlalchemy import TextClause, and_, exists, func, or_, select, text, update
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.stores.records._memory_rows import (
@@ -26,6 +26,7 @@ from hello_memory.stores.records._memory_rows import (
     _with_access,
     item_topic,
 )
+from hello_memory.stores.records.generation import touch_generation
 from hello_memory.stores.records.models import (
     TOPIC_CHARS,
     MemoryRow,
@@ -312,15 +313,20 @@ class MemoryQueries:
             require_namespace(namespace)
         q = (select(MemoryRow.namespace, func.count(), func.coalesce(func.sum(MemoryRow.tokens), 0))
              .where(MemoryRow.status == MemoryStatus.ACTIVE.value).group_by(MemoryRow.namespace))
-        clear = delete(NamespaceTotalsRow)
+        rows = select(NamespaceTotalsRow.namespace)
         if namespace is not None:
             q = q.where(MemoryRow.namespace == namespace)
-            clear = clear.where(NamespaceTotalsRow.namespace == namespace)
+            rows = rows.where(NamespaceTotalsRow.namespace == namespace)
         with self._records.transaction() as s:
+            # the rows are kept, their generation moved on (a row made again would
+            # start afresh: models.NamespaceTotalsRow)
+            listed = list(s.scalars(rows))
             counted = {ns: (int(n), int(t)) for ns, n, t in s.execute(q)}
-            s.execute(clear)
-            s.add_all([NamespaceTotalsRow(namespace=ns, items=n, tokens=t)
-                       for ns, (n, t) in counted.items()])
+            touch_generation(s, [*listed, *counted])
+            for ns in dict.fromkeys([*listed, *counted]):
+                n, t = counted.get(ns, (0, 0))
+                s.execute(update(NamespaceTotalsRow).where(NamespaceTotalsRow.namespace == ns)
+                          .values(items=n, tokens=t))
         return counted
 
     def session_orders(self, namespace: str, sessions: Sequence[str]

@@ -15,12 +15,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from hello_memory.stores.records.access import Pending
+from hello_memory.stores.records.generation import new_generation, upsert_totals
 from hello_memory.stores.records.models import (
     EXPRESSION_CHARS,
     TOPIC_CHARS,
@@ -179,20 +177,14 @@ def _active(status: str | MemoryStatus) -> bool:
 
 
 def _bump_totals(s: Session, deltas: dict[str, list[int]]) -> None:
-    """Add ``[items, tokens]`` deltas to each namespace's totals row (created at the
-    first write): an atomic upsert where the dialect has one, so concurrent first
-    writes of a namespace cannot collide."""
-    dialect = s.get_bind().dialect.name
-    for ns, (n, tokens) in deltas.items():
-        if n == 0 and tokens == 0:
-            continue
-        grow = {"items": NamespaceTotalsRow.items + n, "tokens": NamespaceTotalsRow.tokens + tokens}
-        if dialect in ("sqlite", "postgresql"):
-            ins = (sqlite_insert if dialect == "sqlite" else pg_insert)(NamespaceTotalsRow)
-            s.execute(ins.values(namespace=ns, items=n, tokens=tokens)
-                      .on_conflict_do_update(index_elements=["namespace"], set_=grow))
-            continue
-        done = s.execute(update(NamespaceTotalsRow)
-                         .where(NamespaceTotalsRow.namespace == ns).values(**grow))
-        if not done.rowcount:  # type: ignore[attr-defined]
-            s.execute(insert(NamespaceTotalsRow).values(namespace=ns, items=n, tokens=tokens))
+    """Add ``[items, tokens]`` deltas to each namespace's totals row (made at its first
+    write) and move its write generation on, a zero delta too: every namespace a write
+    transaction of the memory records touches is in ``deltas``, and this is the
+    transaction's last write but its outbox rows (models.NamespaceTotalsRow). Last: a
+    writer then holds the row only until it commits, and never waits for a memory row
+    while holding it, so two writers cannot deadlock over the two."""
+    for ns, (n, tokens) in sorted(deltas.items()):
+        upsert_totals(s, ns, {"items": n, "tokens": tokens, "generation": new_generation()},
+                      {"items": NamespaceTotalsRow.items + n,
+                       "tokens": NamespaceTotalsRow.tokens + tokens,
+                       "generation": NamespaceTotalsRow.generation + 1})

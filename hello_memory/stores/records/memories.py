@@ -22,6 +22,7 @@ mentioned times, totals). Every name stays importable from here.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -77,7 +78,12 @@ from hello_memory.stores.records._memory_rows import (
     MENTION_CHARS as MENTION_CHARS,
 )
 from hello_memory.stores.records.access import AccessLog, Pending
-from hello_memory.stores.records.models import MemoryRow, MemoryTimeRow, UTCDateTime
+from hello_memory.stores.records.models import (
+    MemoryRow,
+    MemoryTimeRow,
+    NamespaceTotalsRow,
+    UTCDateTime,
+)
 from hello_memory.stores.records.outbox import OutboxEntry, kind_of
 from hello_memory.types import MemoryItem, MemoryStatus, utcnow
 from hello_memory.validation import require_namespace, validate_item
@@ -122,6 +128,18 @@ _ROW_ATTRS = ("content", "content_hash", "memory_type", "modality", "user_id", "
 _ACCESS_FIELDS = frozenset({"access_count", "last_access"})
 
 
+def _counted(s: Session, totals: dict[str, list[int]] | None, namespace: str, items: int,
+             tokens: int) -> None:
+    """A write's change to the namespace's totals: added to ``totals`` (a transaction
+    that writes the totals row once, last), else written now (_bump_totals)."""
+    if totals is None:
+        _bump_totals(s, {namespace: [items, tokens]})
+        return
+    d = totals.setdefault(namespace, [0, 0])
+    d[0] += items
+    d[1] += tokens
+
+
 class MemoryRepository(MemoryQueries):
     """The memory items of a :class:`RecordStore` (``records.memories``); its
     transactions are the store's, so a write and its outbox rows commit together."""
@@ -130,6 +148,8 @@ class MemoryRepository(MemoryQueries):
         self._records = records
         # Search hits' accesses, written off the request path (access.py).
         self.access_log = AccessLog(self._write_access)
+        # the generations pinned by the searches running in each thread (pinned())
+        self._pins = threading.local()
 
     # the in-process record cache (item_cache.py): on where this process holds the records
     def _invalidate(self, namespace: str, ids: Sequence[str] | None = None) -> None:
@@ -145,12 +165,46 @@ class MemoryRepository(MemoryQueries):
             self.access_log.discard(namespace)
 
     def generation(self, namespace: str) -> tuple[int, int] | None:
-        """A value that changes with every write this process commits to
-        ``namespace`` (adds, updates, deletes; not the access bookkeeping), for caching
-        what is derived from its records; None where other processes may write the
-        records too (nothing derived may be cached then)."""
+        """A value that changes with every write committed to ``namespace`` (adds,
+        updates, deletes; not the access bookkeeping), for caching what is derived
+        from its records. Where this process holds the records (the record cache is
+        on) the cache's own count; elsewhere (PostgreSQL, where other processes write
+        too) the database's, ``hm_namespace_totals.generation``, which every write
+        transaction moves on (models.NamespaceTotalsRow): one primary-key read, once
+        per search while :meth:`pinned`. The two never give the same value."""
         cache = self._records.item_cache
-        return None if cache is None else cache.namespace_generation(namespace)
+        if cache is not None:
+            return cache.namespace_generation(namespace)
+        pins: dict[str, tuple[int, int]] | None = getattr(self._pins, "held", None)
+        if pins is not None and namespace in pins:
+            return pins[namespace]
+        with self._records.transaction() as s:
+            value = s.scalar(select(NamespaceTotalsRow.generation)
+                             .where(NamespaceTotalsRow.namespace == namespace))
+        # epoch 0 (a record cache numbers its epochs from 1); -1: no row, so no memory
+        # written since the namespace was made or purged (a row starts at >= 0)
+        return 0, -1 if value is None else int(value)
+
+    @contextmanager
+    def pinned(self, namespace: str) -> Iterator[None]:
+        """Within: :meth:`generation` of ``namespace`` is read once, in this thread,
+        where it is the database's (a search asks it at every value it keeps; issue
+        27). What is derived under it is read after it, so a write committed since
+        leaves at worst a newer value kept under an older generation, which the next
+        search, reading the newer one, does not use."""
+        pins: dict[str, tuple[int, int]] | None = getattr(self._pins, "held", None)
+        if self._records.item_cache is not None or (pins is not None and namespace in pins):
+            yield
+            return
+        if pins is None:
+            pins = self._pins.held = {}
+        generation = self.generation(namespace)
+        assert generation is not None
+        pins[namespace] = generation
+        try:
+            yield
+        finally:
+            del pins[namespace]
 
     def add_items(self, items: Sequence[MemoryItem], *, keyed: bool = False
                   ) -> list[OutboxEntry]:
@@ -194,10 +248,11 @@ class MemoryRepository(MemoryQueries):
                 if times:  # after the rows they point to; one executemany
                     s.flush()
                     s.execute(insert(MemoryTimeRow), times)
-            deltas: dict[str, list[int]] = {}
+            # every namespace written moves its generation, an inactive add's too
+            deltas: dict[str, list[int]] = {row["namespace"]: [0, 0] for row in rows}
             for row in rows:
                 if _active(row["status"]):
-                    d = deltas.setdefault(row["namespace"], [0, 0])
+                    d = deltas[row["namespace"]]
                     d[0] += 1
                     d[1] += row["tokens"]
             _bump_totals(s, deltas)
@@ -377,7 +432,8 @@ class MemoryRepository(MemoryQueries):
                                     "(deleted while it was being updated)") from None
 
     def _update(self, s: Session, namespace: str, memory_id: str, changes: Mapping[str, Any],
-                expect_version: int | None) -> tuple[MemoryItem, list[OutboxEntry]]:
+                expect_version: int | None, totals: dict[str, list[int]] | None = None
+                ) -> tuple[MemoryItem, list[OutboxEntry]]:
         row = s.scalar(select(MemoryRow).where(
             MemoryRow.namespace == require_namespace(namespace), MemoryRow.id == memory_id))
         if row is None:
@@ -419,7 +475,7 @@ class MemoryRepository(MemoryQueries):
             if times:
                 s.execute(insert(MemoryTimeRow), times)
         after = (1, new.tokens) if _active(new.status) else (0, 0)
-        _bump_totals(s, {namespace: [after[0] - before[0], after[1] - before[1]]})
+        _counted(s, totals, namespace, after[0] - before[0], after[1] - before[1])
         # New content must be re-embedded and re-extracted, a new type re-derives
         # the graph links (only semantic memories have any); anything else only
         # changes the vector's payload.
@@ -451,7 +507,8 @@ class MemoryRepository(MemoryQueries):
         return done
 
     def _delete(self, s: Session, namespace: str, ids: Sequence[str],
-                expect: Mapping[str, int] | None, *, strict: bool
+                expect: Mapping[str, int] | None, *, strict: bool,
+                totals: dict[str, list[int]] | None = None
                 ) -> tuple[int, list[OutboxEntry]]:
         rows = s.execute(select(MemoryRow.id, MemoryRow.status, MemoryRow.tokens,
                                 MemoryRow.memory_type, MemoryRow.version).where(
@@ -484,7 +541,7 @@ class MemoryRepository(MemoryQueries):
                 return 0, []
             s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id.in_(found)))
         gone = [r.tokens for r in rows if _active(r.status)]
-        _bump_totals(s, {namespace: [-len(gone), -sum(gone)]})
+        _counted(s, totals, namespace, -len(gone), -sum(gone))
         queued: list[OutboxEntry] = []
         for kind in dict.fromkeys(kind_of(r.memory_type) for r in rows):
             queued += self._records.outbox.queue_entries(
@@ -521,12 +578,16 @@ class MemoryRepository(MemoryQueries):
         with self._records.transaction() as s:
             # The deletes first: on SQLite the first write takes the database's write
             # lock, so what is read after it (the target) cannot change before commit.
-            _, queued = self._delete(s, namespace, list(remove), remove, strict=True)
+            # The totals row last, once: like every write, no memory row after it.
+            totals: dict[str, list[int]] = {namespace: [0, 0]}
+            _, queued = self._delete(s, namespace, list(remove), remove, strict=True,
+                                     totals=totals)
             made: MemoryItem | None = None
             if target is not None:
                 memory_id, version, changes = target
                 if changes:
-                    made, updated = self._update(s, namespace, memory_id, changes, version)
+                    made, updated = self._update(s, namespace, memory_id, changes, version,
+                                                 totals)
                     queued += updated
                 else:  # nothing to change (an interrupted run merged them): still there?
                     now = s.scalar(select(MemoryRow.version).where(
@@ -544,9 +605,11 @@ class MemoryRepository(MemoryQueries):
                     if times:
                         s.execute(insert(MemoryTimeRow), times)
                 if _active(row.status):
-                    _bump_totals(s, {namespace: [1, row.tokens]})
+                    totals[namespace][0] += 1
+                    totals[namespace][1] += row.tokens
                 queued += self._records.outbox.queue_items(s, "add", [add])
                 made = add
+            _bump_totals(s, totals)
         return made, queued
 
     def record_access(self, namespace: str, ids: Sequence[str]) -> None:

@@ -239,11 +239,28 @@ def _v7_to_v8(conn: Connection) -> None:
             index.create(conn, checkfirst=True)
 
 
+def _v8_to_v9(conn: Connection) -> None:
+    """v9 (issue 27, the search's kept values on PostgreSQL): each namespace's write
+    generation, ``hm_namespace_totals.generation`` (models.NamespaceTotalsRow). A
+    process of an older version would write without moving it, so it cannot open a v9
+    database (a newer schema is refused)."""
+    present = {c["name"] for c in inspect(conn).get_columns("hm_namespace_totals")}
+    if "generation" not in present:  # v3 -> v4 made the table from today's model
+        conn.execute(text("ALTER TABLE hm_namespace_totals "
+                          "ADD COLUMN generation BIGINT NOT NULL DEFAULT 0"))
+    # A namespace holding only inactive memories had no row: every namespace holding a
+    # memory gets one, so that no row means no memory (MemoryRepository.generation).
+    conn.execute(text(
+        "INSERT INTO hm_namespace_totals (namespace, items, tokens, generation) "
+        "SELECT DISTINCT namespace, 0, 0, 0 FROM hm_memory_items m WHERE NOT EXISTS "
+        "(SELECT 1 FROM hm_namespace_totals t WHERE t.namespace = m.namespace)"))
+
+
 # MIGRATIONS[n] upgrades a database at version n to n + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3,
                                                        3: _v3_to_v4, 4: _v4_to_v5,
                                                        5: _v5_to_v6, 6: _v6_to_v7,
-                                                       7: _v7_to_v8}
+                                                       7: _v7_to_v8, 8: _v8_to_v9}
 
 
 def read_version(conn: Connection) -> int | None:

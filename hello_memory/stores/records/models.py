@@ -29,7 +29,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from hello_memory.text.facts import FACT_KEY_CHARS
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Longest topic key kept in ``hm_memory_items.topic`` (the index column); longer keys are
 # stored cut and matched exactly on the rows read back (see MemoryRepository.recent_by_topic).
@@ -177,13 +177,21 @@ class MemoryTimeRow(Base):
 
 class NamespaceTotalsRow(Base):
     """Schema v4: the active memories of a namespace and their token total, kept in
-    step with ``hm_memory_items`` in the same transaction as every write to it."""
+    step with ``hm_memory_items`` in the same transaction as every write to it.
+    Schema v9: ``generation``, moved on by every write to the namespace's memories
+    (adds, updates, deletes; not the access bookkeeping), in that same transaction:
+    what a process derives from the records may be kept while it holds, whichever
+    process wrote them (MemoryRepository.generation; docs/PERFORMANCE.md, "Search
+    on PostgreSQL"). A row made anew (a namespace's first write, or its
+    first after a purge) starts at a random value, so a value seen before a purge is
+    not seen again after it."""
 
     __tablename__ = "hm_namespace_totals"
 
     namespace: Mapped[str] = mapped_column(String(255), primary_key=True)
     items: Mapped[int] = mapped_column(BigInt, default=0)
     tokens: Mapped[int] = mapped_column(BigInt, default=0)
+    generation: Mapped[int] = mapped_column(BigInt, default=0, server_default="0")
 
 
 class EntityRow(Base):
