@@ -29,6 +29,7 @@ import argparse
 import os
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -152,8 +153,28 @@ def render(meta: dict[str, Any], rows: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _commit(src: Path) -> str:
+    """The commit checked out at ``src`` (short), or '' outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=30, check=False)
+    except OSError:
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def _dirty(src: Path) -> bool:
+    """Whether the checkout at ``src`` has uncommitted changes to tracked files."""
+    out = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
+                         capture_output=True, text=True, timeout=30, check=False)
+    return bool(out.stdout.strip())
+
+
 def _describe(src: Path, env: Sequence[str], without: Sequence[str]) -> str:
     tree = "this checkout" if src == ROOT else f"`{src}`"
+    commit = _commit(src)
+    if commit:
+        tree += f" at {commit}" + (" with uncommitted changes" if _dirty(src) else "")
     parts = [tree, server_stack(without)]
     parts += [f"`{item}`" for item in env]
     return ", ".join(parts)

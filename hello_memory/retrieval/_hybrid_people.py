@@ -106,8 +106,8 @@ class PeopleMixin:
         """The user's roles for ``persons`` ("Qing" -> sister: "Lin Qing" is linked as
         the user's sister), from the role links the memories made
         (``MemoryManager.extract_links``); read once per namespace while neither its
-        records nor its graph change (``_kept``, where the process holds them), else
-        once per namespace and memory count."""
+        records nor its graph change (``_kept``, where both give a write generation),
+        else once per namespace and memory count."""
         people = self._kept(ns, ("roles",), lambda: self._role_map(ns), graph=True,
                             fallback=lambda: self.stores.records.memories.namespace_totals(ns))
         return list(dict.fromkeys(r for p in persons for part in {p, *p.split()}

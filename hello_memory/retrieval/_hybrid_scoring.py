@@ -213,7 +213,7 @@ class ScoringMixin:
         if not in_session:
             return {}
         # One indexed query for the sessions not kept at the namespace's write
-        # generation (read every time where other processes may write the records).
+        # generation (read every time where the records give none).
         orders = self._kept_each(
             ns, "session", list(dict.fromkeys(str(state.items[m].session_id)
                                               for m in in_session)),

@@ -167,8 +167,8 @@ class ViewsMixin:
 
     def _all_active(self, ns: str, flt: ItemFilter) -> bool:
         """Whether ``flt`` asks for active memories and ``ns`` holds no other, read
-        once per write generation where the process holds the records (_kept);
-        elsewhere False, and the vector queries keep their status condition."""
+        once per write generation (_kept); where the records give none, False, and
+        the vector queries keep their status condition."""
         if flt.status != MemoryStatus.ACTIVE or self._generation(ns) is None:
             return False
         return self._kept(ns, ("all-active",),

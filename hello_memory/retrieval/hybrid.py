@@ -486,7 +486,8 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
 
     def _generation(self, ns: str, *, graph: bool = False) -> Any:
         """The namespace's record write generation (with ``graph``, paired with its
-        graph's), or None where either store gives none (other processes may write)."""
+        graph's), or None where either store gives none (a graph server: other
+        processes write it; MemoryRepository.generation, stores/records/generation.py)."""
         generation: Any = self.stores.records.memories.generation(ns)
         if generation is not None and graph:
             of_graph = getattr(self.stores.graph, "generation", None)
@@ -498,7 +499,7 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
               graph: bool = False, fallback: Callable[[], Any] | None = None) -> T:
         """``read()``, kept per retriever while the write generation of ``ns`` is the
         one it was read at (MemoryRepository.generation, and with ``graph`` the graph
-        store's too: only where the process holds them). Elsewhere ``fallback()`` marks
+        store's too: only where both give one). Elsewhere ``fallback()`` marks
         the value instead (the namespace's totals: a write that changes them reads it
         again, an edit that does not is seen at the next such write), and without one
         it reads every time. The mark is taken before reading, so a write committed

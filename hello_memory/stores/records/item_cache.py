@@ -9,7 +9,9 @@ It is only correct while every write to the records goes through this process's
 repository, which tells the cache after each commit (:meth:`ItemCache.invalidate`):
 the record store turns it on for SQLite, which one process holds (ARCHITECTURE.md:
 the embedded directory opens in one process; the per-key locks are in-process there
-too), and leaves it off where other processes may write (PostgreSQL).
+too), and leaves it off where other processes may write (PostgreSQL: there what is
+derived from the records is kept at the database's write generation instead,
+stores/records/generation.py).
 
 Races. A reader that misses reads the database and then fills the cache; a write that
 commits in between must not leave the older record cached. Every invalidation adds 1
