@@ -12,6 +12,7 @@ database.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -93,6 +94,32 @@ def test_a_failed_write_leaves_the_generation(
         b.memories.add_items([_item(2), MemoryItem(
             id=item.id, content="again", memory_type=MemoryType.EPISODIC, namespace="n")])
     assert a.memories.generation("n") == before
+
+
+def test_a_v8_store_upgrades_with_a_row_for_every_namespace(tmp_path: Path) -> None:
+    """Schema v9 on a v8 file: the column is added, and a namespace that held only
+    forgotten memories (no totals row before) gets a row, so that "no row" keeps
+    meaning "no memory" to MemoryRepository.generation."""
+    url = f"sqlite:///{tmp_path / 'records.db'}"
+    store = RecordStore(url, item_cache=False)
+    store.open()
+    store.memories.add_items([_item(1), _item(2, ns="quiet", status=MemoryStatus.FORGOTTEN)])
+    store.close()
+    with sqlite3.connect(tmp_path / "records.db") as conn:  # back to v8
+        conn.execute("DELETE FROM hm_namespace_totals WHERE namespace = 'quiet'")
+        conn.execute("ALTER TABLE hm_namespace_totals DROP COLUMN generation")
+        conn.execute("UPDATE hm_schema_meta SET value = '8' WHERE key = 'schema_version'")
+    upgraded = RecordStore(url, item_cache=False)
+    upgraded.open()
+    try:
+        assert (tmp_path / "records.db.v8.bak").exists()
+        assert upgraded.memories.generation("n") == (0, 0)
+        assert upgraded.memories.generation("quiet") == (0, 0)  # a row, made here
+        assert upgraded.memories.namespace_totals("quiet") == (0, 0)
+        upgraded.memories.add_items([_item(3)])
+        assert upgraded.memories.generation("n") == (0, 1)
+    finally:
+        upgraded.close()
 
 
 def test_pinned_reads_once_per_thread(two_stores: tuple[RecordStore, RecordStore]) -> None:
