@@ -24,6 +24,7 @@ import pytest
 from sqlalchemy import event
 
 from hello_memory.config import load_settings
+from hello_memory.errors import InvalidInputError
 from hello_memory.factory import open_stores
 from hello_memory.memory.manager import MemoryManager
 from hello_memory.stores.graph import SQLiteGraphStore
@@ -90,7 +91,7 @@ def test_a_failed_write_leaves_the_generation(
     item = _item(1)
     b.memories.add_items([item])
     before = a.memories.generation("n")
-    with pytest.raises(Exception):  # noqa: B017 - the id is taken: rolled back
+    with pytest.raises(InvalidInputError, match="already exists"):  # rolled back
         b.memories.add_items([_item(2), MemoryItem(
             id=item.id, content="again", memory_type=MemoryType.EPISODIC, namespace="n")])
     assert a.memories.generation("n") == before

@@ -30,7 +30,7 @@ from hello_memory.errors import (
     NamespaceRequiredError,
 )
 from hello_memory.kept import KeptValues
-from hello_memory.stores.records.generation import touch_generation
+from hello_memory.stores.records.generation import bump_totals
 from hello_memory.stores.records.models import Base
 from hello_memory.types import Entity, GraphHit, GraphStats, Relation, normalize_entity_name
 
@@ -190,7 +190,7 @@ class SQLiteGraphStore:
         """Last in a write transaction: the shared generation moved on (where the store
         reads it), in the write's own transaction (records/generation.py)."""
         if self._shared is not None:
-            touch_generation(conn, [namespace])
+            bump_totals(conn, {namespace: (0, 0)})
 
     def _wrote(self, namespace: str) -> None:
         with self._written_lock:

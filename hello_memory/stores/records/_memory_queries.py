@@ -26,7 +26,7 @@ from hello_memory.stores.records._memory_rows import (
     _with_access,
     item_topic,
 )
-from hello_memory.stores.records.generation import touch_generation
+from hello_memory.stores.records.generation import bump_totals
 from hello_memory.stores.records.models import (
     TOPIC_CHARS,
     MemoryRow,
@@ -322,7 +322,7 @@ class MemoryQueries:
             # start afresh: models.NamespaceTotalsRow)
             listed = list(s.scalars(rows))
             counted = {ns: (int(n), int(t)) for ns, n, t in s.execute(q)}
-            touch_generation(s, [*listed, *counted])
+            bump_totals(s, dict.fromkeys([*listed, *counted], (0, 0)))
             for ns in dict.fromkeys([*listed, *counted]):
                 n, t = counted.get(ns, (0, 0))
                 s.execute(update(NamespaceTotalsRow).where(NamespaceTotalsRow.namespace == ns)

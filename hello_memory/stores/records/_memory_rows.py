@@ -2,10 +2,9 @@
 (:class:`~hello_memory.stores.records.models.MemoryRow`) and a
 :class:`~hello_memory.types.MemoryItem`, the columns a row derives from its item when
 written (topic key, token count, fact key, dedup key, the ``hm_memory_times`` rows of
-the times its text mentions), the waiting accesses counted into items read, and the
-running namespace totals every write bumps in its own transaction
-(``hm_namespace_totals``). Helpers of :mod:`hello_memory.stores.records.memories`,
-which re-exports every name defined here.
+the times its text mentions) and the waiting accesses counted into items read (the
+namespace totals every write bumps: generation.py). Helpers of
+:mod:`hello_memory.stores.records.memories`, which re-exports every name defined here.
 """
 
 from __future__ import annotations
@@ -15,15 +14,11 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from hello_memory.stores.records.access import Pending
-from hello_memory.stores.records.generation import new_generation, upsert_totals
 from hello_memory.stores.records.models import (
     EXPRESSION_CHARS,
     TOPIC_CHARS,
     MemoryRow,
-    NamespaceTotalsRow,
 )
 from hello_memory.text.facts import fact_key
 from hello_memory.text.timeparse import TimeRange, mentioned_ranges
@@ -174,17 +169,3 @@ def _row_values(item: MemoryItem) -> dict[str, Any]:
 
 def _active(status: str | MemoryStatus) -> bool:
     return MemoryStatus(status) is MemoryStatus.ACTIVE
-
-
-def _bump_totals(s: Session, deltas: dict[str, list[int]]) -> None:
-    """Add ``[items, tokens]`` deltas to each namespace's totals row (made at its first
-    write) and move its write generation on, a zero delta too: every namespace a write
-    transaction of the memory records touches is in ``deltas``, and this is the
-    transaction's last write but its outbox rows (models.NamespaceTotalsRow). Last: a
-    writer then holds the row only until it commits, and never waits for a memory row
-    while holding it, so two writers cannot deadlock over the two."""
-    for ns, (n, tokens) in sorted(deltas.items()):
-        upsert_totals(s, ns, {"items": n, "tokens": tokens, "generation": new_generation()},
-                      {"items": NamespaceTotalsRow.items + n,
-                       "tokens": NamespaceTotalsRow.tokens + tokens,
-                       "generation": NamespaceTotalsRow.generation + 1})

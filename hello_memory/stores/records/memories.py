@@ -60,7 +60,6 @@ from hello_memory.stores.records._memory_queries import (
 from hello_memory.stores.records._memory_rows import (
     _ITEM_COLUMNS,
     _active,
-    _bump_totals,
     _keeps_key,
     _row_item,
     _row_values,
@@ -78,6 +77,7 @@ from hello_memory.stores.records._memory_rows import (
     MENTION_CHARS as MENTION_CHARS,
 )
 from hello_memory.stores.records.access import AccessLog, Pending
+from hello_memory.stores.records.generation import bump_totals
 from hello_memory.stores.records.models import (
     MemoryRow,
     MemoryTimeRow,
@@ -126,18 +126,6 @@ _ROW_ATTRS = ("content", "content_hash", "memory_type", "modality", "user_id", "
 
 # The fields a write may set that the access log also writes.
 _ACCESS_FIELDS = frozenset({"access_count", "last_access"})
-
-
-def _counted(s: Session, totals: dict[str, list[int]] | None, namespace: str, items: int,
-             tokens: int) -> None:
-    """A write's change to the namespace's totals: added to ``totals`` (a transaction
-    that writes the totals row once, last), else written now (_bump_totals)."""
-    if totals is None:
-        _bump_totals(s, {namespace: [items, tokens]})
-        return
-    d = totals.setdefault(namespace, [0, 0])
-    d[0] += items
-    d[1] += tokens
 
 
 class MemoryRepository(MemoryQueries):
@@ -255,7 +243,7 @@ class MemoryRepository(MemoryQueries):
                     d = deltas[row["namespace"]]
                     d[0] += 1
                     d[1] += row["tokens"]
-            _bump_totals(s, deltas)
+            bump_totals(s, deltas)
             # one "add" row per item, of its kind (ARCHITECTURE decision 1)
             return self._records.outbox.queue_items(s, "add", items)
 
@@ -418,7 +406,11 @@ class MemoryRepository(MemoryQueries):
         while True:
             try:
                 with self._records.transaction() as s:
-                    return self._update(s, namespace, memory_id, changes, expect_version)
+                    totals: dict[str, list[int]] = {}
+                    done = self._update(s, namespace, memory_id, changes, expect_version,
+                                        totals)
+                    bump_totals(s, totals)
+                    return done
             except WriteConflictError:
                 if expect_version is not None:
                     raise
@@ -432,8 +424,10 @@ class MemoryRepository(MemoryQueries):
                                     "(deleted while it was being updated)") from None
 
     def _update(self, s: Session, namespace: str, memory_id: str, changes: Mapping[str, Any],
-                expect_version: int | None, totals: dict[str, list[int]] | None = None
+                expect_version: int | None, totals: dict[str, list[int]]
                 ) -> tuple[MemoryItem, list[OutboxEntry]]:
+        """One update inside the caller's transaction; its change to the namespace's
+        totals is added to ``totals``, which the caller writes last (bump_totals)."""
         row = s.scalar(select(MemoryRow).where(
             MemoryRow.namespace == require_namespace(namespace), MemoryRow.id == memory_id))
         if row is None:
@@ -475,7 +469,9 @@ class MemoryRepository(MemoryQueries):
             if times:
                 s.execute(insert(MemoryTimeRow), times)
         after = (1, new.tokens) if _active(new.status) else (0, 0)
-        _counted(s, totals, namespace, after[0] - before[0], after[1] - before[1])
+        d = totals.setdefault(namespace, [0, 0])
+        d[0] += after[0] - before[0]
+        d[1] += after[1] - before[1]
         # New content must be re-embedded and re-extracted, a new type re-derives
         # the graph links (only semantic memories have any); anything else only
         # changes the vector's payload.
@@ -499,7 +495,9 @@ class MemoryRepository(MemoryQueries):
         require_namespace(namespace)
         try:
             with self._records.transaction() as s:
-                done = self._delete(s, namespace, ids, expect, strict=False)
+                totals: dict[str, list[int]] = {}
+                done = self._delete(s, namespace, ids, expect, strict=False, totals=totals)
+                bump_totals(s, totals)
         finally:  # after the commit (or the rollback)
             self._invalidate(namespace, ids)
         gone = {e.item_id for e in done[1]} if expect is not None else None
@@ -508,8 +506,9 @@ class MemoryRepository(MemoryQueries):
 
     def _delete(self, s: Session, namespace: str, ids: Sequence[str],
                 expect: Mapping[str, int] | None, *, strict: bool,
-                totals: dict[str, list[int]] | None = None
-                ) -> tuple[int, list[OutboxEntry]]:
+                totals: dict[str, list[int]]) -> tuple[int, list[OutboxEntry]]:
+        """One delete inside the caller's transaction; its change to the namespace's
+        totals is added to ``totals``, which the caller writes last (bump_totals)."""
         rows = s.execute(select(MemoryRow.id, MemoryRow.status, MemoryRow.tokens,
                                 MemoryRow.memory_type, MemoryRow.version).where(
             MemoryRow.namespace == namespace, MemoryRow.id.in_(ids))).all()
@@ -541,7 +540,9 @@ class MemoryRepository(MemoryQueries):
                 return 0, []
             s.execute(delete(MemoryTimeRow).where(MemoryTimeRow.memory_id.in_(found)))
         gone = [r.tokens for r in rows if _active(r.status)]
-        _counted(s, totals, namespace, -len(gone), -sum(gone))
+        d = totals.setdefault(namespace, [0, 0])
+        d[0] -= len(gone)
+        d[1] -= sum(gone)
         queued: list[OutboxEntry] = []
         for kind in dict.fromkeys(kind_of(r.memory_type) for r in rows):
             queued += self._records.outbox.queue_entries(
@@ -609,7 +610,7 @@ class MemoryRepository(MemoryQueries):
                     totals[namespace][1] += row.tokens
                 queued += self._records.outbox.queue_items(s, "add", [add])
                 made = add
-            _bump_totals(s, totals)
+            bump_totals(s, totals)
         return made, queued
 
     def record_access(self, namespace: str, ids: Sequence[str]) -> None:
