@@ -188,9 +188,11 @@ def _plan_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_bm25_counts_the_namespace_once_and_scores_by_the_formula(postgres_url: str) -> None:
-    """The sparse search's CTEs are computed once each (docs/PERFORMANCE.md, "BM25 on
+    """The sparse search's CTEs are computed once each (docs/PERFORMANCE.md, "Search on
     PostgreSQL"): inlined, the namespace's count ran once per posting its join read,
-    190 ms of a search over 2,000 memories. Its scores are BM25's:
+    190 ms of a search over 2,000 memories. Each term's postings are an index seek, on a
+    table not yet analysed too (as after a bulk load: the terms were a filter over
+    every posting of the namespace then). Its scores are BM25's:
     sum(weight x query weight x ln((N - df + 0.5) / (df + 0.5) + 1))."""
     from sqlalchemy import event
 
@@ -237,5 +239,10 @@ def test_bm25_counts_the_namespace_once_and_scores_by_the_formula(postgres_url: 
         assert {"CTE q", "CTE n", "CTE d"} <= ctes, ctes
         # the one read of the points table for the count runs once, not per posting
         assert counts and all(n["Actual Loops"] == 1 for n in counts), counts
+        # the postings are read by seeks on (namespace, name, term), never scanned
+        postings = [n for n in nodes if n.get("Relation Name") == "hm_bm25_memories__sp"]
+        assert postings and all("term = q.term" in n.get("Index Cond", "")
+                                for n in postings), postings
+        assert not any("Filter" in n for n in postings), postings
     finally:
         store.close()

@@ -179,27 +179,32 @@ class PgSql:
         if not terms:
             return []
         t, sp = _quote(table), _quote(table + "__sp")
-        having = "" if threshold is None else " HAVING sum(s.weight * q.w * d.idf) >= %s"
+        having = "" if threshold is None else " HAVING sum(s.weight * s.w * d.idf) >= %s"
         # Each CTE is MATERIALIZED, computed once: inlined, the namespace's count ran
         # once per posting the join read (456 times, 190 ms of a 2,000-memory search,
-        # on a table not yet analysed). ``::bigint[]`` lets the term list be an index
-        # condition; untyped, psycopg sends integer[] and the terms were a filter over
-        # every posting of the namespace (docs/PERFORMANCE.md, "Search on PostgreSQL").
+        # on a table not yet analysed). The postings are read term by term: ``LATERAL``
+        # with ``OFFSET 0`` (which keeps the planner from flattening it into a join)
+        # makes each term a seek on ``(namespace, name, term)`` whatever the table's
+        # statistics say. With ``term = ANY(...)`` a table not yet analysed after a bulk
+        # load was planned as a scan of every posting of the namespace with the terms as
+        # a filter: 11.7 against 3.0 ms at 2,000 memories (docs/PERFORMANCE.md, "Search
+        # on PostgreSQL").
         sql = (
             f"WITH q(term, w) AS MATERIALIZED "
             f"      (SELECT * FROM unnest(%s::bigint[], %s::float8[])), "
             f"n AS MATERIALIZED (SELECT count(*)::float8 AS n FROM {t} WHERE namespace = %s), "
+            f"s AS MATERIALIZED (SELECT x.id, x.weight, q.term, q.w FROM q CROSS JOIN LATERAL "
+            f"      (SELECT id, weight FROM {sp} WHERE namespace = %s AND name = %s "
+            f"       AND term = q.term OFFSET 0) x), "
             f"d AS MATERIALIZED (SELECT s.term, "
             f"      ln((n.n - count(*) + 0.5) / (count(*) + 0.5) + 1) AS idf "
-            f"      FROM {sp} s, n WHERE s.namespace = %s AND s.name = %s "
-            f"      AND s.term = ANY(%s::bigint[]) GROUP BY s.term, n.n), "
-            f"hits AS (SELECT s.id, sum(s.weight * q.w * d.idf) AS score FROM {sp} s "
-            f"      JOIN q ON q.term = s.term JOIN d ON d.term = s.term "
-            f"      JOIN {t} p ON p.id = s.id "
-            f"      WHERE s.namespace = %s AND s.name = %s AND {where} GROUP BY s.id{having}) "
+            f"      FROM s, n GROUP BY s.term, n.n), "
+            f"hits AS (SELECT s.id, sum(s.weight * s.w * d.idf) AS score FROM s "
+            f"      JOIN d ON d.term = s.term JOIN {t} p ON p.id = s.id "
+            f"      WHERE {where} GROUP BY s.id{having}) "
             f"SELECT h.id, h.score, p.payload FROM hits h JOIN {t} p ON p.id = h.id "
             f"ORDER BY h.score DESC, h.id LIMIT %s")
-        params = [terms, weights, namespace, namespace, name, terms, namespace, name, *args]
+        params = [terms, weights, namespace, namespace, name, *args]
         if threshold is not None:
             params.append(threshold)
         params.append(limit)
