@@ -78,6 +78,10 @@ class MemoryRecordsPort(Protocol):
         """The memories of ``ids`` that exist (``shared``: copies may be shared)."""
         ...
 
+    def released(self, namespace: str, items: Sequence[MemoryItem]) -> list[MemoryItem]:
+        """Shared records (``get_items(..., shared=True)``) as the caller's own."""
+        ...
+
     def list_items(self, namespace: str, flt: ItemFilter = ..., *, limit: int | None = None,
                    offset: int = 0, order: ItemOrder = "event_time") -> list[MemoryItem]:
         """Memories matching ``flt`` in ``order``."""

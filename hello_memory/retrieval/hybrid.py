@@ -93,7 +93,7 @@ from hello_memory.retrieval.views import ViewRequest
 from hello_memory.stores.records import ItemFilter
 from hello_memory.text.entities import EntityExtractor, RuleExtractor
 from hello_memory.text.links import STORED_TYPES
-from hello_memory.types import MemoryItem, MemoryStatus, MemoryType, copy_item, utcnow
+from hello_memory.types import MemoryStatus, MemoryType, utcnow
 from hello_memory.validation import (
     check_text,
     require_namespace,
@@ -150,11 +150,6 @@ def _check_arguments(query: str, top_k: int, memory_types: Sequence[MemoryType |
         if isinstance(value, str):
             check_text(name, value)
     return types, min_importance
-
-
-def _own(item: MemoryItem) -> MemoryItem:
-    """A copy of a shared record (the record cache's) the caller may change."""
-    return copy_item(item, own_metadata=True)
 
 
 class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
@@ -387,7 +382,11 @@ class HybridRetriever(PeopleMixin, LanguageMixin, ViewsMixin, ScoringMixin):
             fused = self._reflect(ns, query, plan, state, weights, fused, top_k)
         hits = self._final(ns, state, fused, context_weight, flt, top_k)[:top_k]
         # the hits leave the search: their records become the caller's own
-        return [replace(h, item=_own(h.item)) if h.id in state.shared else h for h in hits]
+        shared = [h.item for h in hits if h.id in state.shared]
+        if not shared:
+            return hits
+        own = iter(self.stores.records.memories.released(ns, shared))
+        return [replace(h, item=next(own)) if h.id in state.shared else h for h in hits]
 
     def _per_type(self, ns: str, query: str, types: Sequence[MemoryType], top_k: int,
                   flt: ItemFilter) -> list[SearchHit]:

@@ -382,14 +382,16 @@ def test_per_call_reads_are_bounded(mm: MemoryManager, monkeypatch: pytest.Monke
     monkeypatch.setattr(mm.stores.records, "memories", log)
     loader = ProgressiveLoader(mm, standing_share=0.2)
     loader.load_relevant_context(query, namespace=NS)
-    # the search's own reads: the records of its hits, sessions, the multilingual
+    # the search's own reads: the records of its candidates and of its hits
+    # (``released``: copies here, read again where records are kept per database
+    # write generation), sessions, the multilingual
     # view's switch (one EXISTS query, retrieval/_hybrid_language.py _holds_cjk), the
     # status switch of its vector filters (one EXISTS query by index seeks,
     # _hybrid_views.py _all_active) and the write generation its caches are kept by (a
     # counter, no query; pinned for the search, which reads nothing here)
     reads = [(name, kwargs) for name, _, kwargs in log.calls
-             if name not in ("record_access", "get_items", "session_orders", "holds_cjk",
-                             "holds_inactive", "generation", "pinned")]
+             if name not in ("record_access", "get_items", "released", "session_orders",
+                             "holds_cjk", "holds_inactive", "generation", "pinned")]
     assert reads, "the loader reads through the record store"
     for name, kwargs in reads:
         if name in ("list_items", "list_ids") and kwargs.get("limit") == MULTILINGUAL_SCAN:

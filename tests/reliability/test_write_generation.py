@@ -207,6 +207,112 @@ def test_same_generation_same_records_under_concurrent_writes(
     assert a.memories.generation("n") != final  # the repair moved it too
 
 
+def _item_reads(store: RecordStore) -> tuple[list[str], Any]:
+    """The SELECTs of memory records ``store`` sends, and the listener to remove."""
+    reads: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip().startswith("SELECT hm_memory_items.id"):
+            reads.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    return reads, count
+
+
+def test_a_search_keeps_records_at_its_generation(
+        two_stores: tuple[RecordStore, RecordStore]) -> None:
+    """Where the record cache is off, a search's shared reads keep the records at the
+    generation it pinned (item_cache.py, GenerationRecords): the next search at the
+    same generation reads none again; another store's write is read at the next
+    search; the records of the hits it returns are read again (``released``), with
+    the access counts no write moves."""
+    a, b = two_stores
+    items = [_item(n) for n in range(4)]
+    b.memories.add_items(items)
+    ids = [i.id for i in items]
+    reads, listener = _item_reads(a)
+    try:
+        with a.memories.pinned("n"):
+            first = a.memories.get_items("n", ids, shared=True)
+        assert len(reads) == 1
+        with a.memories.pinned("n"):
+            again = a.memories.get_items("n", ids[::-1], shared=True)
+        assert len(reads) == 1  # kept: nothing read
+        assert [i.id for i in again] == ids[::-1] and again[0] is first[-1]
+        assert a.memories.get_items("n", ids, shared=True)[0] is not first[0]  # no pin
+        b.memories.update_item("n", ids[0], importance=0.9)
+        reads.clear()
+        with a.memories.pinned("n"):
+            now = a.memories.get_items("n", ids, shared=True)
+            assert len(reads) == 1 and now[0].importance == 0.9
+            b.memories.record_access("n", [ids[1]])
+            b.memories.flush_access()  # no write: the generation stays
+            kept = a.memories.get_items("n", ids[1:2], shared=True)[0]
+            own = a.memories.released("n", [kept, now[0]])
+        assert kept.access_count == 0  # kept as read
+        assert own[0].access_count == 1 and own[0] is not kept  # read again
+        assert own[1].importance == 0.9
+        own[1].metadata["mine"] = True  # the caller's own: the kept one is untouched
+        assert "mine" not in now[0].metadata
+    finally:
+        event.remove(a.engine, "before_cursor_execute", listener)
+
+
+def test_kept_records_are_the_records_of_their_generation_under_concurrent_writes(
+        two_stores: tuple[RecordStore, RecordStore]) -> None:
+    """The invariant of the kept records, under load: while store B edits, adds and
+    deletes from two threads, two threads of store A read records shared under a pin
+    and then the generation and the records unshared; whenever the generation read
+    after equals the pinned one, the shared records equal the unshared ones."""
+    a, b = two_stores
+    base = [_item(n) for n in range(6)]
+    b.memories.add_items(base)
+    ids = [i.id for i in base]
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    compared = [0]
+
+    def write(offset: int) -> None:
+        try:
+            for n in range(offset, offset + 30):
+                b.memories.update_item("n", ids[n % len(ids)], importance=(n % 10) / 10)
+                extra = _item(n)
+                b.memories.add_items([extra])
+                b.memories.delete_items("n", [extra.id])
+                time.sleep(0.002)
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    def fields(items: list[MemoryItem]) -> list[tuple[Any, ...]]:
+        return [(i.id, i.content, i.importance, i.status) for i in items]
+
+    def read() -> None:
+        try:
+            while not stop.is_set():
+                with a.memories.pinned("n"):
+                    held = a.memories.generation("n")
+                    shared = a.memories.get_items("n", ids, shared=True)
+                fresh = a.memories.get_items("n", ids)
+                if a.memories.generation("n") != held:
+                    continue  # a write came between: nothing to compare
+                assert fields(shared) == fields(fresh), "a kept record of another generation"
+                compared[0] += 1
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    writers = [threading.Thread(target=write, args=(k,)) for k in (100, 200)]
+    for t in readers + writers:
+        t.start()
+    for t in writers:
+        t.join()
+    stop.set()
+    for t in readers:
+        t.join()
+    assert errors == []
+    assert compared[0] > 0
+
+
 @pytest.mark.postgres
 def test_the_sql_graph_keeps_its_lookups_at_the_shared_generation(postgres_url: str) -> None:
     """On PostgreSQL the SQL graph keeps ``find_entities``' rows at the records' write

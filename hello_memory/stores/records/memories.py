@@ -78,6 +78,7 @@ from hello_memory.stores.records._memory_rows import (
 )
 from hello_memory.stores.records.access import AccessLog, Pending
 from hello_memory.stores.records.generation import bump_totals
+from hello_memory.stores.records.item_cache import GenerationRecords
 from hello_memory.stores.records.models import (
     MemoryRow,
     MemoryTimeRow,
@@ -85,7 +86,7 @@ from hello_memory.stores.records.models import (
     UTCDateTime,
 )
 from hello_memory.stores.records.outbox import OutboxEntry, kind_of
-from hello_memory.types import MemoryItem, MemoryStatus, utcnow
+from hello_memory.types import MemoryItem, MemoryStatus, copy_item, utcnow
 from hello_memory.validation import require_namespace, validate_item
 
 if TYPE_CHECKING:
@@ -138,6 +139,9 @@ class MemoryRepository(MemoryQueries):
         self.access_log = AccessLog(self._write_access)
         # the generations pinned by the searches running in each thread (pinned())
         self._pins = threading.local()
+        # a search's records where the record cache is off, kept at the generation it
+        # pinned (item_cache.py, GenerationRecords)
+        self._kept_records = GenerationRecords()
 
     # the in-process record cache (item_cache.py): on where this process holds the records
     def _invalidate(self, namespace: str, ids: Sequence[str] | None = None) -> None:
@@ -257,6 +261,9 @@ class MemoryRepository(MemoryQueries):
         require_namespace(namespace)
         cache = self._records.item_cache if shared else None
         if cache is None:
+            generation = self._pinned(namespace) if shared else None
+            if generation is not None:
+                return self._kept_items(namespace, ids, generation)
             return self._items_read(lambda: self._fetch_items(namespace, ids))
 
         def fetch() -> tuple[dict[str, MemoryItem], list[MemoryItem], int]:
@@ -277,6 +284,37 @@ class MemoryRepository(MemoryQueries):
             return _with_access(items, pending, shared=True) if pending else items
 
         return self.access_log.read(fetch, apply)
+
+    def _pinned(self, namespace: str) -> tuple[int, int] | None:
+        """The database's write generation of ``namespace`` a search in this thread
+        pinned (:meth:`pinned`), else None."""
+        pins: dict[str, tuple[int, int]] | None = getattr(self._pins, "held", None)
+        return None if pins is None else pins.get(namespace)
+
+    def _kept_items(self, namespace: str, ids: Sequence[str], generation: tuple[int, int]
+                    ) -> list[MemoryItem]:
+        """:meth:`get_items` shared, where the records are kept at the database's write
+        generation the search pinned (item_cache.py, GenerationRecords): those not kept
+        are read and kept. Their access counts are the database's when read (see
+        :meth:`released`)."""
+        found = self._kept_records.lookup(namespace, generation, ids)
+        missing = [i for i in dict.fromkeys(ids) if i not in found]
+        if missing:
+            fresh = self._fetch_items(namespace, missing)
+            self._kept_records.fill(namespace, generation, fresh)
+            found.update((i.id, i) for i in fresh)
+        return [found[i] for i in ids if i in found]
+
+    def released(self, namespace: str, items: Sequence[MemoryItem]) -> list[MemoryItem]:
+        """Shared records of ``namespace`` (:meth:`get_items` with ``shared``) as the
+        caller's own, to change and hand out: copies, or where they were kept at the
+        database's write generation, read again (their access counts, which no write
+        moves, may lag there; one that is gone since stays a copy)."""
+        if self._records.item_cache is None and self._pinned(namespace) is not None:
+            fresh = {i.id: i for i in self._items_read(
+                lambda: self._fetch_items(namespace, [i.id for i in items]))}
+            return [fresh.get(i.id) or copy_item(i, own_metadata=True) for i in items]
+        return [copy_item(i, own_metadata=True) for i in items]
 
     def _fetch_rows(self, ids: Sequence[str]) -> list[MemoryItem]:
         """The records of ``ids``, whatever their namespace (the caller checks it)."""
