@@ -23,7 +23,7 @@ from hello_memory.errors import (
     InvalidInputError,
     VectorStoreError,
 )
-from hello_memory.stores.vector import CollectionSpec, PgVectorStore
+from hello_memory.stores.vector import CollectionSpec, PgVectorStore, VectorFilter
 from hello_memory.stores.vector.pgvector import PgVectorParams
 from hello_memory.types import VectorPoint
 
@@ -66,6 +66,47 @@ def test_hnsw_above_threshold_exact_below(postgres_url: str) -> None:
             ("[" + ",".join(["0.1"] * 8) + "]",)).all())
     assert "hnsw" in plan.lower()
     store.close()
+
+
+def test_a_small_selection_is_counted_once_then_ranked_exactly(postgres_url: str) -> None:
+    """The count that picks exact or HNSW ranking runs once for a selection it finds
+    under the threshold (``SmallSelections``); a large selection, or another filter,
+    is counted at every search. A selection that grew past the threshold meanwhile is
+    still ranked exactly: the right answer, only slower."""
+    from sqlalchemy import event
+
+    store = _store(postgres_url, prefix="hm_small_", exact_threshold=50)
+    try:
+        store.ensure_collection(SPEC)
+        big, small = _points(120, "big", 1), _points(20, "small", 2)
+        store.upsert(COL, big + small)
+        probes: list[str] = []
+
+        def keep(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+            if statement.startswith("SELECT count(*) FROM (SELECT 1"):
+                probes.append(statement)
+
+        event.listen(store._engine, "before_cursor_execute", keep)
+        for _ in range(3):
+            hit = store.nearest(COL, small[3].vectors["dense"], namespace="small", limit=3)
+            assert hit[0].id == small[3].id
+        assert len(probes) == 1
+        for _ in range(3):
+            hit = store.nearest(COL, big[5].vectors["dense"], namespace="big", limit=3)
+            assert hit[0].id == big[5].id
+        assert len(probes) == 4  # above the threshold: counted every time
+        only = VectorFilter.where(i=3)
+        assert [h.id for h in store.nearest(COL, small[3].vectors["dense"], namespace="small",
+                                            limit=3, filters=only)] == [small[3].id]
+        assert len(probes) == 5  # another selection: counted on its own
+        grown = _points(80, "small", 3)
+        store.upsert(COL, grown)
+        target = grown[40]
+        hits = store.nearest(COL, target.vectors["dense"], namespace="small", limit=5)
+        assert len(probes) == 5 and hits[0].id == target.id  # exact, not counted again
+        event.remove(store._engine, "before_cursor_execute", keep)
+    finally:
+        store.close()
 
 
 def test_optimize_rebuilds_only_on_other_settings(postgres_url: str) -> None:

@@ -82,6 +82,7 @@ from hello_memory.stores.vector._pg_sql import (
     META_TABLE,
     PgSql,
     PgVectorParams,
+    SmallSelections,
     _finite,
     _quote,
     _shape_of,
@@ -121,6 +122,8 @@ class PgVectorStore(PgSql):
         self._engine: Any = None
         self._shapes: dict[str, _Shape] = {}
         self._lock = threading.Lock()
+        # dense selections a count found small: ranked exactly without counting again
+        self._small = SmallSelections()
 
     # --- lifecycle ------------------------------------------------------------------
     def open(self) -> None:
