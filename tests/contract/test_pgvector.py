@@ -68,14 +68,16 @@ def test_hnsw_above_threshold_exact_below(postgres_url: str) -> None:
     store.close()
 
 
-def test_a_small_selection_is_counted_once_then_ranked_exactly(postgres_url: str) -> None:
-    """The count that picks exact or HNSW ranking runs once for a selection it finds
-    under the threshold (``SmallSelections``); a large selection, or another filter,
-    is counted at every search. A selection that grew past the threshold meanwhile is
-    still ranked exactly: the right answer, only slower."""
+def test_a_selection_is_counted_once_then_ranked_alike(postgres_url: str) -> None:
+    """The count that picks exact or HNSW ranking runs once per selection (namespace
+    and filter) while its answer is kept (``SelectionSizes``), with a score threshold
+    too (the add path's duplicate check): a small selection is ranked exactly, a large
+    one through the index, where a score threshold is still counted on its own. A
+    selection that grew past the threshold meanwhile is still ranked exactly: the right
+    answer, only slower."""
     from sqlalchemy import event
 
-    store = _store(postgres_url, prefix="hm_small_", exact_threshold=50)
+    store = _store(postgres_url, prefix="hm_sizes_", exact_threshold=50)
     try:
         store.ensure_collection(SPEC)
         big, small = _points(120, "big", 1), _points(20, "small", 2)
@@ -90,11 +92,19 @@ def test_a_small_selection_is_counted_once_then_ranked_exactly(postgres_url: str
         for _ in range(3):
             hit = store.nearest(COL, small[3].vectors["dense"], namespace="small", limit=3)
             assert hit[0].id == small[3].id
+            hit = store.nearest(COL, small[4].vectors["dense"], namespace="small", limit=3,
+                                score_threshold=0.99)
+            assert [h.id for h in hit] == [small[4].id]
         assert len(probes) == 1
         for _ in range(3):
             hit = store.nearest(COL, big[5].vectors["dense"], namespace="big", limit=3)
             assert hit[0].id == big[5].id
-        assert len(probes) == 4  # above the threshold: counted every time
+        assert len(probes) == 2  # large: known, not counted again
+        for _ in range(2):
+            hit = store.nearest(COL, big[6].vectors["dense"], namespace="big", limit=3,
+                                score_threshold=0.99)
+            assert [h.id for h in hit] == [big[6].id]
+        assert len(probes) == 4  # large, with a score threshold: those above it counted
         only = VectorFilter.where(i=3)
         assert [h.id for h in store.nearest(COL, small[3].vectors["dense"], namespace="small",
                                             limit=3, filters=only)] == [small[3].id]

@@ -53,38 +53,40 @@ def _vec_text(values: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
-class SmallSelections:
-    """The dense selections (table, vector, filter) a count found under
-    ``exact_threshold`` points, each for ``ttl`` seconds: the dense search ranks them
-    exactly without counting again. Only a speed hint: a selection that grew past the
-    threshold meanwhile is still ranked exactly, so right, until its entry expires.
-    At most ``size`` entries, the oldest out first; thread-safe."""
+class SelectionSizes:
+    """Whether a dense selection (table, vector, filter) was found under
+    ``exact_threshold`` points, each answer kept for ``ttl`` seconds, so the dense
+    search does not count the same selection again. Only a speed hint: a selection that
+    grew past the threshold meanwhile is still ranked exactly (right, only slower), and
+    one that shrank is counted as a large one was before, until the entry expires. At
+    most ``size`` entries, the oldest out first; thread-safe."""
 
     def __init__(self, ttl: float = 30.0, size: int = 4096) -> None:
         self.ttl, self.size = ttl, size
         self._lock = threading.Lock()
-        self._until: OrderedDict[Hashable, float] = OrderedDict()
+        self._kept: OrderedDict[Hashable, tuple[bool, float]] = OrderedDict()
 
-    def held(self, key: Hashable) -> bool:
+    def small(self, key: Hashable) -> bool | None:
+        """True (small) or False (large) as found within ``ttl``; None: not known."""
         with self._lock:
-            until = self._until.get(key)
-            return until is not None and time.monotonic() < until
+            kept = self._kept.get(key)
+            return kept[0] if kept is not None and time.monotonic() < kept[1] else None
 
-    def keep(self, key: Hashable) -> None:
+    def keep(self, key: Hashable, small: bool) -> None:
         with self._lock:
-            self._until[key] = time.monotonic() + self.ttl
-            self._until.move_to_end(key)
-            while len(self._until) > self.size:
-                self._until.popitem(last=False)
+            self._kept[key] = (small, time.monotonic() + self.ttl)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
 
 
 class PgSql:
     """The DDL, session settings and search statements of
     :class:`~hello_memory.stores.vector.pgvector.PgVectorStore` (which inherits them
-    and sets ``params`` and ``_small``)."""
+    and sets ``params`` and ``_sizes``)."""
 
     params: PgVectorParams
-    _small: SmallSelections
+    _sizes: SelectionSizes
 
     def _prepare(self, engine: Any) -> str:
         """Create the extension (when allowed) and the collections table; return the
@@ -188,19 +190,13 @@ class PgSql:
             else:  # euclid: the score is the distance, the threshold an upper bound
                 cond += f" AND {dist} <= %s"
                 cond_args += [q, threshold]
-        # a selection found small a moment ago is ranked exactly without counting it
-        # again (the count reads the rows the exact ranking reads: 0.5-2 ms of a
-        # search at 2,000 memories); however it grew since, exact ranking is right
-        small = (table, using, where, repr(args)) if threshold is None else None
-        if not exact and small is not None:
-            exact = self._small.held(small)
         if not exact:
+            exact = self._small_selection(conn, t, using, where, args)
+        if not exact and threshold is not None:  # a large selection: those above it
             probe = conn.exec_driver_sql(
                 f"SELECT count(*) FROM (SELECT 1 FROM {t} p WHERE {cond} LIMIT %s) s",
                 (*cond_args, self.params.exact_threshold)).scalar()
             exact = int(probe or 0) < self.params.exact_threshold
-            if exact and small is not None:
-                self._small.keep(small)
         # ``+ 0`` makes the sort key an expression the HNSW index does not serve: the
         # planner then ranks every selected row exactly (ties by id). The HNSW path
         # orders by the distance alone, the one order the index serves.
@@ -209,6 +205,24 @@ class PgSql:
             f"SELECT p.id, {score}, p.payload FROM {t} p WHERE {cond} "
             f"ORDER BY {order} LIMIT %s",
             (q, *cond_args, q, limit)).all()
+
+    def _small_selection(self, conn: Any, t: str, using: str, where: str, args: list[Any]
+                         ) -> bool:
+        """Whether the rows ``where`` selects with vector ``using`` are fewer than
+        ``exact_threshold`` (then they are ranked exactly), counted at most once per
+        ``SelectionSizes.ttl``: the count reads the rows an exact ranking reads next
+        (0.5-2 ms of a search at 2,000 memories; with a score threshold, as the add
+        path's duplicate check, it also computed every distance: 4.5 ms an add)."""
+        key = (t, using, where, repr(args))
+        small = self._sizes.small(key)
+        if small is None:
+            count = conn.exec_driver_sql(
+                f"SELECT count(*) FROM (SELECT 1 FROM {t} p WHERE {where} "
+                f"AND p.{self._column(using)} IS NOT NULL LIMIT %s) s",
+                (*args, self.params.exact_threshold)).scalar()
+            small = int(count or 0) < self.params.exact_threshold
+            self._sizes.keep(key, small)
+        return small
 
     def _sparse_search(self, conn: Any, table: str, name: str, terms: list[int],
                        weights: list[float], namespace: str, where: str, args: list[Any],

@@ -82,7 +82,7 @@ from hello_memory.stores.vector._pg_sql import (
     META_TABLE,
     PgSql,
     PgVectorParams,
-    SmallSelections,
+    SelectionSizes,
     _finite,
     _quote,
     _shape_of,
@@ -122,8 +122,8 @@ class PgVectorStore(PgSql):
         self._engine: Any = None
         self._shapes: dict[str, _Shape] = {}
         self._lock = threading.Lock()
-        # dense selections a count found small: ranked exactly without counting again
-        self._small = SmallSelections()
+        # whether a dense selection was found small (ranked exactly), kept a while
+        self._sizes = SelectionSizes()
 
     # --- lifecycle ------------------------------------------------------------------
     def open(self) -> None:
