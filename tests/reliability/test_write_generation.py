@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from concurrently import run_beside  # tests/ is on sys.path
 from sqlalchemy import event
 
 from hello_memory.config import load_settings
@@ -302,13 +303,7 @@ def test_kept_records_are_the_records_of_their_generation_under_concurrent_write
 
     readers = [threading.Thread(target=read) for _ in range(2)]
     writers = [threading.Thread(target=write, args=(k,)) for k in (100, 200)]
-    for t in readers + writers:
-        t.start()
-    for t in writers:
-        t.join()
-    stop.set()
-    for t in readers:
-        t.join()
+    run_beside(writers, readers, stop)
     assert errors == []
     assert compared[0] > 0
 

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from concurrently import run_beside  # tests/ is on sys.path
 from sqlalchemy import create_engine, text
 
 from hello_memory.stores.records import RecordStore
@@ -198,13 +199,7 @@ def test_reads_count_every_access_once_while_searches_and_flushes_race(
     threads = [threading.Thread(target=recorder) for _ in range(3)]
     side = [threading.Thread(target=flusher), threading.Thread(target=reader, args=(False,)),
             threading.Thread(target=reader, args=(True,))]
-    for t in side + threads:
-        t.start()
-    for t in threads:
-        t.join()
-    stop.set()
-    for t in side:
-        t.join()
+    run_beside(threads, side, stop)
     assert not errors, errors[:5]
     store.memories.flush_access()
     assert all(_stored(records_url, i)[0] == 1500 for i in ids)

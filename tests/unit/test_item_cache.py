@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from concurrently import run_beside  # tests/ is on sys.path
 
 from hello_memory.stores.records import RecordStore, WriteConflictError
 from hello_memory.stores.records.item_cache import ItemCache
@@ -164,13 +165,7 @@ def test_shared_reads_never_go_back_past_an_acknowledged_write(store: RecordStor
     writers = [threading.Thread(target=writer, args=(ids[:2],)),
                threading.Thread(target=writer, args=(ids[2:],))]
     readers = [threading.Thread(target=reader) for _ in range(2)]
-    for t in readers + writers:
-        t.start()
-    for t in writers:
-        t.join()
-    stop.set()
-    for t in readers:
-        t.join()
+    run_beside(writers, readers, stop)
     assert not errors, errors[:5]
     assert [i.content for i in store.memories.get_items("ns1", ids, shared=True)] == [
         "v59"] * 4
