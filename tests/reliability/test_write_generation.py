@@ -255,8 +255,11 @@ def test_a_search_keeps_records_at_its_generation(
         assert own[1].importance == 0.9
         own[1].metadata["mine"] = True  # the caller's own: the kept one is untouched
         assert "mine" not in now[0].metadata
+        assert len(a.memories.kept_records) == len(ids)
     finally:
         event.remove(a.engine, "before_cursor_execute", listener)
+    a.close()
+    assert len(a.memories.kept_records) == 0  # closing forgets them
 
 
 def test_kept_records_are_the_records_of_their_generation_under_concurrent_writes(

@@ -178,10 +178,12 @@ class GenerationRecords:
                 self._size -= len(dropped)
 
     def clear(self) -> None:
+        """Forget every record (the store closes)."""
         with self._lock:
             self._kept.clear()
             self._size = 0
 
     def __len__(self) -> int:
+        """How many records are kept, over every namespace."""
         with self._lock:
             return self._size

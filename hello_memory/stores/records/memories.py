@@ -140,8 +140,8 @@ class MemoryRepository(MemoryQueries):
         # the generations pinned by the searches running in each thread (pinned())
         self._pins = threading.local()
         # a search's records where the record cache is off, kept at the generation it
-        # pinned (item_cache.py, GenerationRecords)
-        self._kept_records = GenerationRecords()
+        # pinned (item_cache.py, GenerationRecords); emptied when the store closes
+        self.kept_records = GenerationRecords()
 
     # the in-process record cache (item_cache.py): on where this process holds the records
     def _invalidate(self, namespace: str, ids: Sequence[str] | None = None) -> None:
@@ -297,11 +297,11 @@ class MemoryRepository(MemoryQueries):
         generation the search pinned (item_cache.py, GenerationRecords): those not kept
         are read and kept. Their access counts are the database's when read (see
         :meth:`released`)."""
-        found = self._kept_records.lookup(namespace, generation, ids)
+        found = self.kept_records.lookup(namespace, generation, ids)
         missing = [i for i in dict.fromkeys(ids) if i not in found]
         if missing:
             fresh = self._fetch_items(namespace, missing)
-            self._kept_records.fill(namespace, generation, fresh)
+            self.kept_records.fill(namespace, generation, fresh)
             found.update((i.id, i) for i in fresh)
         return [found[i] for i in ids if i in found]
 

@@ -141,6 +141,7 @@ class RecordStore:
         if self.item_cache is not None:
             self.item_cache.clear()
         self.item_cache = None
+        self.memories.kept_records.clear()
 
     @property
     def engine(self) -> Engine:
