@@ -6,7 +6,8 @@ A store that alone writes its data counts its writes per namespace (a *generatio
 from that data can be kept under the generation it was read at and used while the
 generation is unchanged. :class:`KeptValues` is that table, shared by the search
 (``HybridRetriever._kept`` / ``_kept_each``) and the SQL graph store's name lookups:
-bounded, least recently used out, safe across threads. The caller takes the
+bounded, least recently used out, safe across threads; and by the memory records a
+search reads where the record cache is off (``MemoryRepository.kept_records``). The caller takes the
 generation *before* it reads, so a write committed during the read leaves a value
 marked with the older generation, which the next call reads again.
 """
@@ -61,6 +62,11 @@ class KeptValues(Generic[K, V]):
         value = read()
         self.put({key: value}, generation)
         return value
+
+    def clear(self) -> None:
+        """Forget every value (their store closes)."""
+        with self._lock:
+            self._values.clear()
 
     def __len__(self) -> int:
         return len(self._values)

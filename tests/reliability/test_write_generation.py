@@ -223,7 +223,7 @@ def _item_reads(store: RecordStore) -> tuple[list[str], Any]:
 def test_a_search_keeps_records_at_its_generation(
         two_stores: tuple[RecordStore, RecordStore]) -> None:
     """Where the record cache is off, a search's shared reads keep the records at the
-    generation it pinned (item_cache.py, GenerationRecords): the next search at the
+    generation it pinned (``MemoryRepository.kept_records``): the next search at the
     same generation reads none again; another store's write is read at the next
     search; the records of the hits it returns are read again (``released``), with
     the access counts no write moves."""

@@ -27,8 +27,9 @@ write to it, adds too) lets a caller cache what it derives from a namespace's re
 The items handed out are shared: callers read them and never change them (the
 repository's ``get_items(..., shared=True)``; the retriever copies the hits it returns).
 
-Where other processes write too (PostgreSQL), :class:`GenerationRecords` keeps a search's
-records instead, per namespace at the database's write generation
+Where other processes write too (PostgreSQL), ``MemoryRepository.kept_records`` (a
+:class:`~hello_memory.kept.KeptValues` of CACHE_ITEMS records) keeps a search's records
+instead, each at the database's write generation of its namespace
 (``hm_namespace_totals.generation``, stores/records/generation.py) that the search pinned
 (``MemoryRepository.pinned``). Every write of a record moves that generation in its own
 transaction, so records kept under the generation a search reads are the records as
@@ -46,7 +47,7 @@ from collections.abc import Iterable, Sequence
 
 from hello_memory.types import MemoryItem
 
-__all__ = ["CACHE_ITEMS", "GenerationRecords", "ItemCache"]
+__all__ = ["CACHE_ITEMS", "ItemCache"]
 
 # Records kept (a record is its text plus ~1 KB of fields: 20,000 is tens of MB).
 CACHE_ITEMS = 20_000
@@ -134,56 +135,3 @@ class ItemCache:
         with self._lock:
             return len(self._items)
 
-
-class GenerationRecords:
-    """Records kept per namespace at a write generation of the database (see the module
-    doc): at most ``capacity`` records over every namespace, the least recently used
-    namespace's dropped first. A namespace holds the records of one generation: a fill
-    at another generation replaces them (a write came between)."""
-
-    def __init__(self, capacity: int = CACHE_ITEMS) -> None:
-        self.capacity = capacity
-        self._lock = threading.Lock()  # guards everything below
-        # namespace -> (generation, id -> record), least recently used first
-        self._kept: OrderedDict[str, tuple[object, dict[str, MemoryItem]]] = OrderedDict()
-        self._size = 0
-
-    def lookup(self, namespace: str, generation: object, ids: Sequence[str]
-               ) -> dict[str, MemoryItem]:
-        """Those of ``ids`` kept for ``namespace`` at ``generation``."""
-        with self._lock:
-            entry = self._kept.get(namespace)
-            if entry is None or entry[0] != generation:
-                return {}
-            self._kept.move_to_end(namespace)
-            held = entry[1]
-            return {i: held[i] for i in ids if i in held}
-
-    def fill(self, namespace: str, generation: object, items: Iterable[MemoryItem]) -> None:
-        """Keep ``items``, records of ``namespace`` read while ``generation`` was pinned."""
-        with self._lock:
-            entry = self._kept.get(namespace)
-            if entry is None or entry[0] != generation:
-                self._size -= len(entry[1]) if entry is not None else 0
-                entry = (generation, {})
-                self._kept[namespace] = entry
-            self._kept.move_to_end(namespace)
-            held = entry[1]
-            for item in items:
-                if item.namespace == namespace and item.id not in held:
-                    held[item.id] = item
-                    self._size += 1
-            while self._size > self.capacity and self._kept:
-                _, (_, dropped) = self._kept.popitem(last=False)
-                self._size -= len(dropped)
-
-    def clear(self) -> None:
-        """Forget every record (the store closes)."""
-        with self._lock:
-            self._kept.clear()
-            self._size = 0
-
-    def __len__(self) -> int:
-        """How many records are kept, over every namespace."""
-        with self._lock:
-            return self._size

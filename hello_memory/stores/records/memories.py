@@ -33,6 +33,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from hello_memory.errors import InvalidInputError, NotFoundError, RecordStoreError
+from hello_memory.kept import KeptValues
 from hello_memory.stores.records._memory_queries import (
     _HAN_CLASS as _HAN_CLASS,
 )
@@ -78,7 +79,7 @@ from hello_memory.stores.records._memory_rows import (
 )
 from hello_memory.stores.records.access import AccessLog, Pending
 from hello_memory.stores.records.generation import bump_totals
-from hello_memory.stores.records.item_cache import GenerationRecords
+from hello_memory.stores.records.item_cache import CACHE_ITEMS
 from hello_memory.stores.records.models import (
     MemoryRow,
     MemoryTimeRow,
@@ -139,9 +140,9 @@ class MemoryRepository(MemoryQueries):
         self.access_log = AccessLog(self._write_access)
         # the generations pinned by the searches running in each thread (pinned())
         self._pins = threading.local()
-        # a search's records where the record cache is off, kept at the generation it
-        # pinned (item_cache.py, GenerationRecords); emptied when the store closes
-        self.kept_records = GenerationRecords()
+        # a search's records where the record cache is off, (namespace, id) -> record at
+        # the generation the search pinned (item_cache.py); emptied when the store closes
+        self.kept_records: KeptValues[tuple[str, str], MemoryItem] = KeptValues(CACHE_ITEMS)
 
     # the in-process record cache (item_cache.py): on where this process holds the records
     def _invalidate(self, namespace: str, ids: Sequence[str] | None = None) -> None:
@@ -294,14 +295,15 @@ class MemoryRepository(MemoryQueries):
     def _kept_items(self, namespace: str, ids: Sequence[str], generation: tuple[int, int]
                     ) -> list[MemoryItem]:
         """:meth:`get_items` shared, where the records are kept at the database's write
-        generation the search pinned (item_cache.py, GenerationRecords): those not kept
-        are read and kept. Their access counts are the database's when read (see
+        generation the search pinned (:attr:`kept_records`): those not kept are read
+        and kept. Their access counts are the database's when read (see
         :meth:`released`)."""
-        found = self.kept_records.lookup(namespace, generation, ids)
+        kept = self.kept_records.get([(namespace, i) for i in ids], generation)
+        found = {memory_id: item for (_, memory_id), item in kept.items()}
         missing = [i for i in dict.fromkeys(ids) if i not in found]
         if missing:
             fresh = self._fetch_items(namespace, missing)
-            self.kept_records.fill(namespace, generation, fresh)
+            self.kept_records.put({(namespace, i.id): i for i in fresh}, generation)
             found.update((i.id, i) for i in fresh)
         return [found[i] for i in ids if i in found]
 

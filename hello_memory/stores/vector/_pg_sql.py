@@ -238,8 +238,8 @@ class PgSql:
         # makes each term a seek on ``(namespace, name, term)`` whatever the table's
         # statistics say. With ``term = ANY(...)`` a table not yet analysed after a bulk
         # load was planned as a scan of every posting of the namespace with the terms as
-        # a filter: 11.7 against 3.0 ms at 2,000 memories (docs/PERFORMANCE.md, "Search
-        # on PostgreSQL").
+        # a filter: 15.5 against 3.4 ms of EXPLAIN ANALYZE at 2,000 memories
+        # (docs/PERFORMANCE.md, "Search on PostgreSQL").
         sql = (
             f"WITH q(term, w) AS MATERIALIZED "
             f"      (SELECT * FROM unnest(%s::bigint[], %s::float8[])), "
