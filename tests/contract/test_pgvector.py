@@ -24,7 +24,7 @@ from hello_memory.errors import (
     VectorStoreError,
 )
 from hello_memory.stores.vector import CollectionSpec, PgVectorStore, VectorFilter
-from hello_memory.stores.vector.pgvector import PgVectorParams
+from hello_memory.stores.vector.pgvector import PgVectorParams, _terms_index
 from hello_memory.types import VectorPoint
 
 pytestmark = pytest.mark.postgres
@@ -238,12 +238,14 @@ def _plan_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
     return [node, *(n for child in node.get("Plans", []) for n in _plan_nodes(child))]
 
 
-def test_bm25_counts_the_namespace_once_and_scores_by_the_formula(postgres_url: str) -> None:
+def test_bm25_reads_the_kept_count_and_scores_by_the_formula(postgres_url: str) -> None:
     """The sparse search's CTEs are computed once each (docs/PERFORMANCE.md, "Search on
-    PostgreSQL"): inlined, the namespace's count ran once per posting its join read,
-    190 ms of a search over 2,000 memories. Each term's postings are an index seek, on a
-    table not yet analysed too (as after a bulk load: the terms were a filter over
-    every posting of the namespace then). Its scores are BM25's:
+    PostgreSQL"): inlined, one ran once per posting its join read, 190 ms of a search
+    over 2,000 memories. N is read from the kept counts (one row), never counted over
+    the points; each term's postings are an index-only seek, on a table not yet
+    analysed too (as after a bulk load: the terms were a filter over every posting of
+    the namespace then); the points table is read by id for the hits only, in score
+    order. Its scores are BM25's:
     sum(weight x query weight x ln((N - df + 0.5) / (df + 0.5) + 1))."""
     from sqlalchemy import event
 
@@ -284,16 +286,156 @@ def test_bm25_counts_the_namespace_once_and_scores_by_the_formula(postgres_url: 
             plan = conn.exec_driver_sql("EXPLAIN (ANALYZE, FORMAT JSON) " + seen[0][0],
                                         seen[0][1]).scalar()
         nodes = _plan_nodes(plan[0]["Plan"])
-        counts = [n for n in nodes if n.get("Relation Name") == "hm_bm25_memories"
-                  and n.get("Parent Relationship") != "Inner"]
         ctes = {n["Subplan Name"] for n in nodes if n.get("Subplan Name", "").startswith("CTE")}
-        assert {"CTE q", "CTE n", "CTE d"} <= ctes, ctes
-        # the one read of the points table for the count runs once, not per posting
-        assert counts and all(n["Actual Loops"] == 1 for n in counts), counts
-        # the postings are read by seeks on (namespace, name, term), never scanned
+        assert {"CTE q", "CTE n", "CTE d", "CTE scored"} <= ctes, ctes
+        # N: one row of the kept counts, read once
+        kept = [n for n in nodes if n.get("Relation Name") == "hm_bm25_memories__n"]
+        assert kept and all(n["Actual Loops"] == 1 for n in kept), kept
+        # the points: a seek by id per document read in score order, until 5 pass
+        points = [n for n in nodes if n.get("Relation Name") == "hm_bm25_memories"]
+        assert points and all("id = scored.id" in n.get("Index Cond", "")
+                              and n["Actual Loops"] == 5 for n in points), points
+        # the postings are read by seeks on (namespace, name, term), never scanned,
+        # from the index alone
         postings = [n for n in nodes if n.get("Relation Name") == "hm_bm25_memories__sp"]
         assert postings and all("term = q.term" in n.get("Index Cond", "")
+                                and n["Node Type"] == "Index Only Scan"
                                 for n in postings), postings
         assert not any("Filter" in n for n in postings), postings
     finally:
         store.close()
+
+
+def _kept_counts(store: PgVectorStore, table: str = "hm_memories") -> dict[str, int]:
+    """The kept point counts of ``table`` against a count of its points: both, as one
+    dict each, asserted equal by the caller."""
+    with store._engine.connect() as conn:
+        return dict(conn.exec_driver_sql(f'SELECT namespace, n FROM "{table}__n" '
+                                         "WHERE n <> 0").all())
+
+
+def _counted(store: PgVectorStore, table: str = "hm_memories") -> dict[str, int]:
+    with store._engine.connect() as conn:
+        return dict(conn.exec_driver_sql(f'SELECT namespace, count(*) FROM "{table}" '
+                                         "GROUP BY namespace").all())
+
+
+def test_the_point_counts_follow_every_write(postgres_url: str) -> None:
+    """BM25's N is a kept count per namespace (``<table>__n``, kept by the points
+    table's triggers): new points count, replaced ones do not, an id refused for
+    another namespace does not, deletes (by id, unknown ids, a whole namespace) take
+    theirs away, and another namespace's count never moves."""
+    store = _store(postgres_url)
+    try:
+        store.ensure_collection(SPEC)
+        a, b = _points(40, "a", 1), _points(15, "b", 2)
+        store.upsert(COL, a + b)
+        assert _kept_counts(store) == _counted(store) == {"a": 40, "b": 15}
+        store.upsert(COL, a[:10] + _points(5, "a", 3))  # 10 replaced, 5 new
+        assert _kept_counts(store) == _counted(store) == {"a": 45, "b": 15}
+        taken = VectorPoint(a[0].id, {"dense": [0.1] * 8}, {"namespace": "b"})
+        with pytest.raises(InvalidInputError):
+            store.upsert(COL, [*_points(3, "b", 4), taken])
+        assert _kept_counts(store) == _counted(store) == {"a": 45, "b": 15}
+        store.delete(COL, [p.id for p in a[:7]] + [str(uuid.uuid4())], namespace="a")
+        store.delete(COL, [b[0].id], namespace="a")  # another namespace's id: no-op
+        assert _kept_counts(store) == _counted(store) == {"a": 38, "b": 15}
+        store.clear(COL, namespace="a")
+        assert _kept_counts(store) == _counted(store) == {"b": 15}
+        store.upsert(COL, _points(2, "a", 5))
+        assert _kept_counts(store) == _counted(store) == {"a": 2, "b": 15}
+    finally:
+        store.close()
+
+
+def test_tables_made_before_the_counts_get_them_on_first_use(postgres_url: str) -> None:
+    """A collection whose tables predate the kept counts (no ``__n`` table, no
+    triggers, the older postings index) is given them by the first store that uses it:
+    the counts start from the points held, the older index is gone, BM25 ranks as on a
+    new table, and later writes are counted."""
+    from hello_memory.types import SparseVector
+
+    store = _store(postgres_url, prefix="hm_old_")
+    pts = _points(30, "a", 6) + _points(10, "b", 7)
+    for i, p in enumerate(pts):
+        p.sparse["bm25"] = SparseVector((1, 2 + i % 3), (1.0, 0.5))
+    query = SparseVector((1, 3), (1.0, 1.0))
+    try:
+        store.ensure_collection(SPEC)
+        store.upsert(COL, pts)
+        before = store.nearest(COL, query, namespace="a", using="bm25", limit=8)
+        with store._engine.begin() as conn:  # the layout of the tables before
+            conn.exec_driver_sql('DROP TRIGGER hm_points_added ON "hm_old_memories"')
+            conn.exec_driver_sql('DROP TRIGGER hm_points_removed ON "hm_old_memories"')
+            conn.exec_driver_sql('DROP TABLE "hm_old_memories__n"')
+            conn.exec_driver_sql('DROP INDEX "{}"'.format(_terms_index("hm_old_memories")))
+            conn.exec_driver_sql('CREATE INDEX "hm_old_memories__sp_term" ON '
+                                 '"hm_old_memories__sp" (namespace, name, term)')
+    finally:
+        store.close()
+    store = _store(postgres_url, prefix="hm_old_")
+    try:
+        after = store.nearest(COL, query, namespace="a", using="bm25", limit=8)
+        assert [(h.id, h.score) for h in after] == [(h.id, h.score) for h in before]
+        assert _kept_counts(store, "hm_old_memories") == {"a": 30, "b": 10}
+        with store._engine.connect() as conn:
+            indexes = {r[0] for r in conn.exec_driver_sql(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'hm_old_memories__sp'")}
+        assert _terms_index("hm_old_memories") in indexes
+        assert "hm_old_memories__sp_term" not in indexes
+        store.upsert(COL, _points(4, "b", 8))
+        assert _kept_counts(store, "hm_old_memories") == {"a": 30, "b": 14}
+    finally:
+        store.close()
+
+
+def test_counts_stay_exact_under_concurrent_writers(postgres_url: str) -> None:
+    """Two stores (two processes' connections) add and delete points of one namespace,
+    re-upsert the same existing points beside the new ones, and add to another
+    namespace, from four threads at once, while a reader searches BM25: the kept counts
+    end equal to the points held, and no write or search failed (a deadlock between a
+    point's row and a count's row would raise)."""
+    from concurrently import run_beside
+
+    from hello_memory.types import SparseVector
+
+    stores = [_store(postgres_url, prefix="hm_race_"), _store(postgres_url, prefix="hm_race_")]
+    stores[0].ensure_collection(SPEC)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    again = _points(5, "shared", 99)
+    stores[0].upsert(COL, again)
+
+    def writer(k: int) -> None:
+        try:
+            for r in range(12):
+                pts = _points(6, "shared", 100 * k + r) + _points(2, f"own{k}", 50 + r)
+                # half the writers touch the existing points first, half after new ones
+                pts = [*again, *pts] if k % 2 else [*pts[:3], *again, *pts[3:]]
+                for p in pts:
+                    p.sparse["bm25"] = SparseVector((1, 2), (1.0, 1.0))
+                stores[k % 2].upsert(COL, pts)
+                new = [p.id for p in pts if p not in again and p.payload["namespace"] == "shared"]
+                stores[(k + 1) % 2].delete(COL, new[:3], namespace="shared")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                stores[0].nearest(COL, SparseVector((1,), (1.0,)), namespace="shared",
+                                  using="bm25", limit=5)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    try:
+        run_beside([threading.Thread(target=writer, args=(k,)) for k in range(4)],
+                   [threading.Thread(target=reader)], stop)
+        assert errors == []
+        counted = _counted(stores[0], "hm_race_memories")
+        assert counted["shared"] == 4 * 12 * 3 + len(again)
+        assert _kept_counts(stores[0], "hm_race_memories") == counted
+    finally:
+        for s in stores:
+            s.close()

@@ -15,7 +15,7 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,36 @@ def _quote(name: str) -> str:
 def _vec_text(values: Sequence[float]) -> str:
     """pgvector's text input: ``[1,2,3]`` (repr keeps every float32 digit)."""
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+# The trigger function that keeps a collection's per-namespace point counts (the
+# ``<table>__n`` table, TG_ARGV[0], in the points table's schema): one grouped write per
+# statement that adds or deletes points, in the writer's transaction, namespaces in
+# order. The counts are BM25's N (PgSql._sparse_search); a row per namespace that each
+# writer of the namespace holds from its first added or deleted point to its commit.
+_COUNT_FUNCTION = """
+CREATE OR REPLACE FUNCTION hm_pgv_count_points() RETURNS trigger LANGUAGE plpgsql AS $hm$
+DECLARE
+  counts text := quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_ARGV[0]);
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    EXECUTE 'INSERT INTO ' || counts || ' AS c (namespace, n) SELECT namespace, count(*) '
+      || 'FROM hm_added GROUP BY namespace ORDER BY namespace '
+      || 'ON CONFLICT (namespace) DO UPDATE SET n = c.n + EXCLUDED.n';
+  ELSE
+    EXECUTE 'UPDATE ' || counts || ' AS c SET n = c.n - r.n FROM (SELECT namespace, '
+      || 'count(*) AS n FROM hm_removed GROUP BY namespace ORDER BY namespace) r '
+      || 'WHERE c.namespace = r.namespace';
+  END IF;
+  RETURN NULL;
+END
+$hm$"""
+
+
+def _terms_index(table: str) -> str:
+    """The name of the postings index of ``table`` (a hash: ``<table>__sp_terms`` could
+    pass PostgreSQL's 63 characters, and two truncated names could meet)."""
+    return f"hmv_{zlib.crc32(f'{table}/terms'.encode()):08x}_terms"
 
 
 class SelectionSizes:
@@ -115,6 +145,7 @@ class PgSql:
             conn.exec_driver_sql(
                 f"CREATE TABLE IF NOT EXISTS {META_TABLE} (name text PRIMARY KEY, "
                 "spec jsonb NOT NULL)")
+            conn.exec_driver_sql(_COUNT_FUNCTION)
         return str(row[0])
 
     def _session_setup(self, ext_schema: str) -> Any:
@@ -158,11 +189,64 @@ class PgSql:
             f"CREATE TABLE IF NOT EXISTS {sp} (id uuid NOT NULL REFERENCES {t} (id) "
             "ON DELETE CASCADE, name text NOT NULL, namespace text NOT NULL, "
             "term bigint NOT NULL, weight real NOT NULL, PRIMARY KEY (id, name, term))")
-        conn.exec_driver_sql(
-            f"CREATE INDEX IF NOT EXISTS {_quote(table + '__sp_term')} ON {sp} "
-            "(namespace, name, term)")
+        self._create_counts(conn, table)
         for name in stored["dense"]:
             self._create_hnsw(conn, table, name, stored["distance"])
+
+    @staticmethod
+    def _create_counts(conn: Any, table: str) -> None:
+        """The table's per-namespace point counts, started from the points it holds and
+        kept by two statement triggers (``_COUNT_FUNCTION``), and the postings index
+        that serves BM25's reads alone (``_terms_index``): what a collection's tables
+        hold since 2026-12-06. A table made before gets them on its first use
+        (:meth:`_upgrade`)."""
+        t, sp, n = _quote(table), _quote(table + "__sp"), _quote(table + "__n")
+        conn.exec_driver_sql(f"CREATE TABLE IF NOT EXISTS {n} (namespace text PRIMARY KEY, "
+                             "n bigint NOT NULL)")
+        # writers wait while the count starts (readers do not): none is missed or doubled
+        conn.exec_driver_sql(f"LOCK TABLE {t} IN SHARE ROW EXCLUSIVE MODE")
+        conn.exec_driver_sql(f"INSERT INTO {n} AS c (namespace, n) SELECT namespace, count(*) "
+                             f"FROM {t} GROUP BY namespace "
+                             "ON CONFLICT (namespace) DO UPDATE SET n = EXCLUDED.n")
+        arg = "'" + (table + "__n").replace("'", "''") + "'"
+        for event, name, rows in (("INSERT", "hm_points_added", "NEW TABLE AS hm_added"),
+                                  ("DELETE", "hm_points_removed", "OLD TABLE AS hm_removed")):
+            conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name} ON {t}")
+            conn.exec_driver_sql(
+                f"CREATE TRIGGER {name} AFTER {event} ON {t} REFERENCING {rows} "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION hm_pgv_count_points({arg})")
+        conn.exec_driver_sql(
+            f"CREATE INDEX IF NOT EXISTS {_quote(_terms_index(table))} ON {sp} "
+            "(namespace, name, term) INCLUDE (id, weight)")
+
+    @staticmethod
+    def _hold_counts(conn: Any, table: str, namespaces: Iterable[str]) -> None:
+        """Lock the count rows of ``namespaces`` (made at 0 where missing), in name
+        order, before a write adds or deletes a point: the count triggers then update
+        rows the transaction holds already. A writer that locked a point first and the
+        count at its statement's end could wait on another that did it the other way
+        round (two writers re-upserting one id beside new ones), a deadlock; the cost is
+        that writers of one namespace's points take turns, as the record store's
+        writers do on its totals row."""
+        conn.exec_driver_sql(
+            f"INSERT INTO {_quote(table + '__n')} AS c (namespace, n) "
+            "SELECT x, 0 FROM unnest(%s::text[]) x ORDER BY x "
+            "ON CONFLICT (namespace) DO UPDATE SET n = c.n", (sorted(set(namespaces)),))
+
+    def _upgrade(self, conn: Any, table: str) -> None:
+        """Give a collection's tables made before 2026-12-06 their point counts and
+        postings index (:meth:`_create_counts`), once, under the DDL lock; the older
+        postings index, which the new one serves in full, is dropped."""
+        def counted() -> bool:
+            return conn.exec_driver_sql("SELECT to_regclass(%s)",
+                                        (_quote(table + "__n"),)).scalar() is not None
+        if counted():
+            return
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK,))
+        if counted():
+            return
+        self._create_counts(conn, table)
+        conn.exec_driver_sql(f"DROP INDEX IF EXISTS {_quote(table + '__sp_term')}")
 
     def _create_hnsw(self, conn: Any, table: str, vector: str, distance: str) -> None:
         p = self.params
@@ -229,36 +313,42 @@ class PgSql:
                        limit: int, threshold: float | None) -> list[Any]:
         if not terms:
             return []
-        t, sp = _quote(table), _quote(table + "__sp")
+        t, sp, cnt = _quote(table), _quote(table + "__sp"), _quote(table + "__n")
         having = "" if threshold is None else " HAVING sum(s.weight * s.w * d.idf) >= %s"
-        # Each CTE is MATERIALIZED, computed once: inlined, the namespace's count ran
-        # once per posting the join read (456 times, 190 ms of a 2,000-memory search,
-        # on a table not yet analysed). The postings are read term by term: ``LATERAL``
-        # with ``OFFSET 0`` (which keeps the planner from flattening it into a join)
-        # makes each term a seek on ``(namespace, name, term)`` whatever the table's
-        # statistics say. With ``term = ANY(...)`` a table not yet analysed after a bulk
-        # load was planned as a scan of every posting of the namespace with the terms as
-        # a filter: 15.5 against 3.4 ms of EXPLAIN ANALYZE at 2,000 memories
-        # (docs/PERFORMANCE.md, "Search on PostgreSQL").
+        # Each CTE is MATERIALIZED, computed once: inlined, a CTE ran once per posting
+        # the join read (190 ms of a 2,000-memory search). The postings are read term
+        # by term: ``LATERAL`` with ``OFFSET 0`` (which keeps the planner from
+        # flattening it into a join) makes each term a seek on ``(namespace, name,
+        # term)`` whatever the table's statistics say (with ``term = ANY(...)`` a table
+        # not yet analysed was planned as a scan of every posting of the namespace: 15.5
+        # against 3.4 ms of EXPLAIN ANALYZE at 2,000 memories). N is the namespace's
+        # kept point count (``__n``, kept by triggers), not a count of its points
+        # (8 ms of a 20,000-memory search). The documents are scored on the postings
+        # alone, then read in score order, each checked against the filter, until
+        # ``limit`` pass: the points table is read for the hits, not for every
+        # document that holds a term (``OFFSET 0`` again: a seek by id per document,
+        # never a scan of the namespace; docs/PERFORMANCE.md, "Search on PostgreSQL").
         sql = (
             f"WITH q(term, w) AS MATERIALIZED "
             f"      (SELECT * FROM unnest(%s::bigint[], %s::float8[])), "
-            f"n AS MATERIALIZED (SELECT count(*)::float8 AS n FROM {t} WHERE namespace = %s), "
+            f"n AS MATERIALIZED (SELECT coalesce((SELECT c.n FROM {cnt} c "
+            f"      WHERE c.namespace = %s), 0)::float8 AS n), "
             f"s AS MATERIALIZED (SELECT x.id, x.weight, q.term, q.w FROM q CROSS JOIN LATERAL "
             f"      (SELECT id, weight FROM {sp} WHERE namespace = %s AND name = %s "
             f"       AND term = q.term OFFSET 0) x), "
-            f"d AS MATERIALIZED (SELECT s.term, "
-            f"      ln((n.n - count(*) + 0.5) / (count(*) + 0.5) + 1) AS idf "
-            f"      FROM s, n GROUP BY s.term, n.n), "
-            f"hits AS (SELECT s.id, sum(s.weight * s.w * d.idf) AS score FROM s "
-            f"      JOIN d ON d.term = s.term JOIN {t} p ON p.id = s.id "
-            f"      WHERE {where} GROUP BY s.id{having}) "
-            f"SELECT h.id, h.score, p.payload FROM hits h JOIN {t} p ON p.id = h.id "
+            f"d AS MATERIALIZED (SELECT s.term, ln((greatest(n.n, count(*)) - count(*) "
+            f"      + 0.5) / (count(*) + 0.5) + 1) AS idf FROM s, n GROUP BY s.term, n.n), "
+            f"scored AS MATERIALIZED (SELECT s.id, sum(s.weight * s.w * d.idf) AS score "
+            f"      FROM s JOIN d ON d.term = s.term GROUP BY s.id{having}) "
+            f"SELECT h.id, h.score, x.payload "
+            f"FROM (SELECT id, score FROM scored ORDER BY score DESC, id) h "
+            f"CROSS JOIN LATERAL (SELECT p.payload FROM {t} p WHERE p.id = h.id AND {where} "
+            f"      OFFSET 0) x "
             f"ORDER BY h.score DESC, h.id LIMIT %s")
-        params = [terms, weights, namespace, namespace, name, *args]
+        params = [terms, weights, namespace, namespace, name]
         if threshold is not None:
             params.append(threshold)
-        params.append(limit)
+        params += [*args, limit]
         return list(conn.exec_driver_sql(sql, tuple(params)).all())
 
 

@@ -12,6 +12,8 @@ of the connection (the first of ``search_path``)::
                                 per dense column, a btree on (namespace, id)
     <prefix><collection>__sp    sparse vectors: (id, name, term, weight), namespace
                                 copied, deleted with the point (foreign key, cascade)
+    <prefix><collection>__n     points per namespace (BM25's N), kept by two
+                                statement triggers on the points table
 
 One table per collection rather than one table with a collection column: each
 collection has its own vector sizes (a ``vector(n)`` column is typed by its size and
@@ -92,6 +94,7 @@ from hello_memory.stores.vector._pg_sql import (
 from hello_memory.stores.vector._pg_sql import _OPERATOR as _OPERATOR
 from hello_memory.stores.vector._pg_sql import _OPS as _OPS
 from hello_memory.stores.vector._pg_sql import _range_sql as _range_sql
+from hello_memory.stores.vector._pg_sql import _terms_index as _terms_index
 from hello_memory.stores.vector._pg_sql import _to_sql as _to_sql
 from hello_memory.stores.vector.base import CollectionSpec, VectorFilter
 from hello_memory.types import SparseVector, VectorHit, VectorPoint
@@ -222,6 +225,7 @@ class PgVectorStore(PgSql):
                                      (table, json.dumps(stored)))
             else:
                 stored = row[0]
+                self._upgrade(conn, table)
         shape = _shape_of(stored)
         for name, size in spec.dense.items():
             shape.need(spec.name, name)
@@ -242,6 +246,7 @@ class PgVectorStore(PgSql):
                                        (self._table(collection),)).first()
             if row is None:
                 raise CollectionNotFoundError(f"unknown collection {collection!r}")
+            self._upgrade(conn, self._table(collection))
             shape = self._shapes[collection] = _shape_of(row[0])
         return shape
 
@@ -291,6 +296,7 @@ class PgVectorStore(PgSql):
             for pid, ns, *_ in rows:
                 if owner.setdefault(pid, ns) != ns:
                     raise InvalidInputError(f"id {pid} is given for two namespaces in one upsert")
+            self._hold_counts(conn, table, owner.values())
             last = {r[0]: r for r in rows}  # a repeated id: the last one wins, as in Qdrant
             rows = list(last.values())
             dense_names = list(shape.dense)
@@ -381,6 +387,7 @@ class PgVectorStore(PgSql):
         with self._tx(collection) as conn:
             self._shape(conn, collection)
             if wanted:
+                self._hold_counts(conn, table, [namespace])
                 conn.exec_driver_sql(f"DELETE FROM {_quote(table)} WHERE namespace = %s "
                                      "AND id = ANY(%s)", (namespace, wanted))
 
@@ -412,6 +419,7 @@ class PgVectorStore(PgSql):
         table = self._table(collection)
         with self._tx(collection) as conn:
             self._shape(conn, collection)
+            self._hold_counts(conn, table, [namespace])
             conn.exec_driver_sql(f"DELETE FROM {_quote(table)} WHERE namespace = %s",
                                  (namespace,))
 
