@@ -106,6 +106,14 @@ log = logging.getLogger(__name__)
 _BATCH = 500
 
 
+def _check_threshold(score_threshold: float | None) -> None:
+    if score_threshold is not None and (isinstance(score_threshold, bool) or
+                                        not isinstance(score_threshold, (int, float))
+                                        or not math.isfinite(score_threshold)):
+        raise InvalidInputError(f"score_threshold must be a finite number, "
+                                f"got {score_threshold!r}")
+
+
 class PgVectorStore(PgSql):
     """Vector store in a PostgreSQL database with the pgvector extension.
 
@@ -447,27 +455,27 @@ class PgVectorStore(PgSql):
         if wanted is not None:
             where += " AND p.id = ANY(%s)"
             args.append([uuid.UUID(i) for i in wanted])
-        if score_threshold is not None and (isinstance(score_threshold, bool) or
-                                            not isinstance(score_threshold, (int, float))
-                                            or not math.isfinite(score_threshold)):
-            raise InvalidInputError(f"score_threshold must be a finite number, "
-                                    f"got {score_threshold!r}")
-        table = self._table(collection)
+        _check_threshold(score_threshold)
         with self._tx(collection) as conn:
-            shape = self._shape(conn, collection)
-            sparse = isinstance(query, SparseVector)
-            shape.need(collection, using, sparse=sparse)
-            if isinstance(query, SparseVector):
-                terms, weights = _sparse_parts(query, collection, using)
-                rows = self._sparse_search(conn, table, using, terms, weights, namespace,
-                                           where, args, limit, score_threshold)
-            else:
-                q = _vec_text(_dense(query, collection, using, shape.dense[using]))
-                rows = self._dense_search(conn, table, shape.distance, using, q, where, args,
-                                          limit, score_threshold, exact=wanted is not None)
+            rows = self._ranked(conn, collection, query, using, namespace, where, args,
+                                limit, score_threshold, exact=wanted is not None)
         return [VectorHit(str(pid), _finite(score), dict(payload) if with_payload else {})
                 for pid, score, payload in rows]
 
+    def _ranked(self, conn: Any, collection: str, query: Sequence[float] | SparseVector,
+                using: str, namespace: str, where: str, args: list[Any], limit: int,
+                threshold: float | None, *, exact: bool) -> list[Any]:
+        """The (id, score, payload) rows of one nearest query in the open transaction."""
+        table = self._table(collection)
+        shape = self._shape(conn, collection)
+        shape.need(collection, using, sparse=isinstance(query, SparseVector))
+        if isinstance(query, SparseVector):
+            terms, weights = _sparse_parts(query, collection, using)
+            return self._sparse_search(conn, table, using, terms, weights, namespace,
+                                       where, args, limit, threshold)
+        q = _vec_text(_dense(query, collection, using, shape.dense[using]))
+        return self._dense_search(conn, table, shape.distance, using, q, where, args,
+                                  limit, threshold, exact=exact)
 
     def nearest_batch(
         self,
@@ -480,11 +488,19 @@ class PgVectorStore(PgSql):
         filters: VectorFilter | None = None,
         score_threshold: float | None = None,
     ) -> list[list[VectorHit]]:
-        """Dense :meth:`nearest` for every query, one after the other (each is an index
-        scan of its own on the server); payloads empty."""
-        return [self.nearest(collection, q, namespace=namespace, using=using, limit=limit,
-                             filters=filters, score_threshold=score_threshold,
-                             with_payload=False) for q in queries]
+        """Dense :meth:`nearest` for every query, one statement each (each an index scan
+        of its own on the server), all in one transaction: one connection check and one
+        commit for the batch (the add path's duplicate check asks one per memory);
+        payloads empty."""
+        if not queries:
+            return []
+        where, args = _where(namespace, filters)
+        _check_threshold(score_threshold)
+        with self._tx(collection) as conn:
+            return [[VectorHit(str(pid), _finite(score), {}) for pid, score, _ in
+                     self._ranked(conn, collection, q, using, namespace, where, args, limit,
+                                  score_threshold, exact=False)]
+                    for q in queries]
 
     def retrieve(self, collection: str, ids: Sequence[str], *, namespace: str) -> list[VectorHit]:
         """Points by id (score 0.0) in request order, only those in ``namespace``."""
