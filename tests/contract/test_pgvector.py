@@ -439,3 +439,29 @@ def test_counts_stay_exact_under_concurrent_writers(postgres_url: str) -> None:
     finally:
         for s in stores:
             s.close()
+
+
+def test_a_batch_of_queries_is_one_transaction(postgres_url: str) -> None:
+    """``nearest_batch`` (the add path's duplicate check: one query per memory) takes one
+    connection from the pool and commits once for the whole batch, and answers each
+    query as ``nearest`` does."""
+    from sqlalchemy import event
+
+    store = _store(postgres_url, prefix="hm_batch_")
+    try:
+        store.ensure_collection(SPEC)
+        pts = _points(40, "a", 9)
+        store.upsert(COL, pts)
+        queries = [p.vectors["dense"] for p in pts[:6]]
+        checkouts: list[int] = []
+        event.listen(store._engine, "checkout", lambda *_: checkouts.append(1))
+        batch = store.nearest_batch(COL, queries, namespace="a", limit=3,
+                                    score_threshold=0.1)
+        assert len(checkouts) == 1
+        for q, hits in zip(queries, batch, strict=True):
+            one = store.nearest(COL, q, namespace="a", limit=3, score_threshold=0.1,
+                                with_payload=False)
+            assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in one]
+        assert len(checkouts) == 7
+    finally:
+        store.close()
