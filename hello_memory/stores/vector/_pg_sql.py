@@ -56,8 +56,8 @@ def _vec_text(values: Sequence[float]) -> str:
 # The trigger function that keeps a collection's per-namespace point counts (the
 # ``<table>__n`` table, TG_ARGV[0], in the points table's schema): one grouped write per
 # statement that adds or deletes points, in the writer's transaction, namespaces in
-# order. The counts are BM25's N (PgSql._sparse_search); a row per namespace that each
-# writer of the namespace holds from its first added or deleted point to its commit.
+# order. The counts are BM25's N (PgSql._sparse_search): a row per namespace, which the
+# store's writers lock before their first point (PgSql._hold_counts) until they commit.
 _COUNT_FUNCTION = """
 CREATE OR REPLACE FUNCTION hm_pgv_count_points() RETURNS trigger LANGUAGE plpgsql AS $hm$
 DECLARE
