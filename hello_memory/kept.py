@@ -1,15 +1,18 @@
 """Values kept while a write generation stands (issue 27; docs/PERFORMANCE.md, "Other
 fast paths on the search path").
 
-A store that alone writes its data counts its writes per namespace (a *generation*:
-``MemoryRepository.generation``, ``SQLiteGraphStore.generation``). What is derived
+A store counts the writes of each namespace (a *generation*:
+``MemoryRepository.generation``, ``SQLiteGraphStore.generation``), in the process where
+it alone writes its data, in the database where other processes write too
+(``hm_namespace_totals.generation``, stores/records/generation.py). What is derived
 from that data can be kept under the generation it was read at and used while the
-generation is unchanged. :class:`KeptValues` is that table, shared by the search
-(``HybridRetriever._kept`` / ``_kept_each``) and the SQL graph store's name lookups:
-bounded, least recently used out, safe across threads; and by the memory records a
-search reads where the record cache is off (``MemoryRepository.kept_records``). The caller takes the
-generation *before* it reads, so a write committed during the read leaves a value
-marked with the older generation, which the next call reads again.
+generation is unchanged. :class:`KeptValues` is that table: bounded, least recently
+used out, safe across threads. The search keeps its derived values in one
+(``HybridRetriever._kept`` / ``_kept_each``), the SQL graph store its name lookups, and
+the memory records a search reads where the record cache is off
+(``MemoryRepository.kept_records``). The caller takes the generation *before* it
+reads, so a write committed during the read leaves a value marked with the older
+generation, which the next call reads again.
 """
 
 from __future__ import annotations

@@ -307,14 +307,15 @@ def test_bm25_reads_the_kept_count_and_scores_by_the_formula(postgres_url: str) 
 
 
 def _kept_counts(store: PgVectorStore, table: str = "hm_memories") -> dict[str, int]:
-    """The kept point counts of ``table`` against a count of its points: both, as one
-    dict each, asserted equal by the caller."""
+    """The kept point counts of ``table``, namespace -> count (rows at 0 left out), to
+    compare with :func:`_counted`."""
     with store._engine.connect() as conn:
         return dict(conn.exec_driver_sql(f'SELECT namespace, n FROM "{table}__n" '
                                          "WHERE n <> 0").all())
 
 
 def _counted(store: PgVectorStore, table: str = "hm_memories") -> dict[str, int]:
+    """A ``count(*)`` of ``table``'s points per namespace."""
     with store._engine.connect() as conn:
         return dict(conn.exec_driver_sql(f'SELECT namespace, count(*) FROM "{table}" '
                                          "GROUP BY namespace").all())

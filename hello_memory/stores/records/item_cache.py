@@ -134,4 +134,3 @@ class ItemCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
-
